@@ -1,0 +1,49 @@
+# The two commands of the README's quick start are `make demo` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test unit e2e lint typecheck bench controlplane crds clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok once
+# (cached under ~/.cache/policy-scheduler; a rerun returns in seconds).
+controlplane: $(STAMP)
+	@PATH="$$(scripts/ensure-go.sh):$$PATH" $(BIN)/policy-scheduler dev-cluster build
+
+# Main job: local control plane with kwok nodes, the operator, example workload, placements.
+demo: controlplane
+	@$(BIN)/policy-scheduler demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check operator tests e2e
+	$(BIN)/ruff format --check operator tests e2e
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest tests -q
+
+e2e: controlplane
+	$(BIN)/pytest e2e -q
+
+# Every test: lint, types, unit and e2e on the real control plane.
+test: controlplane lint typecheck
+	$(BIN)/pytest tests e2e -q
+
+bench: $(STAMP)
+	$(BIN)/python -m policy_scheduler.bench
+
+crds: $(STAMP)
+	$(BIN)/policy-scheduler crds --write crds
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Decoding Kubernetes API objects into the scheduler's compact model (no client library here)."""

@@ -1,0 +1,174 @@
+"""`dev-cluster` subcommand: build, start, inspect and stop the local control plane.
+
+`up` leaves the components running after it returns (their PIDs are in
+<workdir>/state.json); `down` stops them. `up --foreground` instead keeps the cluster
+tied to the terminal until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries, versions_summary
+from policy_scheduler.devcluster.cluster import DevCluster, DevClusterError
+from policy_scheduler.devcluster.versions import cache_root
+
+PROG = "policy-scheduler dev-cluster"
+
+
+def default_workdir() -> Path:
+    return cache_root() / "dev-cluster"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "dev-cluster",
+        help="run a local Kubernetes control plane (etcd, kube-apiserver, controller-manager, kwok)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=lambda _args: _usage(parser))
+    actions = parser.add_subparsers(title="actions", metavar="{up,down,status,build}")
+
+    up = actions.add_parser("up", help="build if needed, start the cluster and leave it running")
+    up.add_argument("--nodes", type=int, default=10, help="fake (kwok) nodes to create (default 10)")
+    up.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C stops the cluster")
+    up.set_defaults(func=cmd_up)
+
+    down = actions.add_parser("down", help="stop the cluster started by `up`")
+    down.set_defaults(func=cmd_down)
+
+    status = actions.add_parser("status", help="show the cluster's components; exit 1 if not running")
+    status.set_defaults(func=cmd_status)
+
+    build = actions.add_parser("build", help="build etcd, Kubernetes and kwok from source (cached)")
+    build.set_defaults(func=cmd_build)
+
+    for action in (up, down, status):
+        action.add_argument(
+            "--workdir", type=Path, default=default_workdir(), help="cluster state, logs and kubeconfig"
+        )
+    return parser
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _raise_keyboard_interrupt(signum: int, _frame: FrameType | None) -> None:
+    # SIGTERM gets the same cleanup path as Ctrl-C: DevCluster.start() stops what it started.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _handle_termination_signals() -> None:
+    signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def cmd_build(_args: argparse.Namespace) -> int:
+    try:
+        directory = build_all(out=sys.stderr)
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{versions_summary()} ready in {directory}")
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    workdir: Path = args.workdir
+    try:
+        running = DevCluster.from_state(workdir)
+        if running is not None and running.status().running:
+            print(f"dev cluster already running in {workdir}")
+            _print_hints(running, detached=True)
+            return 0
+        if missing_binaries():
+            build_all(out=sys.stderr)
+        cluster = DevCluster(workdir, args.nodes, die_with_parent=args.foreground)
+        print(
+            f"starting dev cluster ({versions_summary()}, {args.nodes} nodes) in {workdir} ...",
+            file=sys.stderr,
+        )
+        _handle_termination_signals()
+        cluster.start()
+    except (BuildError, DevClusterError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; stopped everything that had started", file=sys.stderr)
+        return 130
+    if args.foreground:
+        return _run_foreground(cluster)
+    cluster.detach()  # before any output: a closed stdout must not take the cluster down
+    print(f"dev cluster up in {cluster.startup_seconds:.1f}s")
+    _print_hints(cluster, detached=True)
+    return 0
+
+
+def _print_hints(cluster: DevCluster, *, detached: bool) -> None:
+    print(f"  kubeconfig: {cluster.kubeconfig}")
+    print(f"  export KUBECONFIG={cluster.kubeconfig}; {cluster.kubectl} get nodes")
+    print(f"  logs:       {cluster.logs_dir}")
+    if detached:
+        workdir = f" --workdir {cluster.workdir}" if cluster.workdir != default_workdir() else ""
+        print(f"  stop with:  {PROG} down{workdir}")
+
+
+def _run_foreground(cluster: DevCluster) -> int:
+    try:
+        print(f"dev cluster up in {cluster.startup_seconds:.1f}s; Ctrl-C stops it")
+        _print_hints(cluster, detached=False)
+        while all(c.alive() for c in cluster.components):
+            time.sleep(1.0)
+        print(cluster.status().describe(), file=sys.stderr)
+        print("a component died; stopping the cluster", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        cluster.stop()
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    try:
+        cluster = DevCluster.from_state(args.workdir)
+    except DevClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if cluster is None:
+        print(f"no dev cluster recorded in {args.workdir}")
+        return 0
+    cluster.stop()
+    print("dev cluster stopped")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        cluster = DevCluster.from_state(args.workdir)
+    except DevClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if cluster is None:
+        print(f"dev cluster: not running (no state in {args.workdir})")
+        return 1
+    status = cluster.status()
+    print(status.describe())
+    return 0 if status.running else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point: `python -m policy_scheduler.devcluster up`."""
+    parser = argparse.ArgumentParser(prog="policy-scheduler")
+    subparsers = parser.add_subparsers(required=True)
+    add_parser(subparsers)
+    args = parser.parse_args(["dev-cluster", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.func(args)
+    return code

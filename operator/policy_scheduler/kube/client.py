@@ -1,0 +1,202 @@
+"""The API client and raw HTTP helpers every adapter goes through.
+
+kubernetes-asyncio supplies configuration (kubeconfig, in-cluster service account, token
+refresh) and its aiohttp session; requests are made on that session directly so that bodies
+stay bytes for msgspec, and so that a non-2xx answer is a status code to look at rather than
+an exception (its typed `create_namespaced_binding` raises even on success, because the server
+answers a Status where it expects a Binding).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from policy_scheduler.apiobjects.decode import decode_status
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "policy-scheduler/0.1"
+JSON = "application/json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_TIMEOUT = 30.0
+
+# Errors that say nothing about the request itself: the connection, not the server, failed.
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ConnectionError)
+
+QueryValue = str | int | bool
+Query = Mapping[str, QueryValue]
+
+
+class ApiError(Exception):
+    """A non-2xx answer, with the server's Status reason and message when it sent one."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{status} {reason}: {message}")
+
+    @classmethod
+    def from_response(cls, status: int, body: bytes) -> ApiError:
+        st = decode_status(body)
+        if st is not None and (st.reason or st.message):
+            return cls(status, st.reason, st.message)
+        return cls(status, "", body[:500].decode("utf-8", "replace"))
+
+
+def is_transient(status: int) -> bool:
+    """Worth retrying: throttled, server-side trouble, or no answer at all (status 0)."""
+    return status in (0, 429) or status >= 500
+
+
+async def make_api_client(kubeconfig: str | None = None) -> Any:
+    """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config.
+
+    Outside a cluster with neither set, ~/.kube/config is tried last so local runs just work.
+    """
+    configuration = k8s_client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        await k8s_config.load_kube_config(
+            config_file=path, client_configuration=configuration, persist_config=False
+        )
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except k8s_config.ConfigException:
+            default = Path.home() / ".kube" / "config"
+            if not default.exists():
+                raise
+            await k8s_config.load_kube_config(
+                config_file=str(default), client_configuration=configuration, persist_config=False
+            )
+    api = k8s_client.ApiClient(configuration=configuration)
+    api.user_agent = USER_AGENT
+    log.info("api client ready", extra={"host": configuration.host})
+    return api
+
+
+def _query(query: Query | None) -> dict[str, str] | None:
+    if not query:
+        return None
+    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in query.items()}
+
+
+async def _prepare(
+    api: Any, path: str, content_type: str | None
+) -> tuple[aiohttp.ClientSession, str, dict[str, str], dict[str, Any]]:
+    headers: dict[str, str] = dict(api.default_headers)
+    headers["Accept"] = JSON
+    if content_type:
+        headers["Content-Type"] = content_type
+    # Bearer tokens come from the configuration's auth settings, which also run the token
+    # refresh hook (in-cluster projected tokens rotate).
+    await api.update_params_for_auth(headers, [], ["BearerToken"])
+    rest = api.rest_client
+    extra: dict[str, Any] = {}
+    if rest.proxy:
+        extra["proxy"] = rest.proxy
+    if rest.proxy_headers:
+        extra["proxy_headers"] = rest.proxy_headers
+    if rest.server_hostname:
+        extra["server_hostname"] = rest.server_hostname
+    session: aiohttp.ClientSession = rest.pool_manager
+    return session, api.configuration.host + path, headers, extra
+
+
+def _body(body: Any) -> bytes | None:
+    if body is None or isinstance(body, bytes):
+        return body
+    return msgspec.json.encode(body)
+
+
+async def request(
+    api: Any,
+    method: str,
+    path: str,
+    *,
+    query: Query | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+    request_timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[int, bytes]:
+    """One request; returns (HTTP status, body bytes) whatever the status.
+
+    `body` is bytes as is, or anything msgspec can encode as JSON. Connection failures raise
+    (see CONNECTION_ERRORS).
+    """
+    data = _body(body)
+    if data is not None and content_type is None:
+        content_type = JSON
+    session, url, headers, extra = await _prepare(api, path, content_type)
+    async with session.request(
+        method,
+        url,
+        params=_query(query),
+        data=data,
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(total=request_timeout),
+        **extra,
+    ) as resp:
+        return resp.status, await resp.read()
+
+
+async def request_ok(
+    api: Any,
+    method: str,
+    path: str,
+    *,
+    query: Query | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+    request_timeout: float = DEFAULT_TIMEOUT,
+) -> bytes:
+    """Like `request`, but raises ApiError on a non-2xx status."""
+    status, data = await request(
+        api, method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
+    )
+    if not 200 <= status < 300:
+        raise ApiError.from_response(status, data)
+    return data
+
+
+@asynccontextmanager
+async def stream(
+    api: Any, path: str, *, query: Query | None = None, read_timeout: float | None = None
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """A GET whose response is read incrementally (watches). No total timeout, only idle time."""
+    session, url, headers, extra = await _prepare(api, path, None)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=DEFAULT_TIMEOUT, sock_read=read_timeout)
+    async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
+        yield resp
+
+
+async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """Newline-delimited chunks of a streaming body, with no line-length limit.
+
+    aiohttp's readline() gives up on lines longer than its buffer, and a watch event carries a
+    whole object (up to etcd's 1.5 MiB), so lines are assembled by hand.
+    """
+    pending = bytearray()
+    async for chunk in resp.content.iter_any():
+        pending += chunk
+        if b"\n" not in chunk:
+            continue
+        *lines, rest = bytes(pending).split(b"\n")
+        pending = bytearray(rest)
+        for line in lines:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield bytes(pending)

@@ -1,0 +1,360 @@
+"""Recording events.k8s.io/v1 Events without ever making the scheduling loop wait.
+
+`EventRecorder.event()` is synchronous: it decides (aggregation, rate limits) in memory and
+queues at most one write. A background task performs the writes. As in client-go's events
+broadcaster, an event repeated within the series window is not written again: the first
+repeat PATCHes a `series` onto the stored event, later repeats only bump a counter that a
+periodic flush writes, so a pod failing to schedule every second costs a handful of writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.ratelimit import TokenBucket
+from policy_scheduler.scheduler import model
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "policy-scheduler"
+NORMAL = "Normal"
+WARNING = "Warning"
+
+SCHEDULED = "Scheduled"
+FAILED_SCHEDULING = "FailedScheduling"
+PREEMPTED = "Preempted"
+
+MAX_NOTE_BYTES = 1024  # API validation limit for Event.note
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    api_version: str = "v1"
+    resource_version: str = ""
+
+    @classmethod
+    def for_pod(cls, pod: model.Pod) -> ObjectRef:
+        return cls("Pod", pod.name, pod.namespace, pod.uid, "v1", pod.resource_version)
+
+    def to_json(self) -> dict[str, str]:
+        out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        if self.resource_version:
+            out["resourceVersion"] = self.resource_version
+        return out
+
+    @property
+    def identity(self) -> str:
+        return self.uid or f"{self.kind}/{self.namespace}/{self.name}"
+
+
+PodLike = model.Pod | ObjectRef
+
+
+def _ref(pod: PodLike) -> ObjectRef:
+    return pod if isinstance(pod, ObjectRef) else ObjectRef.for_pod(pod)
+
+
+# (regarding, related, type, reason, action, note): events equal in all of these form a series.
+EventKey = tuple[str, str, str, str, str, str]
+
+
+def event_key(
+    regarding: ObjectRef, related: ObjectRef | None, type_: str, reason: str, action: str, note: str
+) -> EventKey:
+    return (regarding.identity, related.identity if related else "", type_, reason, action, note)
+
+
+def micro_time(ts: float) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def truncate_note(note: str) -> str:
+    data = note.encode()
+    if len(data) <= MAX_NOTE_BYTES:
+        return note
+    return data[: MAX_NOTE_BYTES - 3].decode(errors="ignore") + "..."
+
+
+@dataclass(slots=True)
+class _Series:
+    name: str
+    namespace: str
+    body: dict[str, Any]  # as created, to recreate the event if it expired meanwhile
+    count: int
+    last_observed: float
+    dirty: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    kind: str  # "create" | "patch"
+    key: EventKey
+
+
+def event_body(
+    *,
+    name: str,
+    regarding: ObjectRef,
+    related: ObjectRef | None,
+    type_: str,
+    reason: str,
+    action: str,
+    note: str,
+    now: float,
+    controller: str,
+    instance: str,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": regarding.namespace or "default"},
+        "eventTime": micro_time(now),
+        "reportingController": controller,
+        "reportingInstance": instance,
+        "action": action,
+        "reason": reason,
+        "note": note,
+        "type": type_,
+        "regarding": regarding.to_json(),
+    }
+    if related is not None:
+        body["related"] = related.to_json()
+    return body
+
+
+def series_patch(count: int, last_observed: float) -> dict[str, Any]:
+    return {"series": {"count": count, "lastObservedTime": micro_time(last_observed)}}
+
+
+class EventRecorder:
+    """Aggregating, rate-limited, fire-and-forget event writer.
+
+    Limits: `qps`/`burst` across all writes; `per_object_qps`/`per_object_burst` on new events
+    about one object (client-go's spam filter: 25, then one per 5 minutes). Events beyond the
+    limits or a full queue are dropped and counted in `dropped`.
+    """
+
+    def __init__(
+        self,
+        api: Any,
+        *,
+        instance: str,
+        controller: str = CONTROLLER,
+        qps: float = 25.0,
+        burst: int = 50,
+        per_object_qps: float = 1 / 300,
+        per_object_burst: int = 25,
+        series_window: float = 360.0,
+        flush_interval: float = 30.0,
+        queue_size: int = 1000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.instance = instance
+        self.controller = controller
+        self.series_window = series_window
+        self.flush_interval = flush_interval
+        self.clock = clock
+        self.dropped = 0
+        self.written = 0
+        self.failed = 0
+        self._global = TokenBucket(qps, burst)
+        self._per_object_rate = (per_object_qps, per_object_burst)
+        self._per_object: dict[str, TokenBucket] = {}
+        self._series: dict[EventKey, _Series] = {}
+        self._queue: asyncio.Queue[_Write] = asyncio.Queue(maxsize=queue_size)
+        self._last_name_ns = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- recording (synchronous, never blocks) ----------------------------------------------------
+
+    def event(
+        self,
+        regarding: ObjectRef,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: ObjectRef | None = None,
+    ) -> None:
+        now = self.clock()
+        note = truncate_note(note)
+        key = event_key(regarding, related, type_, reason, action, note)
+        series = self._series.get(key)
+        if series is not None and now - series.last_observed <= self.series_window:
+            series.count += 1
+            series.last_observed = now
+            if series.count == 2:
+                self._enqueue(_Write("patch", key), now)  # start the series at once
+            else:
+                series.dirty = True  # the periodic flush writes the count
+            return
+        if not self._object_bucket(regarding.identity).allow(now) or not self._global.allow(now):
+            self.dropped += 1
+            return
+        name = self._event_name(regarding.name)
+        body = event_body(
+            name=name,
+            regarding=regarding,
+            related=related,
+            type_=type_,
+            reason=reason,
+            action=action,
+            note=note,
+            now=now,
+            controller=self.controller,
+            instance=self.instance,
+        )
+        self._series[key] = _Series(name, body["metadata"]["namespace"], body, 1, now)
+        self._enqueue(_Write("create", key), None)
+
+    def scheduled(self, pod: PodLike, node_name: str) -> None:
+        ref = _ref(pod)
+        note = f"Successfully assigned {ref.namespace}/{ref.name} to {node_name}"
+        self.event(ref, NORMAL, SCHEDULED, "Binding", note)
+
+    def failed_scheduling(self, pod: PodLike, message: str) -> None:
+        self.event(_ref(pod), WARNING, FAILED_SCHEDULING, "Scheduling", message)
+
+    def preempted(self, victim: PodLike, preemptor: PodLike, node_name: str) -> None:
+        by = _ref(preemptor)
+        note = f"Preempted by pod {by.uid} on node {node_name}"
+        self.event(_ref(victim), NORMAL, PREEMPTED, "Preempting", note, related=by)
+
+    def _object_bucket(self, identity: str) -> TokenBucket:
+        bucket = self._per_object.get(identity)
+        if bucket is None:
+            rate, burst = self._per_object_rate
+            bucket = self._per_object[identity] = TokenBucket(rate, burst)
+        return bucket
+
+    def _event_name(self, object_name: str) -> str:
+        # client-go names events "<object>.<unix nanos in hex>"; keep the nanos strictly
+        # increasing so two events in one clock tick cannot collide.
+        nanos = max(time.time_ns(), self._last_name_ns + 1)
+        self._last_name_ns = nanos
+        return f"{object_name}.{nanos:x}"
+
+    def _enqueue(self, write: _Write, patch_time: float | None) -> None:
+        if patch_time is not None and not self._global.allow(patch_time):
+            self._series[write.key].dirty = True  # retried by the next flush
+            return
+        try:
+            self._queue.put_nowait(write)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if write.kind == "create":
+                self._series.pop(write.key, None)
+
+    # --- background writing ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._writer(), name="events writer"),
+                asyncio.create_task(self._flusher(), name="events flusher"),
+            ]
+
+    async def stop(self, drain_timeout: float = 5.0) -> None:
+        """Write pending series counts and queued events (bounded by drain_timeout), then stop."""
+        if self._tasks:
+            self.flush()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queue.join(), drain_timeout)
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def flush(self) -> None:
+        """Queue patches for series with unwritten counts; forget series past their window."""
+        now = self.clock()
+        for key, series in list(self._series.items()):
+            if series.dirty:
+                series.dirty = False
+                self._enqueue(_Write("patch", key), now)
+            elif now - series.last_observed > self.series_window:
+                del self._series[key]
+        for identity, bucket in list(self._per_object.items()):
+            if bucket.full(now):
+                del self._per_object[identity]
+
+    async def drain(self) -> None:
+        """Wait until every queued write has been attempted (for tests and shutdown)."""
+        await self._queue.join()
+
+    async def _flusher(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            self.flush()
+
+    async def _writer(self) -> None:
+        while True:
+            write = await self._queue.get()
+            try:
+                await self._write(write)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.failed += 1
+                log.warning("event write failed", extra={"event_kind": write.kind, "error": repr(exc)})
+            finally:
+                self._queue.task_done()
+
+    async def _write(self, write: _Write) -> None:
+        series = self._series.get(write.key)
+        if series is None:
+            return  # forgotten meanwhile (queue overflow)
+        base = f"/apis/events.k8s.io/v1/namespaces/{quote(series.namespace, safe='')}/events"
+        if write.kind == "create":
+            await self._create(base, series.body)
+            return
+        try:
+            status, data = await request(
+                self.api,
+                "PATCH",
+                f"{base}/{quote(series.name, safe='')}",
+                body=series_patch(series.count, series.last_observed),
+                content_type=MERGE_PATCH,
+            )
+        except CONNECTION_ERRORS:
+            series.dirty = True  # try again at the next flush
+            raise
+        if status == 404:
+            # The event expired (events have a TTL) or its creation failed: start a new one
+            # that carries the series so far.
+            series.name = self._event_name(series.body["regarding"]["name"])
+            series.body = {**series.body, "metadata": {**series.body["metadata"], "name": series.name}}
+            await self._create(base, {**series.body, **series_patch(series.count, series.last_observed)})
+            return
+        if not 200 <= status < 300:
+            raise ApiError.from_response(status, data)
+        self.written += 1
+
+    async def _create(self, base: str, body: dict[str, Any]) -> None:
+        status, data = await request(self.api, "POST", base, body=body)
+        if status == 409:
+            return  # already exists: a retried create that had in fact succeeded
+        if not 200 <= status < 300:
+            raise ApiError.from_response(status, data)
+        self.written += 1

@@ -1,0 +1,310 @@
+"""A list-then-watch cache of one resource, calling back on every change.
+
+Semantics follow client-go's reflector: a paginated LIST gives a consistent snapshot and a
+resourceVersion; a WATCH from that version streams changes; bookmarks keep the version fresh
+so a reconnect rarely needs a relist; 410 Gone (version too old) forces a relist, which is
+diffed against the store so consumers see deletes, updates and adds exactly once. Callbacks
+are synchronous and run on the event loop, so consumers' caches need no locking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+import msgspec
+
+from policy_scheduler.apiobjects import structs
+from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decode_watch_event
+from policy_scheduler.kube.backoff import Backoff
+from policy_scheduler.kube.client import ApiError, Query, iter_lines, request, stream
+
+log = logging.getLogger(__name__)
+
+PODS = "/api/v1/pods"
+NODES = "/api/v1/nodes"
+NAMESPACES = "/api/v1/namespaces"
+PDBS = "/apis/policy/v1/poddisruptionbudgets"
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+LIST_TIMEOUT = 120.0
+# A watch that ends sooner than this without delivering anything counts as a failure, so a
+# server that keeps closing streams at once is retried with backoff rather than in a hot loop.
+MIN_HEALTHY_WATCH = 1.0
+
+
+class HasMetadata(Protocol):
+    @property
+    def metadata(self) -> structs.ObjectMeta: ...
+
+
+S = TypeVar("S", bound=HasMetadata)
+V = TypeVar("V")
+
+
+class _Gone(Exception):
+    """The resourceVersion is no longer served (HTTP 410 or an ERROR event with code 410)."""
+
+
+def object_key(meta: structs.ObjectMeta) -> str:
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+class Informer(Generic[S, V]):
+    """Keeps `store` (key → converted object) in sync with one API collection.
+
+    `convert` turns a decoded struct into what the store holds; if it raises, the object is
+    treated as absent (and logged). `on_decode_failure` may turn an object that did not even
+    decode into a placeholder (pods become `malformed` pods); without it such objects are
+    logged and skipped.
+    """
+
+    def __init__(
+        self,
+        api: Any,
+        path: str,
+        item_type: type[S],
+        convert: Callable[[S], V],
+        *,
+        on_add: Callable[[V], None] = _noop,
+        on_update: Callable[[V, V], None] = _noop,
+        on_delete: Callable[[V], None] = _noop,
+        on_decode_failure: Callable[[DecodeFailure], V | None] | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        watch_timeout: float = 300.0,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.api = api
+        self.path = path
+        self.item_type = item_type
+        self.convert = convert
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+        self.on_decode_failure = on_decode_failure
+        self.field_selector = field_selector
+        self.label_selector = label_selector
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff or Backoff()
+        self.store: dict[str, V] = {}
+        self.has_synced = asyncio.Event()
+        self.resource_version = ""
+        self.relists = 0
+        self._versions: dict[str, str] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name=f"informer {self.path}")
+        return self._task
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def run(self) -> None:
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list_and_sync()
+                    need_list = False
+                    self.backoff.reset()
+                await self._watch()
+            except _Gone:
+                log.info("resource version expired; relisting", extra={"resource": self.path})
+                need_list = True
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                delay = self.backoff.next()
+                log.warning(
+                    "list/watch failed; retrying",
+                    extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
+                )
+                await asyncio.sleep(delay)
+
+    # --- list ----------------------------------------------------------------------------------
+
+    def _selectors(self) -> dict[str, str | int | bool]:
+        query: dict[str, str | int | bool] = {}
+        if self.field_selector:
+            query["fieldSelector"] = self.field_selector
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        return query
+
+    async def _list(self) -> tuple[list[S], list[DecodeFailure], str]:
+        items: list[S] = []
+        failures: list[DecodeFailure] = []
+        token = ""
+        while True:
+            query: dict[str, str | int | bool] = {"limit": self.page_size, **self._selectors()}
+            if token:
+                query["continue"] = token
+            status, body = await request(
+                self.api, "GET", self.path, query=query, request_timeout=LIST_TIMEOUT
+            )
+            if status == 410 and token:
+                # The continue token outlived its snapshot: start the list over.
+                items, failures, token = [], [], ""
+                continue
+            if status != 200:
+                raise ApiError.from_response(status, body)
+            page = decode_list(body, self.item_type)
+            items.extend(page.items)
+            failures.extend(page.failures)
+            token = page.continue_token
+            if not token:
+                return items, failures, page.resource_version
+
+    async def _list_and_sync(self) -> None:
+        items, failures, version = await self._list()
+        seen: set[str] = set()
+        for item in items:
+            meta = item.metadata
+            key = object_key(meta)
+            seen.add(key)
+            if key in self.store and self._versions.get(key) == meta.resource_version:
+                continue  # unchanged since we last saw it
+            self._upsert(key, meta.resource_version, self._convert(item))
+        for failure in failures:
+            key = object_key(failure.metadata)
+            seen.add(key)
+            if key in self.store and self._versions.get(key) == failure.metadata.resource_version:
+                continue
+            self._upsert(key, failure.metadata.resource_version, self._from_failure(failure))
+        for key in [k for k in self.store if k not in seen]:
+            self._remove(key, None)
+        self.resource_version = version
+        if self.has_synced.is_set():
+            self.relists += 1
+        self.has_synced.set()
+        log.info("listed", extra={"resource": self.path, "count": len(self.store), "rv": version})
+
+    # --- watch ---------------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        # Like the reflector, spread watch lifetimes over [t, 2t) so reconnects don't align.
+        timeout_seconds = int(self.watch_timeout * (1.0 + random.random()))
+        query: Query = {
+            "watch": True,
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": timeout_seconds,
+            **self._selectors(),
+        }
+        started = time.monotonic()
+        received = False
+        async with stream(self.api, self.path, query=query, read_timeout=timeout_seconds + 30.0) as resp:
+            if resp.status == 410:
+                raise _Gone
+            if resp.status != 200:
+                raise ApiError.from_response(resp.status, await resp.read())
+            async for line in iter_lines(resp):
+                self._handle_line(line)
+                if not received:
+                    received = True
+                    self.backoff.reset()
+        if not received and time.monotonic() - started < MIN_HEALTHY_WATCH:
+            raise ConnectionError("watch closed immediately")
+
+    def _handle_line(self, line: bytes) -> None:
+        try:
+            event = decode_watch_event(line, self.item_type)
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"undecodable watch line: {line[:200]!r}") from exc
+        if isinstance(event, structs.Status):
+            if event.code == 410:
+                raise _Gone
+            raise ApiError(event.code, event.reason, event.message)
+        if isinstance(event, DecodeFailure):
+            meta, kind = event.metadata, event.event_type
+        else:
+            meta, kind = event.object.metadata, event.type
+            if kind == "BOOKMARK":
+                self.resource_version = meta.resource_version or self.resource_version
+                return
+        key = object_key(meta)
+        if kind in ("ADDED", "MODIFIED"):
+            self._upsert(key, meta.resource_version, self._value(event))
+        elif kind == "DELETED":
+            # Consumers get the object they were told about; the event's copy only if there is none.
+            self._remove(key, None if key in self.store else self._value(event))
+        else:
+            log.warning("unknown watch event type", extra={"resource": self.path, "type": kind})
+        if meta.resource_version:
+            self.resource_version = meta.resource_version
+
+    # --- store and callbacks ---------------------------------------------------------------------
+
+    def _value(self, event: structs.WatchEvent[S] | DecodeFailure) -> V | None:
+        if isinstance(event, DecodeFailure):
+            return self._from_failure(event)
+        return self._convert(event.object)
+
+    def _convert(self, item: S) -> V | None:
+        try:
+            return self.convert(item)
+        except Exception as exc:
+            log.warning(
+                "cannot convert object; ignoring it",
+                extra={"resource": self.path, "object": object_key(item.metadata), "error": str(exc)},
+            )
+            return None
+
+    def _from_failure(self, failure: DecodeFailure) -> V | None:
+        if self.on_decode_failure is not None:
+            value = self.on_decode_failure(failure)
+            if value is not None:
+                return value
+        log.warning(
+            "cannot decode object; ignoring it",
+            extra={"resource": self.path, "object": object_key(failure.metadata), "error": failure.error},
+        )
+        return None
+
+    def _upsert(self, key: str, version: str, value: V | None) -> None:
+        if value is None:
+            # Now unreadable: stop pretending the old version is current.
+            self._remove(key, None)
+            return
+        old = self.store.get(key)
+        self.store[key] = value
+        self._versions[key] = version
+        if old is None:
+            self._call(self.on_add, value)
+        else:
+            self._call(self.on_update, old, value)
+
+    def _remove(self, key: str, fallback: V | None) -> None:
+        old = self.store.pop(key, None)
+        self._versions.pop(key, None)
+        gone = old if old is not None else fallback
+        if gone is not None:
+            self._call(self.on_delete, gone)
+
+    def _call(self, callback: Callable[..., None], *args: Any) -> None:
+        # A failing consumer must not stall the stream for everyone else.
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("informer callback failed", extra={"resource": self.path})

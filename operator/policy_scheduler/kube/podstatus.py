@@ -1,0 +1,150 @@
+"""Writing the scheduler's verdict into pod status: PodScheduled=False and nominatedNodeName.
+
+Both are strategic-merge patches of pods/status: conditions merge by `type`, so only the
+PodScheduled entry is touched, and a lastTransitionTime left out of the patch keeps the stored
+one, which is what we want when the condition was already False.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
+from policy_scheduler.kube.backoff import Backoff
+from policy_scheduler.kube.client import (
+    CONNECTION_ERRORS,
+    STRATEGIC_MERGE_PATCH,
+    ApiError,
+    is_transient,
+    request,
+)
+
+log = logging.getLogger(__name__)
+
+POD_SCHEDULED = "PodScheduled"
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+MAX_ATTEMPTS = 5
+
+
+def rfc3339(ts: datetime | float) -> str:
+    if not isinstance(ts, datetime):
+        ts = datetime.fromtimestamp(ts, UTC)
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/status"
+
+
+def unschedulable_patch(
+    *,
+    reason: str,
+    message: str,
+    current: PodConditionInfo | None,
+    now: datetime | float,
+    nominated_node: str | None = None,
+    uid: str = "",
+) -> dict[str, Any] | None:
+    """The patch body, or None when the pod already says exactly this (nothing to write).
+
+    `current` is the pod's PodScheduled condition as last seen (None: absent or unknown, so a
+    transition time is sent). `nominated_node` None leaves the nomination alone, "" clears it.
+    """
+    unchanged = (
+        current is not None
+        and current.status == "False"
+        and current.reason == reason
+        and current.message == message
+    )
+    if unchanged and nominated_node is None:
+        return None
+    condition: dict[str, Any] = {
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+    }
+    if current is None or current.status != "False":
+        condition["lastTransitionTime"] = rfc3339(now)
+    status: dict[str, Any] = {"conditions": [condition]}
+    if nominated_node is not None:
+        status["nominatedNodeName"] = nominated_node or None
+    body: dict[str, Any] = {"status": status}
+    if uid:
+        body["metadata"] = {"uid": uid}  # a recreated pod with the same name is refused
+    return body
+
+
+def nominated_node_patch(node_or_empty: str) -> dict[str, Any]:
+    """null deletes the field in a strategic-merge patch, clearing the nomination."""
+    return {"status": {"nominatedNodeName": node_or_empty or None}}
+
+
+async def patch_status(
+    api: Any, namespace: str, name: str, body: dict[str, Any], *, backoff: Backoff | None = None
+) -> bool:
+    """Apply a strategic-merge patch to pods/status, retrying transient failures.
+
+    Returns False when the pod no longer exists; raises ApiError on a permanent refusal or
+    when retries run out.
+    """
+    backoff = backoff or Backoff(initial=0.2, cap=5.0)
+    path = status_path(namespace, name)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            status, data = await request(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+        except CONNECTION_ERRORS as exc:
+            status, error = 0, ApiError(0, type(exc).__name__, str(exc))
+        else:
+            if 200 <= status < 300:
+                return True
+            if status == 404:
+                return False
+            error = ApiError.from_response(status, data)
+        if not is_transient(status) or attempt == MAX_ATTEMPTS:
+            raise error
+        delay = backoff.next()
+        log.info(
+            "pod status patch failed; retrying",
+            extra={"pod": f"{namespace}/{name}", "status": status, "retry_in": round(delay, 2)},
+        )
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def set_unschedulable_condition(
+    api: Any,
+    pod_ns: str,
+    pod_name: str,
+    *,
+    reason: str,
+    message: str,
+    current: PodConditionInfo | None = None,
+    nominated_node: str | None = None,
+    uid: str = "",
+) -> bool:
+    """Set PodScheduled=False (reason Unschedulable or SchedulerError) with `message`.
+
+    Returns True when a patch was written, False when nothing needed writing or the pod is gone.
+    """
+    body = unschedulable_patch(
+        reason=reason,
+        message=message,
+        current=current,
+        now=datetime.now(UTC),
+        nominated_node=nominated_node,
+        uid=uid,
+    )
+    if body is None:
+        return False
+    return await patch_status(api, pod_ns, pod_name, body)
+
+
+async def set_nominated_node(api: Any, ns: str, name: str, node_or_empty: str) -> bool:
+    """Set status.nominatedNodeName, or clear it with "". False when the pod is gone."""
+    return await patch_status(api, ns, name, nominated_node_patch(node_or_empty))

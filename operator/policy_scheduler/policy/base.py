@@ -1,0 +1,47 @@
+"""Base classes of the CR models: camelCase JSON names, strict specs, tolerant statuses."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class SpecModel(BaseModel):
+    """A user-written object: exact JSON names, unknown fields rejected, no type coercion.
+
+    Strict because the apiserver would not coerce either ("3" is not an integer), and
+    import-config must fail the same way kube-scheduler's strict decoder does. Python callers
+    may use the snake_case attribute names.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        strict=True,
+        frozen=True,
+    )
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON document (camelCase, unset optional fields omitted)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class StatusModel(BaseModel):
+    """A controller-written object: camelCase JSON names, tolerant of fields it does not know.
+
+    Not strict, so timestamps read back from the apiserver as strings parse into datetimes.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="ignore",
+    )
+
+    def to_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json", exclude_none=True)

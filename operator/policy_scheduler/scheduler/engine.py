@@ -1,0 +1,212 @@
+"""The engine: cache, queue, live profiles and the scheduling loop, fed by cluster events.
+
+The operator feeds it from its watches, `simulate` from YAML, tests directly. It imports no
+Kubernetes client: side effects go out through SchedulerHooks and the Binder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from policy_scheduler.scheduler.cache import Cache
+from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
+from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
+from policy_scheduler.scheduler.plugins.registry import in_tree_registry
+from policy_scheduler.scheduler.queue.nominator import PodNominator
+from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
+from policy_scheduler.scheduler.scheduler import Scheduler, SchedulerHooks
+
+log = logging.getLogger(__name__)
+
+
+class _QueueFacade:
+    """Adapts the queue and nominator to what Scheduler needs."""
+
+    def __init__(self, queue: SchedulingQueue) -> None:
+        self.queue = queue
+
+    def done(self, uid: str) -> None:
+        self.queue.done(uid)
+
+    def add_unschedulable_if_not_present(self, info: Any, scheduling_cycle: int) -> None:
+        self.queue.add_unschedulable_if_not_present(info, scheduling_cycle)
+
+    def move_all_to_active_or_backoff(self, event: Any, old: Any, new: Any) -> None:
+        self.queue.move_all_to_active_or_backoff(event, old, new)
+
+    def activate_nominated(self, pod: Pod, node_name: str) -> None:
+        self.queue.nominator.add_nominated_pod(pod, node_name)
+
+    def delete_nominated(self, pod: Pod) -> None:
+        self.queue.nominator.delete_nominated_pod_if_exists(pod)
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        hooks: SchedulerHooks | None = None,
+        binder: Binder | None = None,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        registry: Mapping[str, type[Plugin]] | None = None,
+        services: dict[str, Any] | None = None,
+    ) -> None:
+        self.table = NodeTable()
+        self.cache = Cache(self.table, clock=clock)
+        self.registry = dict(registry or in_tree_registry())
+        self.frameworks: dict[str, Framework] = {}
+        self.nominator = PodNominator()
+        self.queue = SchedulingQueue(lambda: self.frameworks, clock, nominator=self.nominator)
+        self.base_handle = Handle(
+            table=self.table,
+            nominator=self.nominator,
+            binder=binder,
+            rng=random.Random(seed),
+            clock=time.time,
+            services=services if services is not None else {},
+        )
+        self.scheduler = Scheduler(
+            self.cache,
+            _QueueFacade(self.queue),
+            lambda: self.frameworks,
+            hooks=hooks,
+            rng=np.random.default_rng(seed),
+        )
+        # Every unassigned pod we saw, whatever its schedulerName: a profile created later
+        # must find its pods without a relist.
+        self.unassigned: dict[str, Pod] = {}
+
+    # ---- profiles (live) ---------------------------------------------------------------------------
+
+    def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:
+        """Replace the active profiles. Queued pods stay; cycles already running keep their framework."""
+        frameworks: dict[str, Framework] = {}
+        for profile in profiles:
+            handle = dataclasses.replace(self.base_handle)
+            framework = Framework(profile, self.registry, handle)
+            handle.framework = framework
+            frameworks[profile.scheduler_name] = framework
+        previous = set(self.frameworks)
+        self.frameworks = frameworks
+        self.queue.resort()
+        for name in set(frameworks) - previous:
+            for pod in self.unassigned.values():
+                if pod.scheduler_name == name:
+                    self.queue.add(pod)
+        for name in previous - set(frameworks):
+            for pod in self.unassigned.values():
+                if pod.scheduler_name == name:
+                    self.queue.delete(pod)
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.frameworks
+
+    # ---- cluster events ------------------------------------------------------------------------------
+
+    def pod_added(self, pod: Pod) -> None:
+        if pod.node_name:
+            self.unassigned.pop(pod.key, None)
+            self.cache.add_pod(pod)
+            self.nominator.delete_nominated_pod_if_exists(pod)
+            self.queue.delete(pod)
+            self.queue.assigned_pod_added(pod)
+            return
+        self.unassigned[pod.key] = pod
+        if pod.nominated_node_name:
+            self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
+        if self.responsible_for(pod) and not pod.terminating:
+            self.queue.add(pod)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        if new.node_name:
+            if not old.node_name:
+                self.pod_added(new)  # just bound (by us or anyone): leaves the queue
+                return
+            self.cache.update_pod(new)
+            self.queue.assigned_pod_updated(old, new)
+            return
+        self.unassigned[new.key] = new
+        self.nominator.update_nominated_pod(old, new)
+        if self.responsible_for(new):
+            if new.terminating:
+                self.queue.delete(new)
+            else:
+                self.queue.update(old, new)
+
+    def pod_deleted(self, pod: Pod) -> None:
+        self.unassigned.pop(pod.key, None)
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        if pod.node_name or self.cache.get_pod(pod.key) is not None:
+            stored = self.cache.get_pod(pod.key) or pod
+            self.cache.remove_pod(stored)
+            self.queue.assigned_pod_deleted(stored)
+        else:
+            self.queue.delete(pod)
+
+    def node_added(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.node_added(node)
+
+    def node_updated(self, old: Node, new: Node) -> None:
+        self.cache.update_node(new)
+        self.queue.node_updated(old, new)
+
+    def node_deleted(self, node: Node) -> None:
+        self.cache.remove_node(node.name)
+        self.queue.node_deleted(node)
+
+    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
+        self.base_handle.namespace_labels = labels
+        for framework in self.frameworks.values():
+            framework.handle.namespace_labels = labels
+
+    # ---- the loop ------------------------------------------------------------------------------------
+
+    def schedule_next(self) -> bool:
+        """Pop and schedule one pod without waiting; False when nothing is ready."""
+        info = self.queue.try_pop()
+        if info is None:
+            return False
+        task = self.scheduler.schedule_one(info)
+        if task is not None:
+            self.scheduler.start_binding(task)
+        return True
+
+    async def run(self, should_schedule: Callable[[], bool] = lambda: True) -> None:
+        """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost."""
+        flushers = asyncio.get_running_loop().create_task(self.queue.run_flushers())
+        try:
+            while True:
+                try:
+                    info = await self.queue.pop()
+                except QueueClosed:
+                    return
+                if not should_schedule():
+                    # Not the leader: put it back untouched and wait.
+                    self.queue.done(info.pod.uid)
+                    self.queue.add(info.pod)
+                    await asyncio.sleep(0.5)
+                    continue
+                task = self.scheduler.schedule_one(info)
+                if task is not None:
+                    self.scheduler.start_binding(task)
+                # Let binding tasks and watch callbacks run between cycles.
+                await asyncio.sleep(0)
+        finally:
+            flushers.cancel()
+            await self.scheduler.drain_binding()
+
+    def close(self) -> None:
+        self.queue.close()

@@ -1,0 +1,432 @@
+"""The framework: runs a profile's plugins at each extension point, in batch over node rows."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
+from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
+from policy_scheduler.scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    FilterPlugin,
+    Handle,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueuedPodInfo,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.nodetable import IntArray, Rows
+
+PASSED = -1  # status_ref of a row that passed every filter
+
+
+class FrameworkError(RuntimeError):
+    pass
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Batch filter result over `rows`: which passed and, for the others, the first failing status."""
+
+    rows: Rows
+    status_ref: npt.NDArray[np.int32]
+    statuses: list[Status]
+
+    @property
+    def passed(self) -> npt.NDArray[np.bool_]:
+        return self.status_ref == PASSED
+
+    def status_at(self, i: int) -> Status:
+        ref = int(self.status_ref[i])
+        return SUCCESS if ref == PASSED else self.statuses[ref]
+
+    def error(self) -> Status | None:
+        return next((s for s in self.statuses if s.code == Code.ERROR), None)
+
+
+@dataclass(slots=True)
+class ScoreOutcome:
+    total: IntArray
+    by_plugin: dict[str, IntArray]  # weighted scores, kept for explanations
+
+
+@dataclass(slots=True)
+class WaitingPod:
+    """A pod held at Permit; plugins allow or reject it by name, or their timeout rejects it."""
+
+    pod: Pod
+    deadlines: dict[str, float]
+    result: asyncio.Future[Status] | None = None
+    outcome: Status | None = None
+
+    def allow(self, plugin: str) -> None:
+        self.deadlines.pop(plugin, None)
+        if not self.deadlines:
+            self._finish(SUCCESS)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def _finish(self, status: Status) -> None:
+        if self.outcome is not None:
+            return
+        self.outcome = status
+        if self.result is not None and not self.result.done():
+            self.result.set_result(status)
+
+    async def wait(self, clock: Any = time.monotonic) -> Status:
+        if self.outcome is not None:
+            return self.outcome
+        self.result = asyncio.get_running_loop().create_future()
+        while self.outcome is None:
+            plugin, deadline = min(self.deadlines.items(), key=lambda item: item[1])
+            try:
+                return await asyncio.wait_for(asyncio.shield(self.result), max(0.0, deadline - clock()))
+            except TimeoutError:
+                if plugin in self.deadlines and clock() >= self.deadlines[plugin]:
+                    timeout = self.deadlines[plugin]
+                    self.reject(plugin, f"rejected due to timeout after waiting {timeout:.0f}s at plugin {plugin}")
+        return self.outcome
+
+
+@dataclass(slots=True)
+class _Points:
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    queue_sort: list[QueueSortPlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[tuple[ScorePlugin, int]] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
+
+
+_POINT_TYPES: dict[str, tuple[str, type[Plugin]]] = {
+    "preEnqueue": ("pre_enqueue", PreEnqueuePlugin),
+    "queueSort": ("queue_sort", QueueSortPlugin),
+    "preFilter": ("pre_filter", PreFilterPlugin),
+    "filter": ("filter", FilterPlugin),
+    "postFilter": ("post_filter", PostFilterPlugin),
+    "preScore": ("pre_score", PreScorePlugin),
+    "reserve": ("reserve", ReservePlugin),
+    "permit": ("permit", PermitPlugin),
+    "preBind": ("pre_bind", PreBindPlugin),
+    "bind": ("bind", BindPlugin),
+    "postBind": ("post_bind", PostBindPlugin),
+}
+
+
+class Framework:
+    """One profile's plugin instances wired to the extension points."""
+
+    def __init__(
+        self,
+        profile: ResolvedProfile,
+        registry: Mapping[str, type[Plugin]],
+        handle: Handle,
+    ) -> None:
+        self.profile = profile
+        self.handle = handle
+        self.plugins: dict[str, Plugin] = {}
+        self.points = _Points()
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        for point, refs in profile.points.items():
+            for ref in refs:
+                plugin = self._instance(ref.name, registry)
+                if point == "score":
+                    if not isinstance(plugin, ScorePlugin):
+                        raise FrameworkError(f"plugin {ref.name} does not implement score")
+                    self.points.score.append((plugin, ref.weight or 1))
+                    continue
+                attr, base = _POINT_TYPES[point]
+                if not isinstance(plugin, base):
+                    raise FrameworkError(f"plugin {ref.name} does not implement {point}")
+                getattr(self.points, attr).append(plugin)
+        if len(self.points.queue_sort) != 1:
+            raise FrameworkError("a profile needs exactly one queueSort plugin")
+        if not self.points.bind:
+            raise FrameworkError("a profile needs at least one bind plugin")
+
+    def _instance(self, name: str, registry: Mapping[str, type[Plugin]]) -> Plugin:
+        plugin = self.plugins.get(name)
+        if plugin is None:
+            factory = registry.get(name)
+            if factory is None:
+                raise FrameworkError(f"unknown plugin {name!r}")
+            plugin = factory(self.handle, self.profile.plugin_config.get(name, {}))
+            self.plugins[name] = plugin
+        return plugin
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.profile.scheduler_name
+
+    @property
+    def has_filter_plugins(self) -> bool:
+        return bool(self.points.filter)
+
+    @property
+    def has_score_plugins(self) -> bool:
+        return bool(self.points.score)
+
+    def effective_plugins(self) -> dict[str, list[str]]:
+        return {point: [ref.name for ref in refs] for point, refs in self.profile.points.items() if refs}
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        return {name: plugin.events_to_register() for name, plugin in self.plugins.items()}
+
+    # ---- queue -----------------------------------------------------------------------------------
+
+    def run_pre_enqueue(self, pod: Pod) -> Status:
+        for plugin in self.points.pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def queue_sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
+        return self.points.queue_sort[0].sort_key(info)
+
+    # ---- filtering -------------------------------------------------------------------------------
+
+    def run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """RunPreFilterPlugins: Unschedulable continues, UnschedulableAndUnresolvable stops."""
+        result: PreFilterResult | None = None
+        with_nodes: set[str] = set()
+        returned = SUCCESS
+        state.skip_filter = set()
+        for plugin in self.points.pre_filter:
+            narrowed, status = plugin.pre_filter(state, pod)
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            if not status.is_success:
+                status = status.with_plugin(plugin.name)
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, status, set()
+                if status.code == Code.UNSCHEDULABLE:
+                    returned = status
+                    continue
+                return None, error(f"running PreFilter plugin {plugin.name!r}: {status.message}"), set()
+            if narrowed is not None and narrowed.node_names is not None:
+                with_nodes.add(plugin.name)
+            result = narrowed if result is None else result.merge(narrowed)
+            if result is not None and result.node_names is not None and not result.node_names:
+                names = sorted(with_nodes)
+                message = (
+                    f"node(s) didn't satisfy plugin {names[0]}"
+                    if len(names) == 1
+                    else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                )
+                return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,)), with_nodes
+        return result, returned, with_nodes
+
+    def run_filters(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
+        """RunFilterPlugins over many nodes: per node, the first failing plugin decides."""
+        status_ref = np.full(len(rows), PASSED, dtype=np.int32)
+        statuses: list[Status] = []
+        for plugin in self.points.filter:
+            if plugin.name in state.skip_filter:
+                continue
+            alive = np.flatnonzero(status_ref == PASSED)
+            if len(alive) == 0:
+                break
+            result = plugin.filter(state, pod, rows[alive])
+            failed = ~result.passed
+            if not failed.any():
+                continue
+            assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
+            offset = len(statuses)
+            statuses.extend(s.with_plugin(plugin.name) for s in result.statuses)
+            status_ref[alive[failed]] = offset + result.status_index[failed]
+        return FilterOutcome(rows, status_ref, statuses)
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
+        """RunFilterPluginsWithNominatedPods in batch: nodes with nominated pods of equal or higher
+        priority must pass both with those pods placed and without them."""
+        outcome = self.run_filters(state, pod, rows)
+        nominator = self.handle.nominator
+        table = self.handle.table
+        for i, row in enumerate(rows):
+            if outcome.status_ref[i] != PASSED:
+                continue  # already rejected without the nominated pods
+            node_name = table.nodes[int(row)].name
+            nominated = [
+                p
+                for p in nominator.nominated_pods_for_node(node_name)
+                if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
+            ]
+            if not nominated:
+                continue
+            status = self._filter_with_added_pods(state, pod, int(row), nominated)
+            if not status.is_success:
+                outcome.statuses.append(status)
+                outcome.status_ref[i] = len(outcome.statuses) - 1
+        return outcome
+
+    def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
+        table = self.handle.table
+        trial_state = state.clone()
+        placed: list[Pod] = []
+        try:
+            for other in added:
+                table.add_pod(other, row)
+                placed.append(other)
+                status = self.run_pre_filter_add_pod(trial_state, pod, other, row)
+                if not status.is_success:
+                    return error(f"adding nominated pod {other.key}: {status.message}")
+            single = self.run_filters(trial_state, pod, np.asarray([row], dtype=np.intp))
+            return single.status_at(0)
+        finally:
+            for other in placed:
+                table.remove_pod(other, row)
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status:
+        for plugin in self.points.pre_filter:
+            if plugin.has_extensions and plugin.name not in state.skip_filter:
+                status = plugin.add_pod(state, pod, added, row)
+                if not status.is_success:
+                    return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status:
+        for plugin in self.points.pre_filter:
+            if plugin.has_extensions and plugin.name not in state.skip_filter:
+                status = plugin.remove_pod(state, pod, removed, row)
+                if not status.is_success:
+                    return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """RunPostFilterPlugins: the first success wins; otherwise the rejection messages."""
+        rejections: list[Status] = []
+        for plugin in self.points.post_filter:
+            result, status = plugin.post_filter(state, pod, diagnosis)
+            if status.is_success:
+                return result, status.with_plugin(plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status.with_plugin(plugin.name)
+            if status.code != Code.UNSCHEDULABLE:
+                return None, status.with_plugin(plugin.name)
+            rejections.append(status.with_plugin(plugin.name))
+        reasons = tuple(r for s in rejections for r in s.reasons)
+        plugin_name = rejections[0].plugin if rejections else ""
+        return None, Status(Code.UNSCHEDULABLE, reasons, plugin_name)
+
+    # ---- scoring ---------------------------------------------------------------------------------
+
+    def run_pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
+        state.skip_score = set()
+        for plugin in self.points.pre_score:
+            status = plugin.pre_score(state, pod, rows)
+            if status.code == Code.SKIP:
+                state.skip_score.add(plugin.name)
+                continue
+            if not status.is_success:
+                return error(f"running PreScore plugin {plugin.name!r}: {status.message}")
+        return SUCCESS
+
+    def run_score(self, state: CycleState, pod: Pod, rows: Rows) -> ScoreOutcome:
+        total = np.zeros(len(rows), dtype=np.int64)
+        by_plugin: dict[str, IntArray] = {}
+        for plugin, weight in self.points.score:
+            if plugin.name in state.skip_score:
+                continue
+            scores = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
+            if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
+                raise FrameworkError(
+                    f"plugin {plugin.name!r} returned an invalid score, should be in range "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+            weighted = scores * weight
+            by_plugin[plugin.name] = weighted
+            total += weighted
+        return ScoreOutcome(total, by_plugin)
+
+    # ---- reserve, permit, bind -------------------------------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.points.reserve:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in reversed(self.points.reserve):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        deadlines: dict[str, float] = {}
+        for plugin in self.points.permit:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.code == Code.WAIT:
+                deadlines[plugin.name] = time.monotonic() + timeout
+            elif not status.is_success:
+                return status.with_plugin(plugin.name)
+        if deadlines:
+            self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, deadlines)
+            return Status(Code.WAIT)
+        return SUCCESS
+
+    def waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    async def wait_on_permit(self, pod: Pod) -> Status:
+        waiting = self.waiting_pods.get(pod.uid or pod.key)
+        if waiting is None:
+            return SUCCESS
+        try:
+            return await waiting.wait()
+        finally:
+            self.waiting_pods.pop(pod.uid or pod.key, None)
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.points.pre_bind:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if status.code == Code.SKIP:
+                continue
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.points.bind:
+            status = await plugin.bind(state, pod, node_name)
+            if status.code == Code.SKIP:
+                continue
+            return status.with_plugin(plugin.name)
+        return SKIP
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in self.points.post_bind:
+            plugin.post_bind(state, pod, node_name)

@@ -1,0 +1,238 @@
+"""Compact in-memory objects the scheduling core works on.
+
+These are plain dataclasses, independent of any Kubernetes client: the operator converts API
+objects into them, `simulate` converts YAML into them, and unit tests build them directly.
+Quantities are canonical integers: cpu in millicores, every other resource in base units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+EMPTY_LABELS: dict[str, str] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty tolerates every effect
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """v1.Toleration.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A node selector or label selector requirement."""
+
+    key: str
+    operator: str  # In NotIn Exists DoesNotExist Gt Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    # None: no required terms. An empty tuple of terms matches nothing, as upstream.
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    preferred: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None  # Honor (default) | Ignore
+    node_taints_policy: str | None = None  # Ignore (default) | Honor
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    image: str = ""
+    requests: dict[str, int] = field(default_factory=dict)
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str | None = None  # "Always" marks a sidecar (restartable init container)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+@dataclass(slots=True)
+class Pod:
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    node_name: str = ""
+    nominated_node_name: str = ""
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    pod_requests: dict[str, int] | None = None  # spec.resources.requests (pod-level resources)
+    overhead: dict[str, int] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    owner_references: tuple[OwnerReference, ...] = ()
+    creation_timestamp: float = 0.0
+    start_time: float | None = None
+    deletion_timestamp: float | None = None
+    phase: str = "Pending"
+    resource_version: str = ""
+    # Set by the decoder when the object could not be understood; the pod is then reported
+    # Unschedulable with this message instead of being dropped.
+    malformed: str | None = None
+    _requests: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    _non_zero: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Effective requests as kube-scheduler computes them (sidecars, pod level, overhead)."""
+        if self._requests is None:
+            from policy_scheduler.scheduler.resources import pod_requests
+
+            self._requests = pod_requests(self)
+        return self._requests
+
+    @property
+    def non_zero_requests(self) -> tuple[int, int]:
+        """(milli-cpu, memory) with kube-scheduler's defaults for unset container requests."""
+        if self._non_zero is None:
+            from policy_scheduler.scheduler.resources import pod_non_zero_requests
+
+            self._non_zero = pod_non_zero_requests(self)
+        return self._non_zero
+
+    def host_ports(self) -> list[ContainerPort]:
+        """Ports with hostPort set, from containers and init containers (as upstream)."""
+        return [
+            p
+            for c in (*self.init_containers, *self.containers)
+            for p in c.ports
+            if p.host_port > 0
+        ]
+
+    def images(self) -> list[str]:
+        return [c.image for c in (*self.init_containers, *self.containers) if c.image]
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerImage:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: dict[str, int] = field(default_factory=dict)
+    images: tuple[ContainerImage, ...] = ()
+    resource_version: str = ""

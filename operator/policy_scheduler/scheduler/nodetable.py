@@ -1,0 +1,365 @@
+"""Columnar node state: one row per node, numpy columns per resource, label and taint set.
+
+Rows 0..n-1 are live; removing a node moves the last row into the hole, so every column is a
+contiguous prefix and plugins can work on all nodes at once. Pods (bound or assumed) update
+the requested columns in place; removing them reverts the change exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from policy_scheduler.scheduler.model import CPU, MEMORY, PODS, ContainerPort, Node, Pod, Taint
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.intp]
+
+ABSENT = -1  # label code for "node lacks this label key"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+_INITIAL_CAPACITY = 64
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """utilnode.GetZoneKey: region and zone joined; empty when the node has neither."""
+    region = labels.get(REGION_LABEL, "")
+    zone = labels.get(ZONE_LABEL, "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def normalize_image_name(name: str) -> str:
+    """ImageLocality's normalizedImageName: add ':latest' when the name has no tag or digest."""
+    if name.rfind(":") <= name.rfind("/"):
+        name += ":latest"
+    return name
+
+
+@dataclass(slots=True)
+class PodListener:
+    """Callbacks for indexes that follow the table (e.g. inter-pod affinity)."""
+
+    on_add: Callable[[Pod, int], None]
+    on_remove: Callable[[Pod, int], None]
+
+
+@dataclass(slots=True)
+class _LabelColumn:
+    codes: npt.NDArray[np.int32]
+    values: list[str] = field(default_factory=list)
+    code_of: dict[str, int] = field(default_factory=dict)
+
+    def code(self, value: str) -> int:
+        code = self.code_of.get(value)
+        if code is None:
+            code = len(self.values)
+            self.code_of[value] = code
+            self.values.append(value)
+        return code
+
+
+class NodeTable:
+    """All nodes the scheduler knows and the pods placed on them, as numpy columns."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.capacity = _INITIAL_CAPACITY
+        self.nodes: list[Node] = []
+        self.index: dict[str, int] = {}
+        self.resource_names: list[str] = [CPU, MEMORY, PODS]
+        self.resource_index: dict[str, int] = {name: i for i, name in enumerate(self.resource_names)}
+        self.allocatable: IntArray = np.zeros((3, self.capacity), dtype=np.int64)
+        self.requested: IntArray = np.zeros((3, self.capacity), dtype=np.int64)
+        # (cpu, memory) with kube-scheduler's non-zero defaults, used only for scoring.
+        self.non_zero_requested: IntArray = np.zeros((2, self.capacity), dtype=np.int64)
+        self.pod_count: IntArray = np.zeros(self.capacity, dtype=np.int64)
+        self.unschedulable: BoolArray = np.zeros(self.capacity, dtype=np.bool_)
+        self.taint_set: npt.NDArray[np.int32] = np.zeros(self.capacity, dtype=np.int32)
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_set_id: dict[tuple[Taint, ...], int] = {(): 0}
+        self.labels: dict[str, _LabelColumn] = {}
+        self.pods: list[dict[str, Pod]] = []  # row -> pod key -> pod
+        self.images: list[dict[str, int]] = []  # row -> normalized image name -> size
+        self.image_node_count: Counter[str] = Counter()
+        # (protocol, hostPort) -> row -> host IPs in use (with multiplicity)
+        self.host_ports: dict[tuple[str, int], dict[int, Counter[str]]] = {}
+        self.zone_of_row: list[str] = []
+        self.listeners: list[PodListener] = []
+        # Bumped on every change: plugins may cache per-generation derived data.
+        self.generation = 0
+        self._order: Rows | None = None
+        self._zone_members: dict[str, list[str]] = {}
+
+    # ---- nodes -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.index
+
+    def row(self, name: str) -> int:
+        return self.index[name]
+
+    def set_node(self, node: Node) -> int:
+        """Add a node or update it in place; its pods stay."""
+        row = self.index.get(node.name)
+        if row is None:
+            row = self._append_row(node)
+        else:
+            old = self.nodes[row]
+            self.nodes[row] = node
+            self._forget_images(row)
+            if zone_key(old.labels) != zone_key(node.labels):
+                self._leave_zone(node.name, row)
+                self._join_zone(node.name, row)
+        self._write_node_columns(row, node)
+        self.generation += 1
+        return row
+
+    def remove_node(self, name: str) -> list[Pod]:
+        """Remove a node; returns the pods that were on it."""
+        row = self.index.pop(name)
+        pods = list(self.pods[row].values())
+        for pod in pods:
+            self._notify_remove(pod, row)
+        self._forget_images(row)
+        self._leave_zone(name, row)
+        last = self.n - 1
+        if row != last:
+            self._move_row(last, row)
+        self.nodes.pop()
+        self.pods.pop()
+        self.images.pop()
+        self.zone_of_row.pop()
+        self._drop_ports_of_row(last)
+        self.n -= 1
+        self._clear_row(last)
+        self._order = None
+        self.generation += 1
+        return pods
+
+    def _append_row(self, node: Node) -> int:
+        if self.n == self.capacity:
+            self._grow()
+        row = self.n
+        self.n += 1
+        self.index[node.name] = row
+        self.nodes.append(node)
+        self.pods.append({})
+        self.images.append({})
+        self.zone_of_row.append("")
+        self._join_zone(node.name, row)
+        return row
+
+    def _join_zone(self, name: str, row: int) -> None:
+        zone = zone_key(self.nodes[row].labels)
+        self.zone_of_row[row] = zone
+        self._zone_members.setdefault(zone, []).append(name)
+        self._order = None
+
+    def _leave_zone(self, name: str, row: int) -> None:
+        zone = self.zone_of_row[row]
+        members = self._zone_members[zone]
+        members.remove(name)
+        if not members:
+            del self._zone_members[zone]  # a zone that comes back is appended last, as upstream
+        self._order = None
+
+    def _write_node_columns(self, row: int, node: Node) -> None:
+        for name in node.allocatable:
+            self._ensure_resource(name)
+        self.allocatable[:, row] = 0
+        for name, value in node.allocatable.items():
+            self.allocatable[self.resource_index[name], row] = value
+        self.unschedulable[row] = node.unschedulable
+        self.taint_set[row] = self._intern_taints(node.taints)
+        for column in self.labels.values():
+            column.codes[row] = ABSENT
+        for key, value in node.labels.items():
+            column = self.labels.get(key)
+            if column is None:
+                column = _LabelColumn(np.full(self.capacity, ABSENT, dtype=np.int32))
+                self.labels[key] = column
+            column.codes[row] = column.code(value)
+        for image in node.images:
+            for image_name in image.names:
+                normalized = normalize_image_name(image_name)
+                if normalized not in self.images[row]:
+                    self.images[row][normalized] = image.size_bytes
+                    self.image_node_count[normalized] += 1
+
+    def _forget_images(self, row: int) -> None:
+        for image_name in self.images[row]:
+            self.image_node_count[image_name] -= 1
+            if self.image_node_count[image_name] <= 0:
+                del self.image_node_count[image_name]
+        self.images[row] = {}
+
+    def _intern_taints(self, taints: tuple[Taint, ...]) -> int:
+        key = tuple(sorted(taints, key=lambda t: (t.key, t.value, t.effect)))
+        ident = self._taint_set_id.get(key)
+        if ident is None:
+            ident = len(self.taint_sets)
+            self.taint_sets.append(key)
+            self._taint_set_id[key] = ident
+        return ident
+
+    def _ensure_resource(self, name: str) -> int:
+        index = self.resource_index.get(name)
+        if index is None:
+            index = len(self.resource_names)
+            self.resource_names.append(name)
+            self.resource_index[name] = index
+            extra = np.zeros((1, self.capacity), dtype=np.int64)
+            self.allocatable = np.vstack([self.allocatable, extra])
+            self.requested = np.vstack([self.requested, extra])
+        return index
+
+    def _grow(self) -> None:
+        new = self.capacity * 2
+
+        def grow(array: npt.NDArray[np.generic], fill: int | bool = 0) -> npt.NDArray[np.generic]:
+            shape = (*array.shape[:-1], new)
+            bigger = np.full(shape, fill, dtype=array.dtype)
+            bigger[..., : self.capacity] = array
+            return bigger
+
+        self.allocatable = grow(self.allocatable)  # type: ignore[assignment]
+        self.requested = grow(self.requested)  # type: ignore[assignment]
+        self.non_zero_requested = grow(self.non_zero_requested)  # type: ignore[assignment]
+        self.pod_count = grow(self.pod_count)  # type: ignore[assignment]
+        self.unschedulable = grow(self.unschedulable, False)  # type: ignore[assignment]
+        self.taint_set = grow(self.taint_set)  # type: ignore[assignment]
+        for column in self.labels.values():
+            column.codes = grow(column.codes, ABSENT)  # type: ignore[assignment]
+        self.capacity = new
+
+    def _move_row(self, src: int, dst: int) -> None:
+        self.allocatable[:, dst] = self.allocatable[:, src]
+        self.requested[:, dst] = self.requested[:, src]
+        self.non_zero_requested[:, dst] = self.non_zero_requested[:, src]
+        self.pod_count[dst] = self.pod_count[src]
+        self.unschedulable[dst] = self.unschedulable[src]
+        self.taint_set[dst] = self.taint_set[src]
+        for column in self.labels.values():
+            column.codes[dst] = column.codes[src]
+        self.nodes[dst] = self.nodes[src]
+        self.pods[dst] = self.pods[src]
+        self.images[dst] = self.images[src]
+        self.zone_of_row[dst] = self.zone_of_row[src]
+        for users in self.host_ports.values():
+            if src in users:
+                users[dst] = users.pop(src)
+            else:
+                users.pop(dst, None)
+        self.index[self.nodes[dst].name] = dst
+        for pod in self.pods[dst].values():
+            # Listeners key by row: tell them the pods moved.
+            for listener in self.listeners:
+                listener.on_remove(pod, src)
+                listener.on_add(pod, dst)
+
+    def _drop_ports_of_row(self, row: int) -> None:
+        for key in [k for k, users in self.host_ports.items() if users.pop(row, None) is not None and not users]:
+            del self.host_ports[key]
+
+    def _clear_row(self, row: int) -> None:
+        self.allocatable[:, row] = 0
+        self.requested[:, row] = 0
+        self.non_zero_requested[:, row] = 0
+        self.pod_count[row] = 0
+        self.unschedulable[row] = False
+        self.taint_set[row] = 0
+        for column in self.labels.values():
+            column.codes[row] = ABSENT
+
+    # ---- pods --------------------------------------------------------------------------------
+
+    def add_pod(self, pod: Pod, row: int) -> None:
+        """Account a pod on a node (bound, assumed, or placed by a preemption dry run)."""
+        self.pods[row][pod.key] = pod
+        self._apply_pod(pod, row, 1)
+        for listener in self.listeners:
+            listener.on_add(pod, row)
+
+    def remove_pod(self, pod: Pod, row: int) -> None:
+        stored = self.pods[row].pop(pod.key, None)
+        if stored is None:
+            return
+        self._apply_pod(stored, row, -1)
+        self._notify_remove(stored, row)
+
+    def _notify_remove(self, pod: Pod, row: int) -> None:
+        for listener in self.listeners:
+            listener.on_remove(pod, row)
+
+    def _apply_pod(self, pod: Pod, row: int, sign: int) -> None:
+        for name, value in pod.requests.items():
+            self.requested[self._ensure_resource(name), row] += sign * value
+        cpu, memory = pod.non_zero_requests
+        self.non_zero_requested[0, row] += sign * cpu
+        self.non_zero_requested[1, row] += sign * memory
+        self.pod_count[row] += sign
+        for port in pod.host_ports():
+            self._account_port(port, row, sign)
+        self.generation += 1
+
+    def _account_port(self, port: ContainerPort, row: int, sign: int) -> None:
+        key = (port.protocol or "TCP", port.host_port)
+        users = self.host_ports.setdefault(key, {})
+        ips = users.setdefault(row, Counter())
+        ips[port.host_ip or "0.0.0.0"] += sign
+        if ips[port.host_ip or "0.0.0.0"] <= 0:
+            del ips[port.host_ip or "0.0.0.0"]
+        if not ips:
+            del users[row]
+        if not users:
+            del self.host_ports[key]
+
+    def pods_on(self, row: int) -> Iterable[Pod]:
+        return self.pods[row].values()
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def resource_row(self, name: str) -> int | None:
+        return self.resource_index.get(name)
+
+    def label_codes(self, key: str) -> npt.NDArray[np.int32]:
+        """Per-row code of the value of label `key` (ABSENT where missing), live rows only."""
+        column = self.labels.get(key)
+        if column is None:
+            return np.full(self.n, ABSENT, dtype=np.int32)
+        return column.codes[: self.n]
+
+    def label_value_code(self, key: str, value: str) -> int | None:
+        column = self.labels.get(key)
+        return None if column is None else column.code_of.get(value)
+
+    def label_values(self, key: str) -> list[str]:
+        column = self.labels.get(key)
+        return [] if column is None else column.values
+
+    def names_of(self, rows: Iterable[int]) -> list[str]:
+        return [self.nodes[r].name for r in rows]
+
+    def order(self) -> Rows:
+        """Rows interleaved across zones, like kube-scheduler's nodeTree.list()."""
+        if self._order is None:
+            zones = list(self._zone_members.values())
+            ordered: list[int] = []
+            depth = max((len(m) for m in zones), default=0)
+            for i in range(depth):
+                for members in zones:
+                    if i < len(members):
+                        ordered.append(self.index[members[i]])
+            self._order = np.asarray(ordered, dtype=np.intp)
+        return self._order

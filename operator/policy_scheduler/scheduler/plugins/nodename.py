@@ -1,0 +1,28 @@
+"""NodeName: a pod with spec.nodeName fits only that node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
+from policy_scheduler.scheduler.framework.status import unresolvable
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.nodetable import BoolArray, Rows
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    name = "NodeName"
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        if not pod.node_name:
+            return FilterResult.all_pass(len(rows))
+        target = self.table.index.get(pod.node_name)
+        failed: BoolArray = rows != target if target is not None else np.ones(len(rows), dtype=np.bool_)
+        return FilterResult.reject_where(failed, unresolvable(ERR_REASON))
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD))]

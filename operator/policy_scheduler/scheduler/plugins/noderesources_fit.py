@@ -1,0 +1,317 @@
+"""NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go), in batch form.
+
+Filter rejects nodes without room for the pod's requests; every insufficient resource is a
+reason, in fitsRequest's order. Score applies the configured scoring strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from policy_scheduler.scheduler.framework.interfaces import (
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
+from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod
+from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
+from policy_scheduler.scheduler.plugins.noderesources_scoring import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    STRATEGIES,
+    ResourceSpec,
+    Scorer,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    least_allocated_scorer,
+    most_allocated_scorer,
+    parse_resources,
+    pod_resource_requests,
+    requested_and_allocatable,
+    requested_to_capacity_ratio_scorer,
+    resource_column,
+    scaled_shape,
+)
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_SCORE_KEY = "PreScore" + NAME
+TOO_MANY_PODS = "Too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """framework.Resource of the pod's requests (preFilterState); immutable, so clone is identity."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    scalars: tuple[tuple[str, int], ...] = ()  # sorted by name
+
+    @staticmethod
+    def of(pod: Pod) -> PodRequest:
+        reqs = pod.requests
+        scalars = sorted((n, q) for n, q in reqs.items() if is_scalar_resource_name(n))
+        return PodRequest(
+            reqs.get(CPU, 0), reqs.get(MEMORY, 0), reqs.get(EPHEMERAL_STORAGE, 0), tuple(scalars)
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalars)
+
+    def checked(self, ignored: frozenset[str], ignored_groups: frozenset[str]) -> list[tuple[str, int]]:
+        """(resource, request) pairs fitsRequest compares, in its order; zero requests and ignored
+        extended resources are dropped. Upstream ranges over a Go map for scalar resources, so
+        their order is random there; sorting by name makes it deterministic here."""
+        out = [(n, q) for n, q in ((CPU, self.milli_cpu), (MEMORY, self.memory)) if q > 0]
+        if self.ephemeral_storage > 0:
+            out.append((EPHEMERAL_STORAGE, self.ephemeral_storage))
+        for name, quantity in self.scalars:
+            if quantity == 0:
+                continue
+            if is_extended_resource_name(name) and (name in ignored or name.split("/")[0] in ignored_groups):
+                continue
+            out.append((name, quantity))
+        return out
+
+    def clone(self) -> PodRequest:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def _reason(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def _strategy_scorer(raw: Any) -> tuple[tuple[ResourceSpec, ...], Scorer]:
+    if raw is None:
+        raw = {"type": LEAST_ALLOCATED}
+    if not isinstance(raw, Mapping):
+        raise ValueError("scoringStrategy: expected an object")
+    kind = raw.get("type", "")
+    if kind not in STRATEGIES:
+        raise ValueError(
+            f'scoringStrategy.type: Unsupported value: "{kind}": supported values: {", ".join(STRATEGIES)}'
+        )
+    resources = parse_resources(raw.get("resources"), "scoringStrategy.resources")
+    for i, spec in enumerate(resources):
+        if not 0 < spec.weight <= 100:
+            raise ValueError(
+                f"scoringStrategy.resources[{i}].weight: "
+                f"resource weight of {spec.name} not in valid range (0, 100]"
+            )
+    if kind == MOST_ALLOCATED:
+        return resources, most_allocated_scorer(resources)
+    if kind == REQUESTED_TO_CAPACITY_RATIO:
+        params = raw.get("requestedToCapacityRatio") or {}
+        return resources, requested_to_capacity_ratio_scorer(resources, scaled_shape(params.get("shape")))
+    return resources, least_allocated_scorer(resources)
+
+
+def _string_list(args: Mapping[str, Any], key: str) -> frozenset[str]:
+    value = args.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key}: expected a list of strings")
+    return frozenset(value)
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = NAME
+
+    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+        super().__init__(handle, args)
+        self.ignored_resources = _string_list(args, "ignoredResources")
+        self.ignored_resource_groups = _string_list(args, "ignoredResourceGroups")
+        for group in self.ignored_resource_groups:
+            if "/" in group:
+                raise ValueError(
+                    f"ignoredResourceGroups: Invalid value: {group!r}: resource group name can't contain '/'"
+                )
+        self.resources, self._scorer = _strategy_scorer(args.get("scoringStrategy"))
+
+    # ---- filter ----------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_KEY, PodRequest.of(pod))
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        request = state.read(PRE_FILTER_KEY)
+        if not isinstance(request, PodRequest):
+            return FilterResult.reject_all(
+                len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
+            )
+        table = self.table
+        reasons = [TOO_MANY_PODS]
+        too_many = table.pod_count[rows] + 1 > resource_column(table, table.allocatable, PODS, rows)
+        insufficient = [too_many]
+        unresolvable = np.zeros(len(rows), dtype=np.bool_)
+        if not request.empty:
+            for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
+                allocatable = resource_column(table, table.allocatable, resource, rows)
+                free = allocatable - resource_column(table, table.requested, resource, rows)
+                short = quantity > free
+                reasons.append(_reason(resource))
+                insufficient.append(short)
+                # Even an empty node is too small: preemption cannot help.
+                unresolvable |= short & (quantity > allocatable)
+        return _result(reasons, insufficient, unresolvable)
+
+    # ---- score -----------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
+        state.write(PRE_SCORE_KEY, _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False))))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
+        pre = state.read(PRE_SCORE_KEY)
+        pod_requests = (
+            pre.pod_requests
+            if isinstance(pre, _PreScoreState)
+            else tuple(pod_resource_requests(pod, self.resources, False))
+        )
+        requested, allocatable = requested_and_allocatable(
+            self.table, rows, self.resources, pod_requests, False
+        )
+        return self._scorer(requested, allocatable)
+
+    # ---- queueing hints --------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # v1.35 defaults: queueing hints and in-place pod resize are on, DRA extended resources off.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN), after_pod_event
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE), after_node_change
+            ),
+        ]
+
+
+def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: BoolArray) -> FilterResult:
+    """One Status per distinct combination of failed checks present among the rows."""
+    matrix = np.stack([unresolvable, *insufficient])
+    failed: BoolArray = np.any(matrix[1:], axis=0)
+    if not failed.any():
+        return FilterResult.all_pass(len(unresolvable))
+    status_index = np.zeros(len(failed), dtype=np.int32)
+    combos: npt.NDArray[np.bool_]
+    if len(matrix) <= 62:
+        bits = np.left_shift(np.int64(1), np.arange(len(matrix), dtype=np.int64))
+        codes = (matrix[:, failed].astype(np.int64) * bits[:, None]).sum(axis=0)
+        unique_codes, inverse = np.unique(codes, return_inverse=True)
+        combos = (unique_codes[None, :] & bits[:, None]) != 0
+    else:  # more checks than bits in an int64: group the boolean columns directly
+        unique_cols, inverse = np.unique(matrix[:, failed].T, axis=0, return_inverse=True)
+        combos = unique_cols.T
+    status_index[failed] = inverse.reshape(-1)
+    statuses = tuple(
+        Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE if combo[0] else Code.UNSCHEDULABLE,
+            tuple(reason for reason, hit in zip(reasons, combo[1:], strict=True) if hit),
+        )
+        for combo in combos.T
+    )
+    return FilterResult(~failed, status_index, statuses)
+
+
+# ---- queueing hints (isSchedulableAfterPodEvent / isSchedulableAfterNodeChange) -----------------
+
+
+def _max_request(pod: Pod) -> dict[str, int]:
+    request = PodRequest.of(pod)
+    out = {CPU: request.milli_cpu, MEMORY: request.memory, EPHEMERAL_STORAGE: request.ephemeral_storage}
+    out.update(request.scalars)
+    return out
+
+
+def after_pod_event(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A deleted scheduled pod frees room; a scaled-down one only if it shrank what `pod` requests."""
+    if not isinstance(old, Pod) or (new is not None and not isinstance(new, Pod)):
+        return QueueingHint.QUEUE
+    if new is None:
+        if not old.node_name and not old.nominated_node_name:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+    if new.uid == pod.uid:
+        return QueueingHint.QUEUE
+    if not new.node_name:
+        return QueueingHint.SKIP
+    before, after = _max_request(old), _max_request(new)
+    for resource, quantity in pod.requests.items():
+        if quantity == 0 or (
+            resource not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource_name(resource)
+        ):
+            continue
+        if before.get(resource, 0) > after.get(resource, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _node_allocatable(node: Node) -> dict[str, int]:
+    """framework.NewResource(allocatable): only the resources NodeInfo keeps."""
+    return {
+        name: value
+        for name, value in node.allocatable.items()
+        if name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) or is_scalar_resource_name(name)
+    }
+
+
+def fits_empty_node(pod: Pod, node: Node) -> bool:
+    """isFit: would the pod pass Filter on this node with no pods on it (no ignored resources)."""
+    allocatable = _node_allocatable(node)
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    request = PodRequest.of(pod)
+    return all(q <= allocatable.get(n, 0) for n, q in request.checked(frozenset(), frozenset()))
+
+
+def _requested_resources_increased(pod: Pod, old: Node, new: Node) -> bool:
+    before, after = _node_allocatable(old), _node_allocatable(new)
+    if after.get(PODS, 0) > before.get(PODS, 0):
+        return True
+    request = PodRequest.of(pod)
+    if request.empty:
+        return False
+    checked = request.checked(frozenset(), frozenset())
+    return any(after.get(n, 0) > before.get(n, 0) for n, _ in checked)
+
+
+def after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+        return QueueingHint.QUEUE
+    if not fits_empty_node(pod, new):
+        return QueueingHint.SKIP
+    if old is None:
+        return QueueingHint.QUEUE
+    if not _requested_resources_increased(pod, old, new):
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE

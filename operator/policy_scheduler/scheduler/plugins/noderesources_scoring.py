@@ -1,0 +1,284 @@
+"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
+
+Ports resource_allocation.go, least_allocated.go, most_allocated.go,
+requested_to_capacity_ratio.go and helper/shape_score.go. Scorers take `requested` and
+`allocatable` as int64 [resource, row] matrices and return one int64 score per row; a
+resource whose allocatable is 0 on a row is left out of that row's weighted mean, as upstream.
+Integer arithmetic follows Go's int64 semantics (division truncates toward zero).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
+from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, Pod
+from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore: shape scores are 0..10
+
+FloatArray = npt.NDArray[np.float64]
+Scorer = Callable[[IntArray, IntArray], IntArray]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+def parse_resources(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
+    """v1 defaulting of a resources list: empty → cpu and memory; weight 0 or absent → 1."""
+    if not raw:
+        return DEFAULT_RESOURCES
+    specs = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ValueError(f"{field}[{i}]: expected an object with a string name")
+        weight = item.get("weight") or 1
+        if not isinstance(weight, int) or isinstance(weight, bool):
+            raise ValueError(f"{field}[{i}].weight: must be an integer")
+        specs.append(ResourceSpec(item["name"], weight))
+    return tuple(specs)
+
+
+# ---- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper) --------------------------------
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def _is_qualified_name(value: str) -> bool:
+    """apimachinery validation.IsQualifiedName."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    return "kubernetes.io/" in name
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or is_prefixed_native_resource(name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return _is_qualified_name("requests." + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """schedutil.IsScalarResourceName: extended, hugepages, kubernetes.io-prefixed, attachable volumes."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith("hugepages-")
+        or is_prefixed_native_resource(name)
+        or name.startswith("attachable-volumes-")
+    )
+
+
+# ---- Go arithmetic ------------------------------------------------------------------------------
+
+
+def go_div(a: IntArray | int, b: IntArray | int) -> IntArray:
+    """int64 division truncating toward zero (numpy's // floors). b must be non-zero."""
+    a_arr = np.asarray(a, dtype=np.int64)
+    b_arr = np.asarray(b, dtype=np.int64)
+    quotient = np.abs(a_arr) // np.abs(b_arr)
+    return np.where((a_arr < 0) != (b_arr < 0), -quotient, quotient)
+
+
+def go_round(x: FloatArray) -> IntArray:
+    """math.Round (half away from zero), then int64 conversion."""
+    whole = np.trunc(x)
+    bump = np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0.0)
+    return (whole + bump).astype(np.int64)
+
+
+# ---- pod and node quantities (resourceAllocationScorer) ----------------------------------------
+
+
+def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
+    """calculatePodResourceRequestList: cpu/memory use the 100m/200Mi defaults unless use_requested."""
+    cpu, memory = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
+    if not use_requested:
+        cpu, memory = pod.non_zero_requests
+    out = []
+    for spec in resources:
+        if spec.name == CPU:
+            out.append(cpu)
+        elif spec.name == MEMORY:
+            out.append(memory)
+        else:
+            out.append(pod.requests.get(spec.name, 0))
+    return out
+
+
+def resource_column(table: NodeTable, matrix: IntArray, name: str, rows: Rows) -> IntArray:
+    """One resource's row of `table.allocatable` / `table.requested` at `rows`; 0 if unknown."""
+    index = table.resource_index.get(name)
+    if index is None:
+        return np.zeros(len(rows), dtype=np.int64)
+    column: IntArray = matrix[index, rows]
+    return column
+
+
+def requested_and_allocatable(
+    table: NodeTable,
+    rows: Rows,
+    resources: Sequence[ResourceSpec],
+    pod_requests: Sequence[int],
+    use_requested: bool,
+) -> tuple[IntArray, IntArray]:
+    """calculateResourceAllocatableRequest for every resource and row: (requested, allocatable),
+    both [resource, row]; (0, 0) marks a resource left out of that row's score."""
+    requested = np.zeros((len(resources), len(rows)), dtype=np.int64)
+    allocatable = np.zeros((len(resources), len(rows)), dtype=np.int64)
+    for i, (spec, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
+        name = spec.name
+        if name in (CPU, MEMORY):
+            if use_requested:
+                used = resource_column(table, table.requested, name, rows)
+            else:
+                used = table.non_zero_requested[0 if name == CPU else 1, rows]
+        elif name == EPHEMERAL_STORAGE or is_scalar_resource_name(name):
+            # A scalar resource the pod does not request is skipped; names that are neither
+            # native nor scalar (e.g. "pods") are absent from NodeInfo's scalar map upstream.
+            if pod_request == 0 and name != EPHEMERAL_STORAGE:
+                continue
+            used = resource_column(table, table.requested, name, rows)
+        else:
+            continue
+        alloc = resource_column(table, table.allocatable, name, rows)
+        present = alloc != 0
+        allocatable[i] = alloc
+        requested[i] = np.where(present, used + pod_request, 0)
+    return requested, allocatable
+
+
+# ---- strategies ----------------------------------------------------------------------------------
+
+
+def _weighted_mean(
+    scores: IntArray, counted: npt.NDArray[np.bool_], weights: IntArray
+) -> tuple[IntArray, IntArray]:
+    weight_col = weights[:, None]
+    node_score = np.where(counted, scores * weight_col, 0).sum(axis=0, dtype=np.int64)
+    weight_sum = np.where(counted, weight_col, 0).sum(axis=0, dtype=np.int64)
+    return node_score, weight_sum
+
+
+def _integer_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
+    return np.where(weight_sum == 0, 0, go_div(node_score, np.where(weight_sum == 0, 1, weight_sum)))
+
+
+def least_allocated_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
+    weights = np.array([r.weight for r in resources], dtype=np.int64)
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        present = allocatable != 0
+        capacity = np.where(present, allocatable, 1)
+        per_resource = np.where(
+            requested > allocatable, 0, go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+        )
+        return _integer_mean(*_weighted_mean(per_resource, present, weights))
+
+    return score
+
+
+def most_allocated_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
+    weights = np.array([r.weight for r in resources], dtype=np.int64)
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        present = allocatable != 0
+        capacity = np.where(present, allocatable, 1)
+        # requested can exceed capacity because pods without requests count 100m/200Mi.
+        used = np.minimum(requested, capacity)
+        per_resource = go_div(used * MAX_NODE_SCORE, capacity)
+        return _integer_mean(*_weighted_mean(per_resource, present, weights))
+
+    return score
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArray:
+    """helper.BuildBrokenLinearFunction over an array of utilizations; shape is (utilization, score)."""
+    out = np.full(np.shape(p), shape[-1][1], dtype=np.int64)
+    # Walk the points backwards so the first point with p <= utilization wins, as in the Go loop.
+    for i in range(len(shape) - 1, -1, -1):
+        utilization, point_score = shape[i]
+        if i == 0:
+            value: IntArray | int = point_score
+        else:
+            prev_u, prev_s = shape[i - 1]
+            value = prev_s + go_div((point_score - prev_s) * (p - prev_u), utilization - prev_u)
+        out = np.where(p <= utilization, value, out)
+    return out
+
+
+def requested_to_capacity_ratio_scorer(
+    resources: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]
+) -> Scorer:
+    """buildRequestedToCapacityRatioScorerFunction; `shape` scores are used as given (already scaled)."""
+    weights = np.array([r.weight for r in resources], dtype=np.int64)
+    points = tuple(shape)
+
+    def score(requested: IntArray, allocatable: IntArray) -> IntArray:
+        present = allocatable != 0
+        capacity = np.where(present, allocatable, 1)
+        utilization = np.where(
+            requested > capacity, MAX_UTILIZATION, go_div(requested * MAX_UTILIZATION, capacity)
+        )
+        per_resource = broken_linear(points, utilization)
+        node_score, weight_sum = _weighted_mean(per_resource, present & (per_resource > 0), weights)
+        safe_sum = np.where(weight_sum == 0, 1, weight_sum)
+        mean = go_round(node_score.astype(np.float64) / safe_sum.astype(np.float64))
+        return np.where(weight_sum == 0, 0, mean)
+
+    return score
+
+
+def scaled_shape(raw: Any) -> tuple[tuple[int, int], ...]:
+    """Validate a utilization shape (0..100 increasing, scores 0..10) and scale scores to 0..100."""
+    if not raw:
+        raise ValueError("scoringStrategy.shape: Required value: at least one point must be specified")
+    points: list[tuple[int, int]] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"scoringStrategy.shape[{i}]: expected an object")
+        utilization, point_score = item.get("utilization", 0), item.get("score", 0)
+        if not isinstance(utilization, int) or not isinstance(point_score, int):
+            raise ValueError(f"scoringStrategy.shape[{i}]: utilization and score must be integers")
+        if not 0 <= utilization <= MAX_UTILIZATION:
+            raise ValueError(f"scoringStrategy.shape[{i}].utilization: not in valid range [0, 100]")
+        if not 0 <= point_score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ValueError(f"scoringStrategy.shape[{i}].score: not in valid range [0, 10]")
+        if points and points[-1][0] >= utilization:
+            raise ValueError(
+                f"scoringStrategy.shape[{i}].utilization: values must be sorted in increasing order"
+            )
+        points.append((utilization, point_score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)))
+    return tuple(points)

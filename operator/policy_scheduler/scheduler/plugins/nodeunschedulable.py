@@ -1,0 +1,64 @@
+"""NodeUnschedulable: nodes with spec.unschedulable only take pods tolerating that taint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
+from policy_scheduler.scheduler.framework.status import unresolvable
+from policy_scheduler.scheduler.model import Node, Pod, Taint
+from policy_scheduler.scheduler.nodetable import Rows
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def tolerates_unschedulable(pod: Pod) -> bool:
+    return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
+
+
+class NodeUnschedulable(FilterPlugin):
+    name = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        if tolerates_unschedulable(pod):
+            return FilterResult.all_pass(len(rows))
+        failed = self.table.unschedulable[rows]
+        return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNSCHEDULABLE))
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # The queueing-hint variant (SchedulerQueueingHints is GA and locked on in v1.35).
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), self._after_node_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), self._after_pod_toleration_change
+            ),
+        ]
+
+    @staticmethod
+    def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
+            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if old is None:
+            became_schedulable = not new.unschedulable
+        else:
+            became_schedulable = old.unschedulable and not new.unschedulable
+        return QueueingHint.QUEUE if became_schedulable else QueueingHint.SKIP
+
+    @staticmethod
+    def _after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
+            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if new.uid == pod.uid and tolerates_unschedulable(new):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP

@@ -1,0 +1,314 @@
+"""Shared parts of PodTopologySpread (upstream common.go): parsed constraints, default
+constraints, node inclusion policies and per-row counts of matching pods.
+
+Counting uses a per-table index of pods by namespace, kept current through the table's
+PodListener hook, so a selector is only evaluated against pods of the incoming pod's namespace.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from policy_scheduler.scheduler.model import (
+    LabelSelector,
+    Pod,
+    Requirement,
+    TopologySpreadConstraint,
+)
+from policy_scheduler.scheduler.nodetable import (
+    ABSENT,
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    BoolArray,
+    IntArray,
+    NodeTable,
+    PodListener,
+    Rows,
+)
+from policy_scheduler.scheduler.plugins.podtopologyspread.matching import (
+    Selector,
+    is_empty,
+    merge_label_set,
+    tolerated_mask,
+)
+from policy_scheduler.scheduler.plugins.selectors import (
+    MATCH_EVERYTHING,
+    SelectorError,
+    compile_label_selector,
+    label_key_errors,
+    match_required_node_affinity,
+)
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+SYSTEM_DEFAULTING = "System"
+LIST_DEFAULTING = "List"
+OWNER_SELECTORS_SERVICE = "owner_selectors"
+
+# A pod -> the merged selector of the Services, ReplicationController, ReplicaSet and
+# StatefulSet selecting it (helper.DefaultSelector); None when there are none.
+OwnerSelectors = Callable[[Pod], LabelSelector | None]
+
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
+    TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME_LABEL, when_unsatisfiable=SCHEDULE_ANYWAY),
+    TopologySpreadConstraint(max_skew=5, topology_key=ZONE_LABEL, when_unsatisfiable=SCHEDULE_ANYWAY),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """topologySpreadConstraint: a v1 constraint with its selector parsed and defaults applied."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+
+def filter_constraints(
+    constraints: Iterable[TopologySpreadConstraint], pod_labels: Mapping[str, str], action: str
+) -> list[Constraint]:
+    """filterTopologySpreadConstraints: the constraints with `action`, matchLabelKeys merged in."""
+    result: list[Constraint] = []
+    for c in constraints:
+        if c.when_unsatisfiable != action:
+            continue
+        selector = compile_label_selector(c.label_selector)
+        match_labels = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
+        if match_labels:
+            selector = merge_label_set(match_labels, selector)
+        result.append(
+            Constraint(
+                max_skew=c.max_skew,
+                topology_key=c.topology_key,
+                selector=selector,
+                min_domains=1 if c.min_domains is None else c.min_domains,
+                node_affinity_policy=c.node_affinity_policy or HONOR,
+                node_taints_policy=c.node_taints_policy or IGNORE,
+            )
+        )
+    return result
+
+
+def node_has_keys(table: NodeTable, constraints: Sequence[Constraint], rows: Rows) -> BoolArray:
+    """nodeLabelsMatchSpreadConstraints per row: every topology key is present."""
+    mask = np.ones(len(rows), dtype=np.bool_)
+    for c in constraints:
+        mask &= table.label_codes(c.topology_key)[rows] != ABSENT
+    return mask
+
+
+class InclusionMasks:
+    """matchNodeInclusionPolicies per row; the affinity and taint masks are computed at most once."""
+
+    def __init__(self, table: NodeTable, pod: Pod, rows: Rows) -> None:
+        self._table, self._pod, self._rows = table, pod, rows
+        self._affinity: BoolArray | None = None
+        self._tolerated: BoolArray | None = None
+
+    def of(self, constraint: Constraint) -> BoolArray:
+        mask = np.ones(len(self._rows), dtype=np.bool_)
+        if constraint.node_affinity_policy == HONOR:
+            if self._affinity is None:
+                self._affinity = match_required_node_affinity(self._table, self._rows, self._pod)
+            mask &= self._affinity
+        if constraint.node_taints_policy == HONOR:
+            if self._tolerated is None:
+                self._tolerated = tolerated_mask(self._table, self._pod, self._rows)
+            mask &= self._tolerated
+        return mask
+
+
+# ---- plugin args and default constraints -----------------------------------------------------------
+
+
+def _selector_from_json(raw: Mapping[str, Any] | None) -> LabelSelector | None:
+    if raw is None:
+        return None
+    return LabelSelector(
+        match_labels=tuple(sorted((raw.get("matchLabels") or {}).items())),
+        match_expressions=tuple(
+            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in raw.get("matchExpressions") or ()
+        ),
+    )
+
+
+def _constraint_from_json(raw: Mapping[str, Any]) -> TopologySpreadConstraint:
+    return TopologySpreadConstraint(
+        max_skew=int(raw.get("maxSkew", 0)),
+        topology_key=str(raw.get("topologyKey", "")),
+        when_unsatisfiable=str(raw.get("whenUnsatisfiable", "")),
+        label_selector=_selector_from_json(raw.get("labelSelector")),
+        min_domains=raw.get("minDomains"),
+        node_affinity_policy=raw.get("nodeAffinityPolicy"),
+        node_taints_policy=raw.get("nodeTaintsPolicy"),
+        match_label_keys=tuple(raw.get("matchLabelKeys") or ()),
+    )
+
+
+def parse_args(args: Mapping[str, Any]) -> tuple[tuple[TopologySpreadConstraint, ...], bool]:
+    """PodTopologySpreadArgs with defaults and ValidatePodTopologySpreadArgs.
+
+    Returns (default constraints, system defaulted). Raises ValueError on invalid args.
+    """
+    defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
+    raw_constraints = args.get("defaultConstraints") or []
+    errors: list[str] = []
+    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+        errors.append(
+            f'defaultingType: Unsupported value: "{defaulting}": supported values: "List", "System"'
+        )
+    elif defaulting == SYSTEM_DEFAULTING and raw_constraints:
+        errors.append('defaultingType: Invalid value: "System": when .defaultConstraints are not empty')
+    constraints = tuple(_constraint_from_json(raw) for raw in raw_constraints)
+    seen: set[tuple[str, str]] = set()
+    for i, c in enumerate(constraints):
+        path = f"defaultConstraints[{i}]"
+        if c.max_skew <= 0:
+            errors.append(f"{path}.maxSkew: Invalid value: {c.max_skew}: not in valid range (0, inf)")
+        if not c.topology_key:
+            errors.append(f"{path}.topologyKey: Required value: can not be empty")
+        elif key_errors := label_key_errors(c.topology_key):
+            errors.append(f'{path}.topologyKey: Invalid value: "{c.topology_key}": {"; ".join(key_errors)}')
+        if not c.when_unsatisfiable:
+            errors.append(f"{path}.whenUnsatisfiable: Required value: can not be empty")
+        elif c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+            errors.append(f'{path}.whenUnsatisfiable: Unsupported value: "{c.when_unsatisfiable}"')
+        if c.label_selector is not None:
+            errors.append(
+                f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod"
+            )
+        if (c.topology_key, c.when_unsatisfiable) in seen:
+            errors.append(
+                f"defaultConstraints[{i}]: Duplicate value: {{{c.topology_key}, {c.when_unsatisfiable}}}"
+            )
+        seen.add((c.topology_key, c.when_unsatisfiable))
+    if errors:
+        raise ValueError("PodTopologySpread args: " + "; ".join(errors))
+    if defaulting == SYSTEM_DEFAULTING:
+        return SYSTEM_DEFAULT_CONSTRAINTS, True
+    return constraints, False
+
+
+def owner_selector(services: Mapping[str, Any], pod: Pod) -> Selector:
+    """helper.DefaultSelector through the `owner_selectors` handle service; empty when unknown."""
+    lookup = services.get(OWNER_SELECTORS_SERVICE)
+    if lookup is None:
+        return MATCH_EVERYTHING
+    merged = lookup(pod)
+    if merged is None:
+        return MATCH_EVERYTHING
+    try:
+        return compile_label_selector(merged)
+    except SelectorError:
+        return MATCH_EVERYTHING  # DefaultSelector drops selectors that do not parse
+
+
+def default_selector(
+    pod: Pod,
+    services: Iterable[tuple[str, Mapping[str, str] | None]],
+    replication_controllers: Mapping[tuple[str, str], Mapping[str, str]],
+    replica_sets: Mapping[tuple[str, str], LabelSelector],
+    stateful_sets: Mapping[tuple[str, str], LabelSelector],
+) -> LabelSelector | None:
+    """A reference `owner_selectors` implementation: helper.DefaultSelector over plain data.
+
+    `services` are (namespace, spec.selector); the controller maps are keyed (namespace, name).
+    The controller is found by kind only (the model's OwnerReference has no apiVersion).
+    """
+    labels: dict[str, str] = {}
+    for namespace, service_selector in services:
+        if namespace != pod.namespace or service_selector is None:
+            continue  # a Service with a nil selector matches nothing
+        if all(pod.labels.get(k) == v for k, v in service_selector.items()):
+            labels.update(service_selector)
+    expressions: tuple[Requirement, ...] = ()
+    owner = next((ref for ref in pod.owner_references if ref.controller), None)
+    if owner is not None:
+        key = (pod.namespace, owner.name)
+        if owner.kind == "ReplicationController" and key in replication_controllers:
+            labels.update(replication_controllers[key])
+        elif owner.kind in ("ReplicaSet", "StatefulSet"):
+            source = replica_sets if owner.kind == "ReplicaSet" else stateful_sets
+            selector = source.get(key)
+            if selector is not None:
+                try:
+                    parsed = compile_label_selector(selector)
+                except SelectorError:
+                    parsed = MATCH_EVERYTHING
+                expressions = tuple(Requirement(k, op, tuple(sorted(v))) for k, op, v in parsed.requirements)
+    if not labels and not expressions:
+        return None
+    return LabelSelector(match_labels=tuple(sorted(labels.items())), match_expressions=expressions)
+
+
+# ---- matching pods per row ---------------------------------------------------------------------
+
+
+class PodIndex:
+    """Pods on the table by namespace (pod key -> (pod, row)), following table changes."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.by_namespace: dict[str, dict[str, tuple[Pod, int]]] = {}
+        self._cache: dict[tuple[str, Selector], IntArray] = {}
+        self._cache_generation = -1
+        for row in range(table.n):
+            for pod in table.pods_on(row):
+                self._on_add(pod, row)
+        table.listeners.append(PodListener(self._on_add, self._on_remove))
+
+    def _on_add(self, pod: Pod, row: int) -> None:
+        self.by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, row)
+
+    def _on_remove(self, pod: Pod, row: int) -> None:
+        pods = self.by_namespace.get(pod.namespace)
+        if pods is not None and (entry := pods.get(pod.key)) is not None and entry[1] == row:
+            del pods[pod.key]
+            if not pods:
+                del self.by_namespace[pod.namespace]
+
+    def match_counts(self, table: NodeTable, selector: Selector, namespace: str) -> IntArray:
+        """countPodsMatchSelector for every row (read-only; cached per table generation)."""
+        if self._cache_generation != table.generation:
+            self._cache.clear()
+            self._cache_generation = table.generation
+        key = (namespace, selector)
+        counts = self._cache.get(key)
+        if counts is None:
+            counts = self._count(table, selector, namespace)
+            counts.flags.writeable = False
+            self._cache[key] = counts
+        return counts
+
+    def _count(self, table: NodeTable, selector: Selector, namespace: str) -> IntArray:
+        if is_empty(selector):
+            return np.zeros(table.n, dtype=np.int64)  # upstream counts nothing for an empty selector
+        rows = [
+            row
+            for pod, row in self.by_namespace.get(namespace, {}).values()
+            if not pod.terminating and selector.matches(pod.labels)
+        ]
+        return np.bincount(np.asarray(rows, dtype=np.intp), minlength=table.n).astype(np.int64)
+
+
+_INDEXES: weakref.WeakKeyDictionary[NodeTable, PodIndex] = weakref.WeakKeyDictionary()
+
+
+def pod_index(table: NodeTable) -> PodIndex:
+    """One index per table, shared by every profile's plugin instance."""
+    index = _INDEXES.get(table)
+    if index is None:
+        index = PodIndex(table)
+        _INDEXES[table] = index
+    return index

@@ -1,0 +1,73 @@
+"""Pods nominated to nodes (by preemption, or status.nominatedNodeName) but not yet bound.
+
+Lower-or-equal priority pods are filtered as if nominated pods already ran on those nodes.
+Unlike upstream, which keeps name/UID references and re-reads the pod from the queue, the latest
+Pod object is stored directly; the queue refreshes it on every update it sees.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.queue.types import pod_uid
+
+log = logging.getLogger(__name__)
+
+# namespace/name -> the live pod, or None when it no longer exists (upstream's pod lister).
+PodLister = Callable[[str], Pod | None]
+
+
+class PodNominator:
+    def __init__(self, pod_lister: PodLister | None = None) -> None:
+        self.pod_lister = pod_lister
+        self._by_node: dict[str, list[Pod]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add_nominated_pod(self, pod: Pod, node_name: str | None = None) -> None:
+        """node_name None: ModeNoop (use pod.nominated_node_name); a string: ModeOverride.
+
+        An override with "" clears the nomination.
+        """
+        self.delete_nominated_pod_if_exists(pod)
+        target = pod.nominated_node_name if node_name is None else node_name
+        if not target:
+            return
+        if self.pod_lister is not None:
+            live = self.pod_lister(pod.key)
+            if live is None:
+                log.debug("pod %s no longer exists, not nominating it", pod.key)
+                return
+            if live.node_name:
+                log.debug("pod %s is already bound to %s, not nominating it", pod.key, live.node_name)
+                return
+        self._node_of[pod_uid(pod)] = target
+        self._by_node.setdefault(target, []).append(pod)
+
+    def update_nominated_pod(self, old: Pod, new: Pod) -> None:
+        """Keep an in-memory nomination when an update arrives before the status shows it."""
+        node_name: str | None = None
+        if not old.nominated_node_name and not new.nominated_node_name:
+            node_name = self._node_of.get(pod_uid(old))
+        self.delete_nominated_pod_if_exists(old)
+        self.add_nominated_pod(new, node_name)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        uid = pod_uid(pod)
+        node_name = self._node_of.pop(uid, None)
+        if node_name is None:
+            return
+        pods = self._by_node.get(node_name, [])
+        pods[:] = [p for p in pods if pod_uid(p) != uid]
+        if not pods:
+            self._by_node.pop(node_name, None)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return list(self._by_node.get(node_name, ()))
+
+    def nominated_node_name(self, pod: Pod) -> str | None:
+        return self._node_of.get(pod_uid(pod))
+
+    def __len__(self) -> int:
+        return len(self._node_of)

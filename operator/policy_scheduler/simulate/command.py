@@ -1,0 +1,58 @@
+"""`policy-scheduler simulate FILE...`: print where the pending pods would go."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from policy_scheduler.simulate.profiles import resolve_scenario_profiles
+from policy_scheduler.simulate.run import PodOutcome, simulate
+from policy_scheduler.simulate.scenario import ScenarioError, load_scenario
+
+EXIT_BAD_INPUT = 2
+
+
+def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
+    """The public JSON contract: keep it stable."""
+    pods: list[dict[str, Any]] = []
+    for o in outcomes:
+        entry: dict[str, Any] = {
+            "namespace": o.namespace,
+            "name": o.name,
+            "node": o.node,
+            "nominatedNode": o.nominated_node,
+            "message": None if o.node else o.message,
+        }
+        if o.preempted:
+            entry["preempted"] = list(o.preempted)
+        pods.append(entry)
+    return {"pods": pods}
+
+
+def outcomes_table(outcomes: list[PodOutcome]) -> str:
+    rows = [("NAMESPACE", "NAME", "NODE", "NOMINATED", "MESSAGE")]
+    for o in outcomes:
+        message = "" if o.node else (o.message or "")
+        if o.preempted:
+            message = (message + " " if message else "") + f"(preempted: {', '.join(o.preempted)})"
+        rows.append((o.namespace, o.name, o.node or "<pending>", o.nominated_node or "", message))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.files)
+        profiles = resolve_scenario_profiles(scenario)
+    except (ScenarioError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    outcomes = simulate(scenario, profiles, seed=args.seed)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
+    else:
+        sys.stdout.write(outcomes_table(outcomes))
+    return 0

@@ -1,0 +1,122 @@
+"""Schedule a Scenario in memory with the very same engine the operator runs."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+
+from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.simulate.scenario import Scenario
+
+
+class FakeClock:
+    """Simulated time: backoffs pass instantly, so a run never sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass(slots=True)
+class PodOutcome:
+    namespace: str
+    name: str
+    node: str | None = None
+    nominated_node: str | None = None
+    message: str | None = None
+    preempted: list[str] = field(default_factory=list)
+
+
+class _MemoryBinder:
+    """Binding succeeds at once and is "observed" like a watch event would be."""
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        assert self.engine is not None
+        pending = self.engine.unassigned.get(pod.key, dataclasses.replace(pod, node_name=""))
+        bound = dataclasses.replace(pending, node_name=node_name, nominated_node_name="")
+        self.engine.pod_updated(pending, bound)
+
+
+class _RecordingHooks:
+    def __init__(self, outcomes: dict[str, PodOutcome]) -> None:
+        self.outcomes = outcomes
+        self.engine: Engine | None = None
+
+    def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
+        outcome = self.outcomes[pod.key]
+        outcome.node, outcome.message = node_name, None
+
+    def failed(
+        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
+    ) -> None:
+        outcome = self.outcomes[pod.key]
+        outcome.message = message
+        if nominated_node:
+            outcome.nominated_node = nominated_node
+            # The API server would record status.nominatedNodeName; the next attempt sees it.
+            assert self.engine is not None
+            current = self.engine.unassigned.get(pod.key)
+            if current is not None:
+                self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=nominated_node))
+
+    def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
+        # Victims are evicted at once and their termination finishes at once.
+        assert self.engine is not None
+        for victim in result.victims:
+            self.outcomes[pod.key].preempted.append(victim.key)
+            stored = self.engine.cache.get_pod(victim.key) or victim
+            self.engine.pod_deleted(stored)
+            if victim.key in self.outcomes:
+                self.outcomes[victim.key].node = None
+                self.outcomes[victim.key].message = f"preempted by {pod.key}"
+
+    def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
+        pass
+
+
+async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: int) -> list[PodOutcome]:
+    outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
+    clock = FakeClock()
+    hooks = _RecordingHooks(outcomes)
+    binder = _MemoryBinder()
+    engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services={"pdbs": scenario.pdbs})
+    hooks.engine = binder.engine = engine
+    engine.set_profiles(profiles)
+    engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})
+    for node in scenario.nodes:
+        engine.node_added(node)
+    for pod in scenario.pods:
+        if not engine.responsible_for(pod) and not pod.node_name:
+            outcomes[pod.key].message = f"no SchedulingProfile for schedulerName {pod.scheduler_name!r}"
+        clock.advance(0.001)  # queue order follows input order among equal priorities
+        engine.pod_added(dataclasses.replace(pod, creation_timestamp=clock()))
+    budget = 20 * len(scenario.pods) + 100
+    while budget > 0:
+        budget -= 1
+        if engine.schedule_next():
+            await engine.scheduler.drain_binding()
+            continue
+        counts = engine.queue.pending_counts()
+        if counts["backoff"] == 0:
+            break
+        clock.advance(engine.queue.backoff_remaining() if hasattr(engine.queue, "backoff_remaining") else 11.0)
+        engine.queue.flush_backoff_completed()
+    await engine.scheduler.drain_binding()
+    return [outcomes[p.key] for p in scenario.pods]
+
+
+def simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: int = 0) -> list[PodOutcome]:
+    return asyncio.run(_simulate(scenario, profiles, seed))

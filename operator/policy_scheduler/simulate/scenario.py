@@ -1,0 +1,183 @@
+"""Read `simulate` input: YAML files of Kubernetes objects and our policy CRs, into a Scenario.
+
+Everything is validated before anything is scheduled: an unknown kind, a bad quantity or a
+duplicate name is a ScenarioError naming the file, the object and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PDBInfo, PriorityClassInfo
+from policy_scheduler.apiobjects.convert import (
+    namespace_from_dict,
+    node_from_dict,
+    pdb_from_dict,
+    pod_from_dict,
+    priority_class_from_dict,
+)
+from policy_scheduler.apiobjects.errors import ConversionError
+from policy_scheduler.scheduler.model import Node, Pod
+
+# Classes the API server always has (scheduling.k8s.io system classes).
+SYSTEM_PRIORITY_CLASSES = (
+    PriorityClassInfo("system-node-critical", 2000001000),
+    PriorityClassInfo("system-cluster-critical", 2000000000),
+)
+POLICY_GROUP = "scheduling.policy-scheduler.io"
+
+
+class ScenarioError(ValueError):
+    """Bad input; the message names the file, the object and the field."""
+
+
+@dataclass(slots=True)
+class Scenario:
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)  # input order; bound ones have node_name
+    priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
+    pdbs: list[PDBInfo] = field(default_factory=list)
+    namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    # Our CRs as plain dicts (validated by the policy layer when the engine is built).
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    eviction_policies: list[dict[str, Any]] = field(default_factory=list)
+    priority_class_mirrors: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Doc:
+    file: str
+    index: int
+    body: Mapping[str, Any]
+
+    def where(self) -> str:
+        kind = self.body.get("kind", "?")
+        meta = self.body.get("metadata") if isinstance(self.body.get("metadata"), Mapping) else {}
+        name = (meta or {}).get("name", "?")
+        ns = (meta or {}).get("namespace")
+        ident = f"{ns}/{name}" if ns else str(name)
+        return f"{self.file}: document {self.index + 1}: {kind} {ident}"
+
+
+def _documents(path: Path) -> Iterator[_Doc]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
+    index = 0
+    for doc in docs:
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise ScenarioError(f"{path}: document {index + 1}: expected a Kubernetes object, got {type(doc).__name__}")
+        if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            for item in doc.get("items") or []:
+                if not isinstance(item, Mapping):
+                    raise ScenarioError(f"{path}: document {index + 1}: list item is not an object")
+                yield _Doc(str(path), index, item)
+                index += 1
+            continue
+        yield _Doc(str(path), index, doc)
+        index += 1
+
+
+def load_scenario(paths: Iterable[str | Path]) -> Scenario:
+    scenario = Scenario()
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        for doc in _documents(Path(path)):
+            _add(scenario, doc, seen)
+    _apply_priority_admission(scenario)
+    return scenario
+
+
+def _identity(doc: _Doc) -> tuple[str, str]:
+    kind = str(doc.body.get("kind", ""))
+    meta = doc.body.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        raise ScenarioError(f"{doc.where()}: metadata.name: required")
+    name = str(meta["name"])
+    if kind in ("Pod", "PodDisruptionBudget"):
+        name = f"{meta.get('namespace') or 'default'}/{name}"
+    return kind, name
+
+
+def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
+    kind = doc.body.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ScenarioError(f"{doc.where()}: kind: required")
+    ident = _identity(doc)
+    if ident in seen:
+        raise ScenarioError(f"{doc.where()}: metadata.name: duplicate {ident[0]} {ident[1]!r}")
+    seen.add(ident)
+    try:
+        if kind == "Node":
+            scenario.nodes.append(node_from_dict(doc.body))
+        elif kind == "Pod":
+            scenario.pods.append(pod_from_dict(doc.body))
+        elif kind == "PriorityClass":
+            pc = priority_class_from_dict(doc.body)
+            scenario.priority_classes[pc.name] = pc
+        elif kind == "PodDisruptionBudget":
+            scenario.pdbs.append(pdb_from_dict(doc.body))
+        elif kind == "Namespace":
+            ns = namespace_from_dict(doc.body)
+            scenario.namespaces[ns.name] = ns
+        elif kind == "SchedulingProfile" and _is_ours(doc):
+            scenario.profiles.append(dict(doc.body))
+        elif kind == "EvictionPolicy" and _is_ours(doc):
+            scenario.eviction_policies.append(dict(doc.body))
+        elif kind == "PriorityClassMirror" and _is_ours(doc):
+            scenario.priority_class_mirrors.append(dict(doc.body))
+        else:
+            raise ScenarioError(
+                f"{doc.where()}: kind: unsupported kind {kind!r} (apiVersion {doc.body.get('apiVersion')!r}); "
+                "simulate reads Node, Pod, PriorityClass, PodDisruptionBudget, Namespace, "
+                "SchedulingProfile, EvictionPolicy, PriorityClassMirror"
+            )
+    except ConversionError as exc:
+        field_path = f"{exc.path}: " if exc.path else ""
+        raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
+
+
+def _is_ours(doc: _Doc) -> bool:
+    api_version = str(doc.body.get("apiVersion", ""))
+    if not api_version.startswith(POLICY_GROUP + "/"):
+        raise ScenarioError(f"{doc.where()}: apiVersion: expected {POLICY_GROUP}/v1alpha1, got {api_version!r}")
+    return True
+
+
+def _apply_priority_admission(scenario: Scenario) -> None:
+    """What the Priority admission plugin does: resolve priorityClassName, else the global default."""
+    classes = {pc.name: pc for pc in SYSTEM_PRIORITY_CLASSES}
+    classes.update(scenario.priority_classes)
+    defaults = [pc for pc in scenario.priority_classes.values() if pc.global_default]
+    if len(defaults) > 1:
+        names = ", ".join(sorted(pc.name for pc in defaults))
+        raise ScenarioError(f"PriorityClass: globalDefault: more than one global default class ({names})")
+    default = defaults[0] if defaults else None
+    for i, pod in enumerate(scenario.pods):
+        if pod.priority_class_name:
+            pc = classes.get(pod.priority_class_name)
+            if pc is None:
+                raise ScenarioError(
+                    f"Pod {pod.key}: spec.priorityClassName: no PriorityClass named {pod.priority_class_name!r}"
+                )
+        elif default is not None:
+            pc = default
+        else:
+            continue
+        if pod.priority == 0:  # an explicit spec.priority came from the API server already
+            scenario.pods[i] = dataclasses.replace(
+                pod, priority=pc.value, priority_class_name=pc.name, preemption_policy=pc.preemption_policy
+            )

@@ -1,0 +1,216 @@
+"""Event recorder decisions: keying, aggregation into series, rate limits and bodies.
+
+Only the synchronous half is exercised (what gets queued); nothing talks to a server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policy_scheduler.kube import events
+from policy_scheduler.kube.events import EventRecorder, ObjectRef
+from policy_scheduler.scheduler import model
+
+POD = ObjectRef("Pod", "web-1", "ns", "u1")
+OTHER = ObjectRef("Pod", "web-2", "ns", "u2")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def recorder(clock: Clock, **kwargs: Any) -> EventRecorder:
+    return EventRecorder(None, instance="test-1", clock=clock, **kwargs)
+
+
+def queued(rec: EventRecorder) -> list[str]:
+    out = []
+    while not rec._queue.empty():
+        out.append(rec._queue.get_nowait().kind)
+    return out
+
+
+def test_event_key_distinguishes_fields() -> None:
+    base = events.event_key(POD, None, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+    assert base == events.event_key(POD, None, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+    assert base != events.event_key(OTHER, None, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+    assert base != events.event_key(POD, None, "Warning", "FailedScheduling", "Scheduling", "other")
+    assert base != events.event_key(POD, None, "Normal", "Scheduled", "Binding", "no nodes")
+    assert base != events.event_key(POD, OTHER, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+
+
+def test_identity_falls_back_to_name() -> None:
+    assert ObjectRef("Pod", "a", "ns").identity == "Pod/ns/a"
+    assert POD.identity == "u1"
+
+
+def test_micro_time() -> None:
+    assert events.micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
+
+
+def test_truncate_note() -> None:
+    assert events.truncate_note("short") == "short"
+    long = events.truncate_note("é" * 2000)
+    assert len(long.encode()) <= events.MAX_NOTE_BYTES and long.endswith("...")
+
+
+def test_event_body() -> None:
+    body = events.event_body(
+        name="web-1.abc",
+        regarding=POD,
+        related=OTHER,
+        type_="Normal",
+        reason="Preempted",
+        action="Preempting",
+        note="n",
+        now=0.5,
+        controller="policy-scheduler",
+        instance="i",
+    )
+    assert body == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "web-1.abc", "namespace": "ns"},
+        "eventTime": "1970-01-01T00:00:00.500000Z",
+        "reportingController": "policy-scheduler",
+        "reportingInstance": "i",
+        "action": "Preempting",
+        "reason": "Preempted",
+        "note": "n",
+        "type": "Normal",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "namespace": "ns", "uid": "u1"},
+        "related": {"apiVersion": "v1", "kind": "Pod", "name": "web-2", "namespace": "ns", "uid": "u2"},
+    }
+
+
+def test_cluster_scoped_object_events_go_to_default() -> None:
+    node = ObjectRef("Node", "n1")
+    body = events.event_body(
+        name="n1.1",
+        regarding=node,
+        related=None,
+        type_="Normal",
+        reason="R",
+        action="A",
+        note="",
+        now=0,
+        controller="c",
+        instance="i",
+    )
+    assert body["metadata"]["namespace"] == "default"
+    assert "namespace" not in body["regarding"] and "related" not in body
+
+
+def test_series_patch() -> None:
+    assert events.series_patch(3, 0.0) == {
+        "series": {"count": 3, "lastObservedTime": "1970-01-01T00:00:00.000000Z"}
+    }
+
+
+def test_repeats_become_a_series() -> None:
+    clock = Clock()
+    rec = recorder(clock)
+    for _ in range(5):
+        rec.failed_scheduling(POD, "0/3 nodes are available")
+        clock.now += 1
+    # One create, one patch when the series starts; later repeats only count.
+    assert queued(rec) == ["create", "patch"]
+    [series] = rec._series.values()
+    assert series.count == 5 and series.dirty
+    assert series.last_observed == 1_004.0
+    rec.flush()
+    assert queued(rec) == ["patch"]
+    assert not series.dirty
+
+
+def test_different_note_is_a_new_event() -> None:
+    rec = recorder(Clock())
+    rec.failed_scheduling(POD, "a")
+    rec.failed_scheduling(POD, "b")
+    rec.scheduled(POD, "n1")
+    assert queued(rec) == ["create", "create", "create"]
+    notes = sorted(s.body["note"] for s in rec._series.values())
+    assert notes == ["Successfully assigned ns/web-1 to n1", "a", "b"]
+
+
+def test_series_window_expires() -> None:
+    clock = Clock()
+    rec = recorder(clock, series_window=60.0)
+    rec.failed_scheduling(POD, "a")
+    clock.now += 61
+    rec.failed_scheduling(POD, "a")
+    assert queued(rec) == ["create", "create"]
+    clock.now += 61
+    rec.flush()
+    assert rec._series == {}
+
+
+def test_global_rate_limit_drops_and_counts() -> None:
+    rec = recorder(Clock(), qps=1.0, burst=3)
+    for i in range(5):
+        rec.failed_scheduling(ObjectRef("Pod", f"p{i}", "ns", f"u{i}"), "x")
+    assert queued(rec) == ["create"] * 3
+    assert rec.dropped == 2
+
+
+def test_per_object_cap() -> None:
+    clock = Clock()
+    rec = recorder(clock, per_object_burst=2, per_object_qps=0.01)
+    for i in range(4):
+        rec.failed_scheduling(POD, f"note {i}")
+    rec.failed_scheduling(OTHER, "note")
+    assert queued(rec) == ["create"] * 3
+    assert rec.dropped == 2
+    clock.now += 100  # one token back
+    rec.failed_scheduling(POD, "later")
+    assert queued(rec) == ["create"]
+
+
+def test_full_queue_drops() -> None:
+    rec = recorder(Clock(), queue_size=2)
+    for i in range(3):
+        rec.failed_scheduling(POD, f"n{i}")
+    assert rec.dropped == 1
+    assert len(rec._series) == 2
+
+
+def test_event_names_are_unique() -> None:
+    rec = recorder(Clock())
+    names = {rec._event_name("web-1") for _ in range(100)}
+    assert len(names) == 100
+    assert all(n.startswith("web-1.") for n in names)
+
+
+def test_helpers_reasons_and_actions() -> None:
+    rec = recorder(Clock())
+    pod = model.Pod("web-1", "ns", uid="u1")
+    victim = model.Pod("old", "ns", uid="u9")
+    rec.scheduled(pod, "n1")
+    rec.failed_scheduling(pod, "nope")
+    rec.preempted(victim, pod, "n1")
+    got = sorted(
+        (s.body["type"], s.body["reason"], s.body["action"], s.body["note"]) for s in rec._series.values()
+    )
+    assert got == [
+        ("Normal", "Preempted", "Preempting", "Preempted by pod u1 on node n1"),
+        ("Normal", "Scheduled", "Binding", "Successfully assigned ns/web-1 to n1"),
+        ("Warning", "FailedScheduling", "Scheduling", "nope"),
+    ]
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_series_start_patch_respects_global_limit(count: int) -> None:
+    clock = Clock()
+    rec = recorder(clock, qps=0.001, burst=1)
+    for _ in range(count):
+        rec.failed_scheduling(POD, "a")
+    # The create used the only token; the series patch waits for a flush.
+    assert queued(rec) == ["create"]
+    [series] = rec._series.values()
+    assert series.dirty and series.count == count

@@ -1,0 +1,214 @@
+"""Informer bookkeeping: watch lines and relist diffs applied to the store, without a server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from policy_scheduler.apiobjects import convert, structs
+from policy_scheduler.apiobjects.decode import DecodeFailure
+from policy_scheduler.kube import client
+from policy_scheduler.kube.informer import Informer, _Gone, object_key
+from policy_scheduler.scheduler import model
+
+
+def pod(name: str, rv: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": rv},
+        "spec": {"containers": [{"name": "c"}], **spec},
+    }
+
+
+def line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}).encode()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def add(self, p: model.Pod) -> None:
+        self.calls.append(("add", f"{p.name}@{p.resource_version}"))
+
+    def update(self, old: model.Pod, new: model.Pod) -> None:
+        self.calls.append(("update", f"{old.name}@{old.resource_version}->{new.resource_version}"))
+
+    def delete(self, p: model.Pod) -> None:
+        self.calls.append(("delete", f"{p.name}@{p.resource_version}"))
+
+
+class ListedInformer(Informer[structs.Pod, model.Pod]):
+    """An informer whose LIST answer is set by the test."""
+
+    listing: tuple[list[structs.Pod], list[DecodeFailure], str] = ([], [], "")
+
+    async def _list(self) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
+        return self.listing
+
+
+def make() -> tuple[ListedInformer, Recorder]:
+    rec = Recorder()
+    inf = ListedInformer(
+        None,
+        "/api/v1/pods",
+        structs.Pod,
+        convert.pod_from_api_or_malformed,
+        on_add=rec.add,
+        on_update=rec.update,
+        on_delete=rec.delete,
+        on_decode_failure=convert.pod_from_decode_failure,
+    )
+    return inf, rec
+
+
+def structs_of(*bodies: dict[str, Any]) -> list[structs.Pod]:
+    import msgspec
+
+    return [msgspec.convert(b, structs.Pod) for b in bodies]
+
+
+def test_object_key() -> None:
+    assert object_key(structs.ObjectMeta(name="a", namespace="ns")) == "ns/a"
+    assert object_key(structs.ObjectMeta(name="n1")) == "n1"
+
+
+def test_watch_events_apply_to_store() -> None:
+    inf, rec = make()
+    inf._handle_line(line("ADDED", pod("a", "1")))
+    inf._handle_line(line("MODIFIED", pod("a", "2")))
+    inf._handle_line(line("MODIFIED", pod("b", "3")))  # unseen: an add
+    inf._handle_line(line("DELETED", pod("a", "4")))
+    inf._handle_line(line("DELETED", pod("zzz", "5")))  # never seen: still reported
+    assert rec.calls == [
+        ("add", "a@1"),
+        ("update", "a@1->2"),
+        ("add", "b@3"),
+        ("delete", "a@2"),
+        ("delete", "zzz@5"),
+    ]
+    assert set(inf.store) == {"ns/b"}
+    assert inf.resource_version == "5"
+
+
+def test_bookmark_only_moves_version() -> None:
+    inf, rec = make()
+    inf._handle_line(b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"77"}}}')
+    assert inf.resource_version == "77" and rec.calls == [] and inf.store == {}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}',
+        b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Gone"}}',
+    ],
+)
+def test_gone_error_event_requests_relist(payload: bytes) -> None:
+    inf, _ = make()
+    with pytest.raises(_Gone):
+        inf._handle_line(payload)
+
+
+def test_other_error_event_raises_api_error() -> None:
+    inf, _ = make()
+    with pytest.raises(client.ApiError) as info:
+        inf._handle_line(b'{"type":"ERROR","object":{"kind":"Status","code":500,"reason":"InternalError"}}')
+    assert info.value.status == 500
+
+
+def test_undecodable_pod_becomes_malformed_pod() -> None:
+    inf, rec = make()
+    inf._handle_line(line("ADDED", pod("bad", "1", priority="high")))
+    assert rec.calls == [("add", "bad@1")]
+    stored = inf.store["ns/bad"]
+    assert stored.malformed is not None and "spec.priority" in stored.malformed
+
+
+def test_invalid_quantity_pod_is_kept_as_malformed() -> None:
+    inf, _ = make()
+    bad = pod("q", "1", containers=[{"name": "c", "resources": {"requests": {"cpu": "lots"}}}])
+    inf._handle_line(line("ADDED", bad))
+    assert (
+        inf.store["ns/q"].malformed
+        == 'Pod ns/q: spec.containers[0].resources.requests.cpu: invalid quantity "lots"'
+    )
+
+
+def test_converter_failure_drops_object() -> None:
+    calls: list[str] = []
+
+    def strict(p: structs.Node) -> model.Node:
+        return convert.node_from_api(p)
+
+    inf: Informer[structs.Node, model.Node] = Informer(
+        None,
+        "/api/v1/nodes",
+        structs.Node,
+        strict,
+        on_add=lambda n: calls.append(f"add {n.name}"),
+        on_delete=lambda n: calls.append(f"delete {n.name}"),
+    )
+    good = {"metadata": {"name": "n1", "resourceVersion": "1"}, "status": {"allocatable": {"cpu": "1"}}}
+    bad = {"metadata": {"name": "n1", "resourceVersion": "2"}, "status": {"allocatable": {"cpu": "x"}}}
+    inf._handle_line(line("ADDED", good))
+    inf._handle_line(line("MODIFIED", bad))
+    assert calls == ["add n1", "delete n1"]
+    assert inf.store == {}
+
+
+def test_callback_errors_do_not_break_the_stream() -> None:
+    def boom(_: model.Pod) -> None:
+        raise RuntimeError("consumer bug")
+
+    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, on_add=boom)
+    inf._handle_line(line("ADDED", pod("a", "1")))
+    assert "ns/a" in inf.store
+
+
+async def test_relist_diffs_against_store() -> None:
+    inf, rec = make()
+    inf.listing = (structs_of(pod("a", "1"), pod("b", "1"), pod("c", "1")), [], "10")
+    await inf._list_and_sync()
+    assert inf.has_synced.is_set() and inf.resource_version == "10" and inf.relists == 0
+    rec.calls.clear()
+    # a unchanged, b changed, c vanished, d new.
+    inf.listing = (structs_of(pod("a", "1"), pod("b", "2"), pod("d", "1")), [], "20")
+    await inf._list_and_sync()
+    assert sorted(rec.calls) == [("add", "d@1"), ("delete", "c@1"), ("update", "b@1->2")]
+    assert set(inf.store) == {"ns/a", "ns/b", "ns/d"}
+    assert inf.resource_version == "20" and inf.relists == 1
+
+
+async def test_relist_keeps_undecodable_items() -> None:
+    inf, rec = make()
+    failure = DecodeFailure(
+        structs.ObjectMeta(name="x", namespace="ns", resource_version="3"), "boom - at `$.spec`"
+    )
+    inf.listing = ([], [failure], "5")
+    await inf._list_and_sync()
+    assert rec.calls == [("add", "x@3")]
+    assert inf.store["ns/x"].malformed == "Pod ns/x: spec: boom"
+
+
+class FakeContent:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+class FakeResponse:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.content = FakeContent(chunks)
+
+
+async def test_iter_lines_reassembles_split_and_long_lines() -> None:
+    long = b"x" * (3 << 20)  # longer than aiohttp's line buffer
+    chunks = [b'{"a":', b"1}\n{", b'"b":2}\n\n', long[:1000], long[1000:], b"\n", b"tail"]
+    lines = [ln async for ln in client.iter_lines(FakeResponse(chunks))]  # type: ignore[arg-type]
+    assert lines == [b'{"a":1}', b'{"b":2}', long, b"tail"]
