@@ -92,12 +92,14 @@ class StubFramework:
     profile: StubProfile = field(default_factory=StubProfile)
     ascending: bool = False  # reversed priority order, to test live replacement
     gating_plugin: str = "SchedulingGates"
+    pre_enqueue_calls: int = 0
 
     def queue_sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
         priority = info.pod.priority if self.ascending else -info.pod.priority
         return (priority, info.timestamp)
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
+        self.pre_enqueue_calls += 1
         if pod.scheduling_gates:
             return Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -312,6 +314,20 @@ def test_pop_takes_rejected_pods_from_backoff_when_active_is_empty() -> None:
     assert popped is rejected
     assert q.try_pop() is None
     assert q.where(errored.pod) == "backoff"
+
+
+def test_pre_enqueue_runs_entering_backoff_not_leaving_it() -> None:
+    framework = StubFramework()
+    clock = FakeClock()
+    q = PriorityQueue({"default-scheduler": framework}, clock)
+    q.add(make_pod("p"))
+    info = q.try_pop()
+    assert info is not None
+    fail(q, info)
+    assert (q.where(info.pod), framework.pre_enqueue_calls) == ("backoff", 2)
+    clock.step(5)
+    q.flush_backoff_completed()
+    assert (q.where(info.pod), framework.pre_enqueue_calls) == ("active", 2)
 
 
 def test_pod_backoff_settings_come_from_its_profile() -> None:
@@ -980,6 +996,25 @@ def test_replacing_frameworks_keeps_pods_and_resorts() -> None:
     dropped = q.resort()
     assert [p.name for p in dropped] == ["orphan"]
     assert [pop_name(q) for _ in range(4)] == ["a", "c", "b", None]
+
+
+def test_resort_retries_unschedulable_and_gated_pods() -> None:
+    clock = FakeClock()
+    frameworks = {
+        "default-scheduler": StubFramework(events={"P": [ClusterEventWithHint(NODE_ADD, skip_hint)]})
+    }
+    q = PriorityQueue(frameworks, clock)
+    info = unschedulable_pod(q, "p", "P")
+    gated = make_pod("gated", scheduling_gates=("g",))
+    q.add(gated)
+    clock.step(5)
+    q.resort(requeue_unschedulable=False)
+    assert (q.where(info.pod), q.where(gated)) == ("unschedulable", "gated")
+    frameworks["default-scheduler"] = StubFramework(gating_plugin="Other")
+    q.resort()  # still gated (by the new gating plugin), the rejected pod is retried
+    assert (q.where(info.pod), q.where(gated)) == ("active", "gated")
+    gating = q.get(gated)
+    assert gating is not None and gating.gating_plugin == "Other"
 
 
 def test_replaced_framework_hints_are_used() -> None:

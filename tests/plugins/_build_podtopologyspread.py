@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policy_scheduler.scheduler.framework.interfaces import Handle
-from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import (
     Affinity,
     LabelSelector,
@@ -28,29 +27,6 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import MAX_I
 from policy_scheduler.scheduler.plugins.podtopologyspread.matching import Selector
 from policy_scheduler.scheduler.plugins.podtopologyspread.scoring import topology_normalizing_weight
 from policy_scheduler.scheduler.plugins.selectors import MATCH_NOTHING, compile_label_selector
-
-__all__ = [
-    "HOSTNAME",
-    "MAX_INT32",
-    "NOTHING",
-    "ZONE",
-    "Code",
-    "MakeLabelSelector",
-    "MakeNode",
-    "MakePod",
-    "Status",
-    "barSelector",
-    "build_plugin",
-    "build_table",
-    "constraint_of",
-    "honorPolicy",
-    "ignorePolicy",
-    "mustConvertLabelSelectorAsSelector",
-    "newCriticalPaths",
-    "selector_key",
-    "taints",
-    "topologyNormalizingWeight",
-]
 
 HOSTNAME = HOSTNAME_LABEL
 ZONE = ZONE_LABEL
@@ -187,8 +163,11 @@ class MakeNode:
         self.node.labels[key] = value
         return self
 
-    def Taints(self, node_taints: Sequence[Taint]) -> MakeNode:
-        self.node.taints = tuple(node_taints)
+    def Taints(self, node_taints: Sequence[Taint | Mapping[str, str]]) -> MakeNode:
+        self.node.taints = tuple(
+            t if isinstance(t, Taint) else Taint(t["Key"], t.get("Value", ""), t["Effect"])
+            for t in node_taints
+        )
         return self
 
     def Obj(self) -> Node:
@@ -268,7 +247,11 @@ def args_of(config: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"defaultingType": config.get("DefaultingType", "System")}
     if "DefaultConstraints" in config:
         out["defaultConstraints"] = [
-            {"maxSkew": c["MaxSkew"], "topologyKey": c["TopologyKey"], "whenUnsatisfiable": c["WhenUnsatisfiable"]}
+            {
+                "maxSkew": c["MaxSkew"],
+                "topologyKey": c["TopologyKey"],
+                "whenUnsatisfiable": c["WhenUnsatisfiable"],
+            }
             for c in config["DefaultConstraints"]
         ]
     return out

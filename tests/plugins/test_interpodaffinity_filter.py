@@ -1,6 +1,8 @@
 """InterPodAffinity PreFilter/Filter: ported from upstream filtering_test.go and plugin_test.go
 (kube-scheduler v1.35.4), plus index/incremental checks of the batch implementation."""
 
+# ruff: noqa: E501  (upstream case names and error messages are kept verbatim)
+
 from __future__ import annotations
 
 import time
@@ -10,7 +12,14 @@ import numpy as np
 import pytest
 
 from policy_scheduler.scheduler.framework.events import QueueingHint
-from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, unresolvable, unschedulable
+from policy_scheduler.scheduler.framework.status import (
+    SKIP,
+    SUCCESS,
+    Code,
+    Status,
+    unresolvable,
+    unschedulable,
+)
 from policy_scheduler.scheduler.model import LabelSelector, Node, Pod
 from policy_scheduler.scheduler.plugins.interpodaffinity.filtering import PreFilterState
 from policy_scheduler.scheduler.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY
@@ -91,7 +100,10 @@ SINGLE_NODE_CASES = [
     SingleCase(
         "satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in "
         "operator in labelSelector that matches the existing pod",
-        pod(labels=POD_LABEL2, aff=affinity(required=[term(sel_not_in("service", ["securityscan3", "value3"]), "region")])),
+        pod(
+            labels=POD_LABEL2,
+            aff=affinity(required=[term(sel_not_in("service", ["securityscan3", "value3"]), "region")]),
+        ),
         [_existing()],
     ),
     SingleCase(
@@ -102,7 +114,10 @@ SINGLE_NODE_CASES = [
     ),
     SingleCase(
         "Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
-        pod(labels=POD_LABEL, aff=affinity(required=[term(sel_in("service", ["antivirusscan", "value2"]), "")])),
+        pod(
+            labels=POD_LABEL,
+            aff=affinity(required=[term(sel_in("service", ["antivirusscan", "value2"]), "")]),
+        ),
         [_existing()],
         filter=AFF,
     ),
@@ -112,7 +127,9 @@ SINGLE_NODE_CASES = [
             POD_LABEL2,
             aff=[
                 term(exprs(("service", "Exists", []), ("wrongkey", "DoesNotExist", [])), "region"),
-                term(exprs(("service", "In", ["securityscan"]), ("service", "NotIn", ["WrongValue"])), "region"),
+                term(
+                    exprs(("service", "In", ["securityscan"]), ("service", "NotIn", ["WrongValue"])), "region"
+                ),
             ],
         ),
         [_existing()],
@@ -124,7 +141,10 @@ SINGLE_NODE_CASES = [
             POD_LABEL2,
             aff=[
                 term(exprs(("service", "Exists", []), ("wrongkey", "DoesNotExist", [])), "region"),
-                term(exprs(("service", "In", ["securityscan2"]), ("service", "NotIn", ["WrongValue"])), "region"),
+                term(
+                    exprs(("service", "In", ["securityscan2"]), ("service", "NotIn", ["WrongValue"])),
+                    "region",
+                ),
             ],
         ),
         [_existing()],
@@ -191,7 +211,10 @@ SINGLE_NODE_CASES = [
     ),
     SingleCase(
         "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
-        pod(labels=POD_LABEL, aff=affinity(required=[term(sel_not_in("service", ["securityscan", "value2"]), "region")])),
+        pod(
+            labels=POD_LABEL,
+            aff=affinity(required=[term(sel_not_in("service", ["securityscan", "value2"]), "region")]),
+        ),
         [pod(labels={"service": "securityscan"}, node="node2")],
         filter=AFF,
     ),
@@ -225,18 +248,34 @@ SINGLE_NODE_CASES = [
         "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod",
         pod(
             labels=POD_LABEL,
-            aff=affinity(anti_required=[term(sel_exists("service"), "region"), term(sel_exists("security"), "region")]),
+            aff=affinity(
+                anti_required=[term(sel_exists("service"), "region"), term(sel_exists("security"), "region")]
+            ),
         ),
-        [pod(node="node1", labels=POD_LABEL2, aff=affinity(anti_required=[term(sel_exists("security"), "zone")]))],
+        [
+            pod(
+                node="node1",
+                labels=POD_LABEL2,
+                aff=affinity(anti_required=[term(sel_exists("security"), "zone")]),
+            )
+        ],
         filter=ANTI,
     ),
     SingleCase(
         "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms",
         pod(
             labels=POD_LABEL,
-            aff=affinity(anti_required=[term(sel_exists("service"), "zone"), term(sel_exists("security"), "zone")]),
+            aff=affinity(
+                anti_required=[term(sel_exists("service"), "zone"), term(sel_exists("security"), "zone")]
+            ),
         ),
-        [pod(node="node1", labels=POD_LABEL2, aff=affinity(anti_required=[term(sel_exists("security"), "zone")]))],
+        [
+            pod(
+                node="node1",
+                labels=POD_LABEL2,
+                aff=affinity(anti_required=[term(sel_exists("security"), "zone")]),
+            )
+        ],
         filter=ANTI,
     ),
     SingleCase(
@@ -246,7 +285,9 @@ SINGLE_NODE_CASES = [
             pod(
                 node="node1",
                 labels=POD_LABEL,
-                aff=affinity(anti_required=[term(sel_exists("service"), "zone"), term(sel_exists("security"), "zone")]),
+                aff=affinity(
+                    anti_required=[term(sel_exists("service"), "zone"), term(sel_exists("security"), "zone")]
+                ),
             )
         ],
         filter=EXISTING,
@@ -261,7 +302,9 @@ SINGLE_NODE_CASES = [
             pod(
                 node="node1",
                 labels={"def": "", "xyz": ""},
-                aff=affinity(anti_required=[term(sel_exists("abc"), "zone"), term(sel_exists("def"), "zone")]),
+                aff=affinity(
+                    anti_required=[term(sel_exists("abc"), "zone"), term(sel_exists("def"), "zone")]
+                ),
             )
         ],
         filter=ANTI,
@@ -276,7 +319,9 @@ SINGLE_NODE_CASES = [
             pod(
                 node="node1",
                 labels={"abc": "", "xyz": ""},
-                aff=affinity(anti_required=[term(sel_exists("abc"), "zone"), term(sel_exists("def"), "zone")]),
+                aff=affinity(
+                    anti_required=[term(sel_exists("abc"), "zone"), term(sel_exists("def"), "zone")]
+                ),
             )
         ],
         filter=ANTI,
@@ -326,7 +371,11 @@ SINGLE_NODE_CASES = [
     ),
     SingleCase(
         "anti-affinity with matching all NamespaceSelector",
-        _both(POD_LABEL2, namespace="subteam1.team1", anti=[term(SEC_IN, "zone", namespace_selector=LabelSelector())]),
+        _both(
+            POD_LABEL2,
+            namespace="subteam1.team1",
+            anti=[term(SEC_IN, "zone", namespace_selector=LabelSelector())],
+        ),
         [pod(node="node1", namespace="subteam2.team1", labels=POD_LABEL)],
         filter=ANTI,
     ),
@@ -391,11 +440,17 @@ def _multi_cases() -> list[MultiCase]:
             pod(
                 labels={"foo": "bar", "service": "securityscan"},
                 aff=affinity(
-                    required=[term(sel_in("foo", ["bar"]), "zone"), term(sel_in("service", ["securityscan"]), "zone")]
+                    required=[
+                        term(sel_in("foo", ["bar"]), "zone"),
+                        term(sel_in("service", ["securityscan"]), "zone"),
+                    ]
                 ),
             ),
             [pod("p1", node="nodeA", labels={"foo": "bar"})],
-            [node("nodeA", {"zone": "az1", "hostname": "h1"}), node("nodeB", {"zone": "az2", "hostname": "h2"})],
+            [
+                node("nodeA", {"zone": "az1", "hostname": "h1"}),
+                node("nodeB", {"zone": "az2", "hostname": "h2"}),
+            ],
             [SUCCESS, SUCCESS],
         ),
         MultiCase(
@@ -403,7 +458,10 @@ def _multi_cases() -> list[MultiCase]:
             pod(
                 labels={"foo": "bar", "service": "securityscan"},
                 aff=affinity(
-                    required=[term(sel_in("foo", ["bar"]), "zone"), term(sel_in("service", ["securityscan"]), "zone")]
+                    required=[
+                        term(sel_in("foo", ["bar"]), "zone"),
+                        term(sel_in("service", ["securityscan"]), "zone"),
+                    ]
                 ),
             ),
             [pod("p1", node="nodeA", labels={"foo": "bar"})],
@@ -418,7 +476,10 @@ def _multi_cases() -> list[MultiCase]:
             "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
             pod(aff=affinity(anti_required=[term(sel_in("foo", ["abc"]), "region")])),
             [pod(node="nodeA", labels={"foo": "abc"})],
-            [node("nodeA", {"region": "r1", "hostname": "nodeA"}), node("nodeB", {"region": "r1", "hostname": "nodeB"})],
+            [
+                node("nodeA", {"region": "r1", "hostname": "nodeA"}),
+                node("nodeB", {"region": "r1", "hostname": "nodeB"}),
+            ],
             [ANTI, ANTI],
         ),
         MultiCase(
@@ -454,7 +515,11 @@ def _multi_cases() -> list[MultiCase]:
             ),
             [
                 pod(node="nodeA", namespace="NS1", labels={"foo": "bar"}),
-                pod(node="nodeC", namespace="NS2", aff=affinity(anti_required=[term(sel_in("foo", ["123"]), "region")])),
+                pod(
+                    node="nodeC",
+                    namespace="NS2",
+                    aff=affinity(anti_required=[term(sel_in("foo", ["123"]), "region")]),
+                ),
             ],
             [node("nodeA", RG_CHINA), node("nodeB", RG_CHINA_AZ1), node("nodeC", RG_INDIA)],
             [ANTI, ANTI, SUCCESS],
@@ -489,7 +554,11 @@ def _multi_cases() -> list[MultiCase]:
         MultiCase(
             "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one "
             "anti-affinity rule of existingPod",
-            pod(aff=affinity(anti_required=[term(sel_exists("foo"), "zone"), term(sel_exists("bar"), "region")])),
+            pod(
+                aff=affinity(
+                    anti_required=[term(sel_exists("foo"), "zone"), term(sel_exists("bar"), "region")]
+                )
+            ),
             [pod(node="nodeA", labels={"foo": ""}), pod(node="nodeB", labels={"bar": ""})],
             ab,
             [ANTI, ANTI],
@@ -502,7 +571,10 @@ def _multi_cases() -> list[MultiCase]:
                 pod(
                     node="nodeA",
                     aff=affinity(
-                        anti_required=[term(sel_exists("foo"), "invalid-node-label"), term(sel_exists("bar"), "zone")]
+                        anti_required=[
+                            term(sel_exists("foo"), "invalid-node-label"),
+                            term(sel_exists("bar"), "zone"),
+                        ]
                     ),
                 )
             ],
@@ -514,7 +586,10 @@ def _multi_cases() -> list[MultiCase]:
             "single term match - case when one term has invalid topologyKey",
             pod(
                 aff=affinity(
-                    anti_required=[term(sel_exists("foo"), "invalid-node-label"), term(sel_exists("bar"), "zone")]
+                    anti_required=[
+                        term(sel_exists("foo"), "invalid-node-label"),
+                        term(sel_exists("bar"), "zone"),
+                    ]
                 )
             ),
             [pod("podA", node="nodeA", labels={"foo": "", "bar": ""})],
@@ -528,7 +603,9 @@ def _multi_cases() -> list[MultiCase]:
             [
                 pod(
                     node="nodeA",
-                    aff=affinity(anti_required=[term(sel_exists("foo"), "region"), term(sel_exists("bar"), "zone")]),
+                    aff=affinity(
+                        anti_required=[term(sel_exists("foo"), "region"), term(sel_exists("bar"), "zone")]
+                    ),
                 )
             ],
             ab,
@@ -537,7 +614,11 @@ def _multi_cases() -> list[MultiCase]:
         MultiCase(
             "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
             "single term match - case when all terms have valid topologyKey",
-            pod(aff=affinity(anti_required=[term(sel_exists("foo"), "region"), term(sel_exists("bar"), "zone")])),
+            pod(
+                aff=affinity(
+                    anti_required=[term(sel_exists("foo"), "region"), term(sel_exists("bar"), "zone")]
+                )
+            ),
             [pod(node="nodeA", labels={"foo": "", "bar": ""})],
             ab,
             [ANTI, ANTI],
@@ -549,11 +630,15 @@ def _multi_cases() -> list[MultiCase]:
             [
                 pod(
                     node="nodeA",
-                    aff=affinity(anti_required=[term(sel_exists("foo"), "zone"), term(sel_exists("labelA"), "zone")]),
+                    aff=affinity(
+                        anti_required=[term(sel_exists("foo"), "zone"), term(sel_exists("labelA"), "zone")]
+                    ),
                 ),
                 pod(
                     node="nodeB",
-                    aff=affinity(anti_required=[term(sel_exists("bar"), "zone"), term(sel_exists("labelB"), "zone")]),
+                    aff=affinity(
+                        anti_required=[term(sel_exists("bar"), "zone"), term(sel_exists("labelB"), "zone")]
+                    ),
                 ),
             ],
             _hosts(("nodeA", "r1", "z1"), ("nodeB", "r1", "z2"), ("nodeC", "r1", "z3")),
@@ -604,10 +689,15 @@ L2 = {"region": "r1", "zone": "z12"}
 L3 = {"region": "r2", "zone": "z21"}
 SELECTOR1 = {"foo": "bar"}
 ANTI_FOO_BAR = [term(sel_in("foo", ["bar"]), "region")]
-COMPLEX = [term(sel_in("foo", ["bar", "buzz"]), "region"), term(sel_not_in("service", ["bar", "security", "test"]), "zone")]
+COMPLEX = [
+    term(sel_in("foo", ["bar", "buzz"]), "region"),
+    term(sel_not_in("service", ["bar", "security", "test"]), "zone"),
+]
 
 
-def _add_remove_cases() -> list[tuple[str, Pod, list[Pod], Pod, dict[tuple[str, str], int], dict[tuple[str, str], int]]]:
+def _add_remove_cases() -> list[
+    tuple[str, Pod, list[Pod], Pod, dict[tuple[str, str], int], dict[tuple[str, str], int]]
+]:
     return [
         (
             "anti-affinity terms are updated correctly after adding and removing a pod",
@@ -616,7 +706,12 @@ def _add_remove_cases() -> list[tuple[str, Pod, list[Pod], Pod, dict[tuple[str, 
                 Pod("p1", labels=dict(SELECTOR1), node_name="nodeA"),
                 Pod("p2", node_name="nodeC", affinity=affinity(anti_required=ANTI_FOO_BAR)),
             ],
-            Pod("addedPod", labels=dict(SELECTOR1), node_name="nodeB", affinity=affinity(anti_required=ANTI_FOO_BAR)),
+            Pod(
+                "addedPod",
+                labels=dict(SELECTOR1),
+                node_name="nodeB",
+                affinity=affinity(anti_required=ANTI_FOO_BAR),
+            ),
             {("region", "r1"): 2},
             {},
         ),
@@ -627,7 +722,12 @@ def _add_remove_cases() -> list[tuple[str, Pod, list[Pod], Pod, dict[tuple[str, 
                 Pod("p1", labels=dict(SELECTOR1), node_name="nodeA"),
                 Pod("p2", node_name="nodeC", affinity=affinity(anti_required=ANTI_FOO_BAR)),
             ],
-            Pod("addedPod", labels=dict(SELECTOR1), node_name="nodeA", affinity=affinity(anti_required=COMPLEX)),
+            Pod(
+                "addedPod",
+                labels=dict(SELECTOR1),
+                node_name="nodeA",
+                affinity=affinity(anti_required=COMPLEX),
+            ),
             {("region", "r1"): 2, ("zone", "z11"): 2, ("zone", "z21"): 1},
             {},
         ),
@@ -638,7 +738,12 @@ def _add_remove_cases() -> list[tuple[str, Pod, list[Pod], Pod, dict[tuple[str, 
                 Pod("p1", labels=dict(SELECTOR1), node_name="nodeA"),
                 Pod("p2", node_name="nodeC", affinity=affinity(required=COMPLEX, anti_required=ANTI_FOO_BAR)),
             ],
-            Pod("addedPod", labels=dict(SELECTOR1), node_name="nodeA", affinity=affinity(anti_required=COMPLEX)),
+            Pod(
+                "addedPod",
+                labels=dict(SELECTOR1),
+                node_name="nodeA",
+                affinity=affinity(anti_required=COMPLEX),
+            ),
             {},
             {("region", "r1"): 2, ("zone", "z11"): 2},
         ),
@@ -680,7 +785,9 @@ def test_pre_filter_state_add_remove_pod(case) -> None:  # type: ignore[no-untyp
 def test_pre_filter_state_clone_is_deep() -> None:
     (table, _), s, _ = _prefilter_state(
         [Pod("p1", labels=dict(SELECTOR1), node_name="nodeA")],
-        Pod("pending", labels=dict(SELECTOR1), affinity=affinity(required=COMPLEX, anti_required=ANTI_FOO_BAR)),
+        Pod(
+            "pending", labels=dict(SELECTOR1), affinity=affinity(required=COMPLEX, anti_required=ANTI_FOO_BAR)
+        ),
     )
     copy = s.clone()
     assert copy.affinity.pairs(table) == s.affinity.pairs(table)  # type: ignore[arg-type]
@@ -699,63 +806,105 @@ def _normal(*labels: str) -> Pod:
     ("name", "existing", "incoming", "want_aff", "want_anti"),
     [
         ("nil test", [], Pod("aaa-normal", namespace=""), {}, {}),
-        ("incoming pod without affinity/anti-affinity causes a no-op", [_normal("aaa")], Pod("aaa-normal", namespace=""), {}, {}),
+        (
+            "incoming pod without affinity/anti-affinity causes a no-op",
+            [_normal("aaa")],
+            Pod("aaa-normal", namespace=""),
+            {},
+            {},
+        ),
         (
             "no pod has label that violates incoming pod's affinity and anti-affinity",
             [_normal("bbb")],
-            Pod("aaa-anti", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname")], anti_required=[term(sel_exists("aaa"), "hostname")])),
+            Pod(
+                "aaa-anti",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname")],
+                ),
+            ),
             {},
             {},
         ),
         (
             "existing pod matches incoming pod's affinity and anti-affinity - single term case",
             [_normal("aaa")],
-            Pod("affi-antiaffi", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname")], anti_required=[term(sel_exists("aaa"), "hostname")])),
+            Pod(
+                "affi-antiaffi",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname")],
+                ),
+            ),
             {("hostname", "nodeA"): 1},
             {("hostname", "nodeA"): 1},
         ),
         (
             "existing pod matches incoming pod's affinity and anti-affinity - multiple terms case",
             [_normal("aaa", "bbb")],
-            Pod("affi-antiaffi", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
-                anti_required=[term(sel_exists("aaa"), "hostname")])),
+            Pod(
+                "affi-antiaffi",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname")],
+                ),
+            ),
             {("hostname", "nodeA"): 2},
             {("hostname", "nodeA"): 1},
         ),
         (
             "existing pod not match incoming pod's affinity but matches anti-affinity",
             [_normal("aaa")],
-            Pod("affi-antiaffi", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
-                anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")])),
+            Pod(
+                "affi-antiaffi",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
+                ),
+            ),
             {},
             {("hostname", "nodeA"): 1},
         ),
         (
             "incoming pod's anti-affinity has more than one term - existing pod violates partial term - case 1",
             [_normal("aaa", "bbb")],
-            Pod("anaffi-antiaffiti", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("ccc"), "hostname")],
-                anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("ccc"), "hostname")])),
+            Pod(
+                "anaffi-antiaffiti",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("ccc"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("ccc"), "hostname")],
+                ),
+            ),
             {},
             {("hostname", "nodeA"): 1},
         ),
         (
             "incoming pod's anti-affinity has more than one term - existing pod violates partial term - case 2",
             [_normal("bbb")],
-            Pod("affi-antiaffi", namespace="", affinity=affinity(
-                required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
-                anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")])),
+            Pod(
+                "affi-antiaffi",
+                namespace="",
+                affinity=affinity(
+                    required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
+                    anti_required=[term(sel_exists("aaa"), "hostname"), term(sel_exists("bbb"), "hostname")],
+                ),
+            ),
             {},
             {("hostname", "nodeA"): 1},
         ),
     ],
-)  # fmt: skip
+)
 def test_incoming_affinity_anti_affinity_counts(
-    name: str, existing: list[Pod], incoming: Pod, want_aff: dict[tuple[str, str], int], want_anti: dict[tuple[str, str], int]
+    name: str,
+    existing: list[Pod],
+    incoming: Pod,
+    want_aff: dict[tuple[str, str], int],
+    want_anti: dict[tuple[str, str], int],
 ) -> None:
     from policy_scheduler.scheduler.plugins.interpodaffinity.filtering import incoming_counts
     from policy_scheduler.scheduler.plugins.interpodaffinity.terms import parse_pod_terms
@@ -883,7 +1032,9 @@ def test_filter_without_pre_filter_state_errors() -> None:
     table, plugin = build([node("n1")])
     result = plugin.filter(new_state(), pod(), all_rows(table))
     assert result.status_of(0).code == Code.ERROR
-    assert result.status_of(0).reasons == ('error reading "PreFilterInterPodAffinity" from cycleState: not found',)
+    assert result.status_of(0).reasons == (
+        'error reading "PreFilterInterPodAffinity" from cycleState: not found',
+    )
 
 
 def test_hard_pod_affinity_weight_is_validated() -> None:
@@ -923,7 +1074,9 @@ def test_index_follows_pod_add_remove_and_node_label_changes() -> None:
 
 def test_index_follows_node_removal_and_row_moves() -> None:
     nodes = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"}), node("n3", {"zone": "c"})]
-    hater = pod(node="n3", labels={"app": "h"}, aff=affinity(anti_required=[term(sel_in("app", ["x"]), "zone")]))
+    hater = pod(
+        node="n3", labels={"app": "h"}, aff=affinity(anti_required=[term(sel_in("app", ["x"]), "zone")])
+    )
     table, plugin = build(nodes, [hater])
     incoming = pod(labels={"app": "x"})
     state = new_state()
@@ -962,30 +1115,96 @@ def _p(node_name: str = "", **labels: str) -> Pod:
 @pytest.mark.parametrize(
     ("name", "aff", "old", "new", "want"),
     [
-        ("add a pod which matches the pod affinity", SVC_AFF, None, _p("fake-node", service="securityscan"), QueueingHint.QUEUE),
+        (
+            "add a pod which matches the pod affinity",
+            SVC_AFF,
+            None,
+            _p("fake-node", service="securityscan"),
+            QueueingHint.QUEUE,
+        ),
         ("add an un-scheduled pod", SVC_AFF, None, _p(service="securityscan"), QueueingHint.SKIP),
-        ("add a pod which doesn't match the pod affinity", SVC_AFF, None, _p("fake-node", aaa="a"), QueueingHint.SKIP),
-        ("update a pod from non-match to match pod affinity", SVC_AFF, _p("fake-node", aaa="a"),
-         _p("fake-node", service="securityscan"), QueueingHint.QUEUE),
-        ("the updating pod matches target pod's affinity both before and after label changes", SVC_AFF,
-         _p("fake-node", service="value2"), _p("fake-node", service="securityscan"), QueueingHint.SKIP),
-        ("update an un-scheduled pod", SVC_AFF, _p(service="securityscan"), _p(service="securityscan"), QueueingHint.SKIP),
-        ("update a pod from match to non-match the pod affinity", SVC_AFF, _p("fake-node", service="securityscan"),
-         _p("fake-node", aaa="a"), QueueingHint.SKIP),
-        ("update a pod from match to non-match pod's affinity - multiple terms case", MULTI, _p("fake-node", aaa="a"),
-         _p("fake-node", service="securityscan"), QueueingHint.SKIP),
-        ("update a pod from non-match to match pod's affinity - multiple terms case", MULTI, _p("fake-node", aaa="a"),
-         _p("fake-node", aaa="", bbb=""), QueueingHint.QUEUE),
-        ("modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity", SVC_ANTI,
-         _p("fake-node", service="securityscan"), _p("fake-node", service="aaaa"), QueueingHint.QUEUE),
-        ("modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity", SVC_ANTI,
-         _p("fake-node", service="bbb"), _p("fake-node", service="securityscan"), QueueingHint.SKIP),
-        ("delete a pod which doesn't match pod's anti-affinity", SVC_ANTI, _p("fake-node", aaa="a"), None, QueueingHint.SKIP),
-        ("delete a pod which matches pod's anti-affinity", SVC_ANTI, _p("fake-node", service="securityscan"), None,
-         QueueingHint.QUEUE),
+        (
+            "add a pod which doesn't match the pod affinity",
+            SVC_AFF,
+            None,
+            _p("fake-node", aaa="a"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update a pod from non-match to match pod affinity",
+            SVC_AFF,
+            _p("fake-node", aaa="a"),
+            _p("fake-node", service="securityscan"),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "the updating pod matches target pod's affinity both before and after label changes",
+            SVC_AFF,
+            _p("fake-node", service="value2"),
+            _p("fake-node", service="securityscan"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update an un-scheduled pod",
+            SVC_AFF,
+            _p(service="securityscan"),
+            _p(service="securityscan"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update a pod from match to non-match the pod affinity",
+            SVC_AFF,
+            _p("fake-node", service="securityscan"),
+            _p("fake-node", aaa="a"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update a pod from match to non-match pod's affinity - multiple terms case",
+            MULTI,
+            _p("fake-node", aaa="a"),
+            _p("fake-node", service="securityscan"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update a pod from non-match to match pod's affinity - multiple terms case",
+            MULTI,
+            _p("fake-node", aaa="a"),
+            _p("fake-node", aaa="", bbb=""),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",
+            SVC_ANTI,
+            _p("fake-node", service="securityscan"),
+            _p("fake-node", service="aaaa"),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",
+            SVC_ANTI,
+            _p("fake-node", service="bbb"),
+            _p("fake-node", service="securityscan"),
+            QueueingHint.SKIP,
+        ),
+        (
+            "delete a pod which doesn't match pod's anti-affinity",
+            SVC_ANTI,
+            _p("fake-node", aaa="a"),
+            None,
+            QueueingHint.SKIP,
+        ),
+        (
+            "delete a pod which matches pod's anti-affinity",
+            SVC_ANTI,
+            _p("fake-node", service="securityscan"),
+            None,
+            QueueingHint.QUEUE,
+        ),
     ],
-)  # fmt: skip
-def test_is_schedulable_after_pod_change(name: str, aff, old: Pod | None, new: Pod | None, want: QueueingHint) -> None:  # type: ignore[no-untyped-def]
+)
+def test_is_schedulable_after_pod_change(
+    name: str, aff, old: Pod | None, new: Pod | None, want: QueueingHint
+) -> None:  # type: ignore[no-untyped-def]
     _, plugin = build([], namespace_labels=NAMESPACES)
     target = Pod("p", namespace="", affinity=aff)
     assert plugin.is_schedulable_after_pod_change(target, old, new) == want
@@ -999,28 +1218,95 @@ ZONE_ANTI = affinity(anti_required=[term(LabelSelector(match_labels=(("another",
 @pytest.mark.parametrize(
     ("name", "aff", "old", "new", "want"),
     [
-        ("add a new node with matched pod affinity topologyKey", ZONE_AFF, None, node("node-a", {"zone": "zone1"}), QueueingHint.QUEUE),
-        ("add a new node without matched topologyKey", REGION_AFF, None, node("node-a", {"zone": "zone1"}), QueueingHint.SKIP),
-        ("update node label but not topologyKey", ZONE_AFF, node("node-a", {"aaa": "a"}), node("node-a", {"aaa": "b"}), QueueingHint.SKIP),
-        ("update node label that isn't related to the pod affinity", ZONE_AFF, node("node-a", {"zone": "zone1"}),
-         node("node-a", {"zone": "zone1", "unrelated-label": "unrelated"}), QueueingHint.SKIP),
-        ("update node with different affinity topologyKey value", ZONE_AFF, node("node-a", {"zone": "zone1"}),
-         node("node-a", {"zone": "zone2"}), QueueingHint.QUEUE),
-        ("update node to have the affinity topology label", ZONE_AFF, node("node-a", {"aaa": "a"}),
-         node("node-a", {"zone": "zone1"}), QueueingHint.QUEUE),
-        ("add a new node with matched pod anti-affinity topologyKey", ZONE_ANTI, None, node("node-a", {"zone": "zone1"}), QueueingHint.QUEUE),
-        ("add a new node without matched pod anti-affinity topologyKey", ZONE_ANTI, None, node("node-a"), QueueingHint.QUEUE),
-        ("update node label that isn't related to the pod anti-affinity", ZONE_ANTI, node("node-a", {"zone": "zone1"}),
-         node("node-a", {"zone": "zone1", "unrelated-label": "unrelated"}), QueueingHint.SKIP),
-        ("update node with different anti-affinity topologyKey value", ZONE_ANTI, node("node-a", {"zone": "zone1"}),
-         node("node-a", {"zone": "zone2"}), QueueingHint.QUEUE),
-        ("update node to have the anti-affinity topology label", ZONE_ANTI, node("node-a", {"aaa": "a"}),
-         node("node-a", {"zone": "zone1"}), QueueingHint.SKIP),
-        ("update node label not to have anti-affinity topology label", ZONE_ANTI, node("node-a", {"zone": "zone1"}),
-         node("node-a", {"aaa": "a"}), QueueingHint.QUEUE),
+        (
+            "add a new node with matched pod affinity topologyKey",
+            ZONE_AFF,
+            None,
+            node("node-a", {"zone": "zone1"}),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "add a new node without matched topologyKey",
+            REGION_AFF,
+            None,
+            node("node-a", {"zone": "zone1"}),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update node label but not topologyKey",
+            ZONE_AFF,
+            node("node-a", {"aaa": "a"}),
+            node("node-a", {"aaa": "b"}),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update node label that isn't related to the pod affinity",
+            ZONE_AFF,
+            node("node-a", {"zone": "zone1"}),
+            node("node-a", {"zone": "zone1", "unrelated-label": "unrelated"}),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update node with different affinity topologyKey value",
+            ZONE_AFF,
+            node("node-a", {"zone": "zone1"}),
+            node("node-a", {"zone": "zone2"}),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "update node to have the affinity topology label",
+            ZONE_AFF,
+            node("node-a", {"aaa": "a"}),
+            node("node-a", {"zone": "zone1"}),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "add a new node with matched pod anti-affinity topologyKey",
+            ZONE_ANTI,
+            None,
+            node("node-a", {"zone": "zone1"}),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "add a new node without matched pod anti-affinity topologyKey",
+            ZONE_ANTI,
+            None,
+            node("node-a"),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "update node label that isn't related to the pod anti-affinity",
+            ZONE_ANTI,
+            node("node-a", {"zone": "zone1"}),
+            node("node-a", {"zone": "zone1", "unrelated-label": "unrelated"}),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update node with different anti-affinity topologyKey value",
+            ZONE_ANTI,
+            node("node-a", {"zone": "zone1"}),
+            node("node-a", {"zone": "zone2"}),
+            QueueingHint.QUEUE,
+        ),
+        (
+            "update node to have the anti-affinity topology label",
+            ZONE_ANTI,
+            node("node-a", {"aaa": "a"}),
+            node("node-a", {"zone": "zone1"}),
+            QueueingHint.SKIP,
+        ),
+        (
+            "update node label not to have anti-affinity topology label",
+            ZONE_ANTI,
+            node("node-a", {"zone": "zone1"}),
+            node("node-a", {"aaa": "a"}),
+            QueueingHint.QUEUE,
+        ),
     ],
-)  # fmt: skip
-def test_is_schedulable_after_node_change(name: str, aff, old: Node | None, new: Node, want: QueueingHint) -> None:  # type: ignore[no-untyped-def]
+)
+def test_is_schedulable_after_node_change(
+    name: str, aff, old: Node | None, new: Node, want: QueueingHint
+) -> None:  # type: ignore[no-untyped-def]
     _, plugin = build([], namespace_labels=NAMESPACES)
     target = Pod("p", namespace="", affinity=aff)
     assert plugin.is_schedulable_after_node_change(target, old, new) == want
@@ -1048,7 +1334,13 @@ def _cluster(n_nodes: int, n_pods: int, apps: int) -> tuple[object, object]:
         app = f"app{i % apps}"
         t = term(sel_in("app", [app]), "kubernetes.io/hostname")
         pods.append(
-            pod(f"p{i}", namespace="default", node=f"n{i % n_nodes}", labels={"app": app}, aff=affinity(anti_required=[t]))
+            pod(
+                f"p{i}",
+                namespace="default",
+                node=f"n{i % n_nodes}",
+                labels={"app": app},
+                aff=affinity(anti_required=[t]),
+            )
         )
     return build(nodes, pods)
 
@@ -1073,3 +1365,28 @@ def test_required_anti_affinity_cycle_does_not_scan_all_pods() -> None:
     assert int((~result.passed).sum()) == len(hosts) == 10
     assert set(table.names_of(np.flatnonzero(~result.passed))) == hosts  # type: ignore[attr-defined]
     assert per_cycle < 0.02, per_cycle  # O(pods) Python would be far slower
+
+
+def test_namespace_selector_without_namespaces_excludes_own_namespace() -> None:
+    # namespaces empty + namespaceSelector set: only the selected namespaces count, not the pod's own.
+    nodes = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"})]
+    pods = [
+        pod(node="n1", namespace="subteam1.team2", labels={"app": "x"}),
+        pod(node="n2", namespace="subteam2.team1", labels={"app": "x"}),
+    ]
+    table, plugin = build(nodes, pods, namespace_labels=NAMESPACES)
+    t = term(sel_in("app", ["x"]), "zone", namespace_selector=TEAM1)
+    incoming = pod(namespace="subteam1.team2", aff=affinity(anti_required=[t]))
+    state = new_state()
+    assert plugin.pre_filter(state, incoming)[1].is_success
+    assert plugin.filter(state, incoming, all_rows(table)).passed.tolist() == [True, False]
+    # The same term on a placed pod, against an incoming pod of its own (unselected) namespace.
+    table, plugin = build(
+        nodes,
+        [pod(node="n1", namespace="subteam1.team2", aff=affinity(anti_required=[t]))],
+        namespace_labels=NAMESPACES,
+    )
+    assert (
+        plugin.pre_filter(new_state(), pod(namespace="subteam1.team2", labels={"app": "x"}))[1].code
+        == Code.SKIP
+    )

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle, PreFilterResult
@@ -14,7 +15,6 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Sta
 from policy_scheduler.scheduler.model import (
     Affinity,
     Node,
-    NodeAffinity as NodeAffinitySpec,
     NodeSelectorTerm,
     Pod,
     PreferredSchedulingTerm,
@@ -25,7 +25,9 @@ from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity, parse_
 
 NAME = "metadata.name"
 ERR_POD = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",))
-ERR_ENFORCED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match scheduler-enforced node affinity",))
+ERR_ENFORCED = Status(
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match scheduler-enforced node affinity",)
+)
 ERR_CONFLICT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("pod affinity terms conflict",))
 
 
@@ -42,7 +44,7 @@ def pod_with(
     required: tuple[NodeSelectorTerm, ...] | None = None,
     preferred: tuple[PreferredSchedulingTerm, ...] = (),
 ) -> Pod:
-    affinity = Affinity(node_affinity=NodeAffinitySpec(required=required, preferred=preferred))
+    affinity = Affinity(node_affinity=model.NodeAffinity(required=required, preferred=preferred))
     return Pod("p", node_selector=node_selector or {}, affinity=affinity)
 
 
@@ -58,7 +60,11 @@ def rows_of(table: NodeTable) -> np.ndarray:
 
 
 def added_required(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+    return {
+        "addedAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+        }
+    }
 
 
 def jreq(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -84,7 +90,17 @@ FILTER_CASES: list[FilterCase] = [
         {},
         True,
     ),
-    ("node labels are subset", pod_with({"foo": "bar", "baz": "blah"}), {"foo": "bar"}, "", ERR_POD, SUCCESS, None, {}, True),
+    (
+        "node labels are subset",
+        pod_with({"foo": "bar", "baz": "blah"}),
+        {"foo": "bar"},
+        "",
+        ERR_POD,
+        SUCCESS,
+        None,
+        {},
+        True,
+    ),
     (
         "In matches",
         pod_with(required=(T(R("foo", "In", "bar", "value2")),)),
@@ -140,9 +156,29 @@ FILTER_CASES: list[FilterCase] = [
         {},
         True,
     ),
-    ("empty MatchExpressions match nothing", pod_with(required=(T(),)), {"foo": "bar"}, "", ERR_POD, SUCCESS, None, {}, True),
+    (
+        "empty MatchExpressions match nothing",
+        pod_with(required=(T(),)),
+        {"foo": "bar"},
+        "",
+        ERR_POD,
+        SUCCESS,
+        None,
+        {},
+        True,
+    ),
     ("no Affinity", Pod("p"), {"foo": "bar"}, "", SUCCESS, SKIP, None, {}, True),
-    ("Affinity but nil NodeSelector", pod_with(required=None), {"foo": "bar"}, "", SUCCESS, SKIP, None, {}, True),
+    (
+        "Affinity but nil NodeSelector",
+        pod_with(required=None),
+        {"foo": "bar"},
+        "",
+        SUCCESS,
+        SKIP,
+        None,
+        {},
+        True,
+    ),
     (
         "matchExpressions ANDed that match",
         pod_with(required=(T(R("GPU", "Exists"), R("GPU", "NotIn", "AMD", "INTER")),)),
@@ -233,7 +269,9 @@ FILTER_CASES: list[FilterCase] = [
     ),
     (
         "two terms: matchFields doesn't match, matchExpressions matches",
-        pod_with(required=(T(fields=(R(NAME, "In", "node1"), R(NAME, "In", "node2"))), T(R("foo", "In", "bar")))),
+        pod_with(
+            required=(T(fields=(R(NAME, "In", "node1"), R(NAME, "In", "node2"))), T(R("foo", "In", "bar")))
+        ),
         {"foo": "bar"},
         "node2",
         SUCCESS,
@@ -396,7 +434,7 @@ def test_filter_batch_statuses_per_row() -> None:
         Node("c", labels={"pool": "batch", "disk": "ssd"}),
         Node("d", labels={"disk": "ssd"}),
     ]
-    plugin, table = setup(*nodes, args=args)
+    plugin, _ = setup(*nodes, args=args)
     pod = pod_with({"disk": "ssd"})
     rows = np.asarray([3, 2, 1, 0], dtype=np.intp)
     result = plugin.filter(CycleState(), pod, rows)
@@ -497,7 +535,12 @@ SCORE_CASES: list[ScoreCase] = [
     ("name", "pod", "nodes", "want", "args", "run_pre"), SCORE_CASES, ids=[c[0] for c in SCORE_CASES]
 )
 def test_score(
-    name: str, pod: Pod, nodes: list[tuple[str, dict[str, str]]], want: list[int], args: dict[str, Any], run_pre: bool
+    name: str,
+    pod: Pod,
+    nodes: list[tuple[str, dict[str, str]]],
+    want: list[int],
+    args: dict[str, Any],
+    run_pre: bool,
 ) -> None:
     plugin, table = setup(*(Node(n, labels=lbl) for n, lbl in nodes), args=args)
     state = CycleState()
@@ -520,7 +563,8 @@ def test_prescore_error_on_broken_preferred_term() -> None:
     assert status.message == (
         '[0].matchExpressions[0].key: Invalid value: "invalid key": name part must consist of alphanumeric '
         "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
-        "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        "or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
     )
 
 
@@ -531,16 +575,18 @@ def test_parse_added_affinity() -> None:
     parsed = parse_node_affinity(
         {
             "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [jreq("a", "Exists")], "matchFields": [jreq(NAME, "In", "n")]}]
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [jreq("a", "Exists")], "matchFields": [jreq(NAME, "In", "n")]}
+                ]
             },
             "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 3, "preference": {}}],
         }
     )
-    assert parsed == NodeAffinitySpec(
+    assert parsed == model.NodeAffinity(
         required=(T(R("a", "Exists"), fields=(R(NAME, "In", "n"),)),),
         preferred=(PreferredSchedulingTerm(3, T()),),
     )
-    assert parse_node_affinity({}) == NodeAffinitySpec()
+    assert parse_node_affinity({}) == model.NodeAffinity()
 
 
 @pytest.mark.parametrize(
@@ -577,7 +623,10 @@ def test_invalid_added_affinity(args: dict[str, Any], message: str) -> None:
 def test_events() -> None:
     plugin, _ = setup()
     (event,) = plugin.events_to_register()
-    assert (event.event.resource, event.event.action) == (Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL)
+    assert (event.event.resource, event.event.action) == (
+        Resource.NODE,
+        Action.ADD | Action.UPDATE_NODE_LABEL,
+    )
 
 
 affinity_pod = pod_with(required=(T(R("foo", "In", "bar")),))
@@ -606,7 +655,20 @@ HINT_CASES: list[tuple[str, dict[str, Any], Any, Any, QueueingHint]] = [
         QueueingHint.SKIP,
     ),
     ("skip add not matching enforced affinity", enforced_foo, None, Node("n"), QueueingHint.SKIP),
-    ("queue add matching enforced affinity", enforced_foo, None, Node("n", labels={"foo": "bar"}), QueueingHint.QUEUE),
+    (
+        "queue add matching enforced affinity",
+        enforced_foo,
+        None,
+        Node("n", labels={"foo": "bar"}),
+        QueueingHint.QUEUE,
+    ),
+    (
+        "skip add matching the pod but not the enforced affinity",
+        added_required({"matchExpressions": [jreq("pool", "In", "general")]}),
+        None,
+        Node("n", labels={"foo": "bar"}),
+        QueueingHint.SKIP,
+    ),
 ]
 
 

@@ -84,7 +84,8 @@ def test_node_selector_parse_errors() -> None:
         T(R("invalid key", "In", "label_value")),
     )
     assert node_selector_errors(terms) == [
-        'nodeSelectorTerms[0].matchFields[0].values: Invalid value: ["host_1","host_2"]: must have one element',
+        'nodeSelectorTerms[0].matchFields[0].values: Invalid value: ["host_1","host_2"]: '
+        "must have one element",
         f'nodeSelectorTerms[2].matchExpressions[0].key: Invalid value: "invalid key": {KEY_ERR}',
     ]
     # Lazily, the broken terms just never match; the valid one still does.
@@ -163,7 +164,8 @@ def test_preferred_terms_score_sums_matching_weights() -> None:
         (
             R("foo", "Exists", "bar", "baz"),
             [
-                'root[0].values: Invalid value: ["bar","baz"]: values set must be empty for exists and does not exist'
+                'root[0].values: Invalid value: ["bar","baz"]: '
+                "values set must be empty for exists and does not exist"
             ],
         ),
         (R("foo", "Gt", "1"), []),
@@ -178,13 +180,15 @@ def test_preferred_terms_score_sums_matching_weights() -> None:
         (
             R("foo", "Gt", "1", "2"),
             [
-                "root[0].values: Invalid value: [\"1\",\"2\"]: for 'Gt', 'Lt' operators, exactly one value is required"
+                'root[0].values: Invalid value: ["1","2"]: '
+                "for 'Gt', 'Lt' operators, exactly one value is required"
             ],
         ),
         (
             R("foo", "Lt", "abc"),
             [
-                "root[0].values[0]: Invalid value: \"abc\": for 'Gt', 'Lt' operators, the value must be an integer"
+                'root[0].values[0]: Invalid value: "abc": '
+                "for 'Gt', 'Lt' operators, the value must be an integer"
             ],
         ),
         (
@@ -488,10 +492,7 @@ def ref_term(node: Node, term: NodeSelectorTerm) -> bool:
         return False
     if not all(ref_requirement(node.labels, r) for r in term.match_expressions):
         return False
-    for req in term.match_fields:
-        if (node.name == req.values[0]) != (req.operator == "In"):
-            return False
-    return True
+    return all((node.name == req.values[0]) == (req.operator == "In") for req in term.match_fields)
 
 
 KEYS = ["a", "b", "zone"]

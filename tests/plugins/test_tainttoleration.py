@@ -48,7 +48,7 @@ def scores(p: Pod, *nodes: Node, pre_score: bool = True) -> list[int]:
     rows = rows_of(table)
     if pre_score:
         assert plugin.pre_score(state, p, rows) == SUCCESS
-    return plugin.normalize_score(state, p, plugin.score(state, p, rows)).tolist()
+    return [int(x) for x in plugin.normalize_score(state, p, plugin.score(state, p, rows))]
 
 
 PNS = "PreferNoSchedule"
@@ -236,7 +236,7 @@ def test_filter_batch_over_taint_sets_and_new_sets() -> None:
 
 
 def test_score_reversed_normalize_with_subset_rows() -> None:
-    plugin, table = setup(
+    plugin, _ = setup(
         node("a", Taint("x", "", PNS), Taint("y", "", PNS)), node("b"), node("c", Taint("x", "", PNS))
     )
     state = CycleState()

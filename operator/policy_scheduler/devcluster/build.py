@@ -109,8 +109,15 @@ def build_all(directory: Path | None = None, *, out: TextIO | None = None) -> Pa
         )
         tmp = directory / f".{target.binary}.partial"
         cmd = [
-            go, "build", "-trimpath", "-tags=selinux,notest",
-            "-ldflags", target.ldflags, "-o", str(tmp), target.package,
+            go,
+            "build",
+            "-trimpath",
+            "-tags=selinux,notest",
+            "-ldflags",
+            target.ldflags,
+            "-o",
+            str(tmp),
+            target.package,
         ]
         result = subprocess.run(cmd, cwd=GOMOD_DIR / target.module_dir, env=env, check=False)
         if result.returncode != 0:
@@ -130,4 +137,3 @@ def build_all(directory: Path | None = None, *, out: TextIO | None = None) -> Pa
 
 def versions_summary() -> str:
     return f"kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, kwok {KWOK_VERSION}"
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict, JsonValue
 
 
 class SpecModel(BaseModel):
@@ -45,3 +46,17 @@ class StatusModel(BaseModel):
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def cel_rule(rule: str, message: str, field_path: str | None = None) -> JsonDict:
+    """One `x-kubernetes-validations` entry; `field_path` points the error at a child field."""
+    entry: JsonDict = {"rule": rule, "message": message}
+    if field_path is not None:
+        entry["fieldPath"] = field_path
+    return entry
+
+
+def validations(*rules: JsonDict) -> JsonDict:
+    """Schema extra carrying CEL rules, for a model's or a field's `json_schema_extra`."""
+    items: list[JsonValue] = [*rules]
+    return {"x-kubernetes-validations": items}

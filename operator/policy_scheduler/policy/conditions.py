@@ -7,10 +7,14 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from policy_scheduler.policy.base import StatusModel
 
 ConditionStatus = Literal["True", "False", "Unknown"]
+
+# Schema markers for a `conditions` list: one entry per type.
+CONDITIONS_LIST: JsonDict = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
 
 
 class Condition(StatusModel):

@@ -71,17 +71,55 @@ def _field_error(detail: ErrorDetails, prefix: str) -> FieldError:
     loc = [part for part in detail["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
     path = join_path(prefix, *loc)
     ctx: Mapping[str, Any] = detail.get("ctx") or {}
+    if detail["type"] == FIELD_ERROR and ctx.get("field"):
+        path = join_path(path, str(ctx["field"]))
+    return FieldError(path, _message(detail, ctx))
+
+
+_TYPE_NAMES = {
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "datetime_type": "an RFC 3339 date-time",
+    "datetime_parsing": "an RFC 3339 date-time",
+    "datetime_from_date_parsing": "an RFC 3339 date-time",
+}
+
+
+def _message(detail: ErrorDetails, ctx: Mapping[str, Any]) -> str:
+    """pydantic's message in the wording of Kubernetes' field errors."""
     kind = detail["type"]
-    message = detail["msg"]
-    if kind == FIELD_ERROR:
-        path = join_path(path, str(ctx["field"])) if ctx.get("field") else path
-    elif kind == "extra_forbidden":
-        message = "unknown field"
-    elif kind == "missing":
-        message = "required field is missing"
-    elif kind == "value_error":
-        message = message.removeprefix("Value error, ")
-    return FieldError(path, message)
+    if kind in _TYPE_NAMES:
+        return f"must be {_TYPE_NAMES[kind]}"
+    bounds = {
+        "less_than_equal": ("le", "less than or equal to"),
+        "greater_than_equal": ("ge", "greater than or equal to"),
+        "less_than": ("lt", "less than"),
+        "greater_than": ("gt", "greater than"),
+    }
+    if kind in bounds:
+        key, words = bounds[kind]
+        return f"must be {words} {ctx[key]}"
+    simple = {
+        "extra_forbidden": "unknown field",
+        "missing": "required field is missing",
+        "too_short": f"must have at least {ctx.get('min_length')} item(s)",
+        "too_long": f"must have at most {ctx.get('max_length')} item(s)",
+        "string_too_short": f"must be at least {ctx.get('min_length')} character(s)",
+        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
+        "string_pattern_mismatch": f"must match the regular expression {ctx.get('pattern')}",
+        "literal_error": f"unsupported value {detail.get('input')!r}: "
+        f"supported values: {ctx.get('expected')}",
+    }
+    if kind in simple:
+        return simple[kind]
+    return detail["msg"].removeprefix("Value error, ")
 
 
 def parse_model(model: type[M], raw: Any, prefix: str = "spec") -> M:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from policy_scheduler.policy.base import SpecModel
+from policy_scheduler.policy.base import SpecModel, cel_rule, validations
 from policy_scheduler.policy.errors import field_error
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -70,18 +70,18 @@ def _label_value(value: str) -> str:
 LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 
-_SELECTOR_VALUES_RULE = {
-    "rule": "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) "
+_SELECTOR_VALUES_RULE = cel_rule(
+    "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) "
     ": (!has(self.values) || size(self.values) == 0)",
-    "message": "values must be non-empty when operator is In or NotIn, and empty when it is Exists or DoesNotExist",
-    "fieldPath": ".values",
-}
+    "values must be non-empty when operator is In or NotIn, and empty when it is Exists or DoesNotExist",
+    ".values",
+)
 
 
 class LabelSelectorRequirement(SpecModel):
     """A label selector requirement: a key, an operator and a set of values."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_SELECTOR_VALUES_RULE]})
+    model_config = ConfigDict(json_schema_extra=validations(_SELECTOR_VALUES_RULE))
 
     key: LabelKey = Field(max_length=317, description="The label key that the selector applies to.")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(
@@ -146,8 +146,13 @@ def _label_requirement_problems(req: NodeSelectorRequirement) -> list[tuple[str,
             if not re.fullmatch(r"[+-]?[0-9]+", value)
         )
     elif req.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-        problems.append(("operator", f'unsupported value "{req.operator}": supported values: In, NotIn, '
-                         "Exists, DoesNotExist, Gt, Lt"))
+        problems.append(
+            (
+                "operator",
+                f'unsupported value "{req.operator}": supported values: In, NotIn, '
+                "Exists, DoesNotExist, Gt, Lt",
+            )
+        )
     for i, value in enumerate(req.values):
         value_problem = label_value_problem(value)
         if value_problem:

@@ -94,7 +94,8 @@ class ScoringStrategy(SpecModel):
         description="The scoring strategy."
     )
     resources: list[ResourceSpec] = Field(
-        default_factory=_default_resources, description="Resources to score; cpu and memory with weight 1 if empty."
+        default_factory=_default_resources,
+        description="Resources to score; cpu and memory with weight 1 if empty.",
     )
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = Field(
         None, description="Arguments of the RequestedToCapacityRatio strategy."
@@ -181,10 +182,13 @@ class DefaultConstraint(TopologySpreadConstraint):
         if self.when_unsatisfiable not in ("DoNotSchedule", "ScheduleAnyway"):
             raise field_error(
                 "whenUnsatisfiable",
-                f'unsupported value "{self.when_unsatisfiable}": supported values: DoNotSchedule, ScheduleAnyway',
+                f'unsupported value "{self.when_unsatisfiable}": '
+                "supported values: DoNotSchedule, ScheduleAnyway",
             )
         if self.label_selector is not None:
-            raise field_error("labelSelector", "constraint must not define a selector, as they deduced for each pod")
+            raise field_error(
+                "labelSelector", "constraint must not define a selector, as they deduced for each pod"
+            )
         return self
 
 
@@ -192,7 +196,8 @@ class PodTopologySpreadArgs(ArgsModel):
     plugin = "PodTopologySpread"
 
     default_constraints: list[DefaultConstraint] = Field(
-        default_factory=list, description="Constraints for pods that define none; requires defaultingType List."
+        default_factory=list,
+        description="Constraints for pods that define none; requires defaultingType List.",
     )
     defaulting_type: Literal["System", "List"] = Field(
         "System", description="System: Kubernetes' built-in defaults; List: defaultConstraints."

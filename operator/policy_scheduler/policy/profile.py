@@ -11,16 +11,17 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
-from policy_scheduler.policy.base import SpecModel, StatusModel
-from policy_scheduler.policy.conditions import Condition
+from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule, validations
+from policy_scheduler.policy.conditions import CONDITIONS_LIST, Condition
 from policy_scheduler.policy.constants import MAX_PENDING_REASONS
 from policy_scheduler.policy.errors import field_error
 from policy_scheduler.policy.kube_types import DNS1123_SUBDOMAIN_PATTERN
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
 from policy_scheduler.scheduler.profiles import MAX_SCORE_WEIGHT
 
-CONDITIONS_LIST = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+_LIST_MAP_BY_NAME: JsonDict = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
 
 
 class Plugin(SpecModel):
@@ -29,7 +30,8 @@ class Plugin(SpecModel):
     name: str = Field(
         min_length=1,
         max_length=253,
-        description='Name of the plugin, e.g. NodeResourcesFit. In a disabled list, "*" means every default plugin.',
+        description="Name of the plugin, e.g. NodeResourcesFit. In a disabled list, "
+        '"*" means every default plugin.',
     )
     weight: int | None = Field(
         None,
@@ -58,11 +60,11 @@ class PluginSet(SpecModel):
     )
 
 
-_ONE_QUEUE_SORT = {
-    "rule": "!has(self.queueSort) || !has(self.queueSort.enabled) || size(self.queueSort.enabled) <= 1",
-    "message": "only one queue sort plugin can be enabled",
-    "fieldPath": ".queueSort.enabled",
-}
+_ONE_QUEUE_SORT = cel_rule(
+    "!has(self.queueSort) || !has(self.queueSort.enabled) || size(self.queueSort.enabled) <= 1",
+    "only one queue sort plugin can be enabled",
+    ".queueSort.enabled",
+)
 
 
 def _point(description: str) -> Any:
@@ -76,7 +78,7 @@ class Plugins(SpecModel):
     the default plugins (which are multiPoint plugins).
     """
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_ONE_QUEUE_SORT]})
+    model_config = ConfigDict(json_schema_extra=validations(_ONE_QUEUE_SORT))
 
     multi_point: PluginSet | None = _point(
         "Plugins to enable for every extension point they implement. Disabling a plugin here stops it being "
@@ -120,18 +122,18 @@ class PluginConfig(SpecModel):
     )
 
 
-_BACKOFF_ORDER = {
-    "rule": "!has(self.podInitialBackoffSeconds) || !has(self.podMaxBackoffSeconds) "
+_BACKOFF_ORDER = cel_rule(
+    "!has(self.podInitialBackoffSeconds) || !has(self.podMaxBackoffSeconds) "
     "|| self.podMaxBackoffSeconds >= self.podInitialBackoffSeconds",
-    "message": "podMaxBackoffSeconds must be greater than or equal to podInitialBackoffSeconds",
-    "fieldPath": ".podMaxBackoffSeconds",
-}
+    "podMaxBackoffSeconds must be greater than or equal to podInitialBackoffSeconds",
+    ".podMaxBackoffSeconds",
+)
 
 
 class SchedulingProfileSpec(SpecModel):
     """A kube-scheduler profile (KubeSchedulerProfile fields) plus backoff and eviction settings."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_BACKOFF_ORDER]})
+    model_config = ConfigDict(json_schema_extra=validations(_BACKOFF_ORDER))
 
     scheduler_name: str = Field(
         DEFAULT_SCHEDULER_NAME,
@@ -145,10 +147,10 @@ class SchedulingProfileSpec(SpecModel):
         None,
         ge=0,
         le=100,
-        description="Once this percentage of all nodes has been found feasible for a pod, the scheduler stops "
-        "looking for more and scores those. It always looks for at least 100 feasible nodes. 0 or unset "
-        "means an adaptive percentage (50% minus 1% per 125 nodes, at least 5%); 100 scores every "
-        "feasible node.",
+        description="Once this percentage of all nodes has been found feasible for a pod, the scheduler "
+        "stops looking for more and scores those. It always looks for at least 100 feasible nodes. "
+        "0 or unset means an adaptive percentage (50% minus 1% per 125 nodes, at least 5%); 100 "
+        "scores every feasible node.",
     )
     plugins: Plugins | None = Field(
         None,
@@ -159,7 +161,7 @@ class SchedulingProfileSpec(SpecModel):
         default_factory=list,
         max_length=64,
         description="Arguments of individual plugins. Omitting a plugin means its default arguments.",
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+        json_schema_extra=_LIST_MAP_BY_NAME,
     )
     pod_initial_backoff_seconds: int = Field(
         1,
@@ -229,11 +231,15 @@ class SchedulingProfileStatus(StatusModel):
         max_length=MAX_PENDING_REASONS,
         description=f"The most common reasons pods are pending, at most {MAX_PENDING_REASONS}.",
     )
-    preemptions: int = Field(0, ge=0, description="Preemptions performed by this profile since the scheduler started.")
+    preemptions: int = Field(
+        0, ge=0, description="Preemptions performed by this profile since the scheduler started."
+    )
     latency_p50_seconds: float | None = Field(
         None, ge=0, description="Median scheduling attempt latency, in seconds."
     )
     latency_p99_seconds: float | None = Field(
         None, ge=0, description="99th percentile scheduling attempt latency, in seconds."
     )
-    last_scheduled_time: datetime | None = Field(None, description="When a pod was last bound by this profile.")
+    last_scheduled_time: datetime | None = Field(
+        None, description="When a pod was last bound by this profile."
+    )

@@ -208,13 +208,12 @@ class Pod:
         return self._non_zero
 
     def host_ports(self) -> list[ContainerPort]:
-        """Ports with hostPort set, from containers and init containers (as upstream)."""
-        return [
-            p
-            for c in (*self.init_containers, *self.containers)
-            for p in c.ports
-            if p.host_port > 0
-        ]
+        """Ports with hostPort set, from containers and sidecars (restartable init containers).
+
+        Ordinary init containers have exited before the pod runs, so upstream ignores theirs.
+        """
+        sidecars = [c for c in self.init_containers if c.restart_policy == "Always"]
+        return [p for c in (*sidecars, *self.containers) for p in c.ports if p.host_port > 0]
 
     def images(self) -> list[str]:
         return [c.image for c in (*self.init_containers, *self.containers) if c.image]

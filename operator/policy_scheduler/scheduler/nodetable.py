@@ -87,7 +87,7 @@ class NodeTable:
         self._taint_set_id: dict[tuple[Taint, ...], int] = {(): 0}
         self.labels: dict[str, _LabelColumn] = {}
         self.pods: list[dict[str, Pod]] = []  # row -> pod key -> pod
-        self.images: list[dict[str, int]] = []  # row -> normalized image name -> size
+        self.images: list[dict[str, int]] = []  # row -> image name (as the node reports it) -> size
         self.image_node_count: Counter[str] = Counter()
         # (protocol, hostPort) -> row -> host IPs in use (with multiplicity)
         self.host_ports: dict[tuple[str, int], dict[int, Counter[str]]] = {}
@@ -191,11 +191,11 @@ class NodeTable:
                 self.labels[key] = column
             column.codes[row] = column.code(value)
         for image in node.images:
+            # Upstream keys node images by their raw names; only pod images get normalized.
             for image_name in image.names:
-                normalized = normalize_image_name(image_name)
-                if normalized not in self.images[row]:
-                    self.images[row][normalized] = image.size_bytes
-                    self.image_node_count[normalized] += 1
+                if image_name not in self.images[row]:
+                    self.images[row][image_name] = image.size_bytes
+                    self.image_node_count[image_name] += 1
 
     def _forget_images(self, row: int) -> None:
         for image_name in self.images[row]:
@@ -304,7 +304,8 @@ class NodeTable:
 
     def _apply_pod(self, pod: Pod, row: int, sign: int) -> None:
         for name, value in pod.requests.items():
-            self.requested[self._ensure_resource(name), row] += sign * value
+            index = self._ensure_resource(name)  # may grow the array: index first
+            self.requested[index, row] += sign * value
         cpu, memory = pod.non_zero_requests
         self.non_zero_requested[0, row] += sign * cpu
         self.non_zero_requested[1, row] += sign * memory

@@ -70,7 +70,7 @@ class BackoffQueue:
         initial, maximum = self.backoff_for(info)
         if maximum == 0:
             return NO_BACKOFF
-        count = info.unschedulable_count or info.consecutive_errors_count
+        count = info.consecutive_errors_count or info.unschedulable_count
         if count == 0:
             return NO_BACKOFF
         if info.backoff_expiration == 0.0:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from policy_scheduler.scheduler.framework.events import ClusterEvent
+from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.queue import changes
@@ -46,6 +46,9 @@ from policy_scheduler.scheduler.queue.types import (
 from policy_scheduler.scheduler.queue.unschedulable import UnschedulablePods
 
 log = logging.getLogger(__name__)
+
+# Frameworks were replaced: a wildcard event, so every unschedulable pod is retried.
+PROFILE_UPDATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ProfileUpdate")
 
 # PreEnqueueCheck: the caller's filter of which unschedulable pods an event may move.
 PreCheck = Callable[[Pod], bool]
@@ -116,10 +119,13 @@ class PriorityQueue:
         maps = [self._hints_for(name) for name in list(self._framework_map())]
         return [m for m in maps if m is not None]
 
-    def resort(self) -> list[Pod]:
+    def resort(self, requeue_unschedulable: bool = True) -> list[Pod]:
         """After frameworks were replaced (profile update): recompute every heap key and backoff.
 
-        Pods whose scheduler name no longer has a framework are dropped and returned.
+        Pods whose scheduler name no longer has a framework are dropped and returned. With
+        `requeue_unschedulable`, unschedulable pods are retried (after their backoff) and gated pods
+        re-run PreEnqueue, as they would be when upstream restarts with a new configuration;
+        otherwise a pod rejected or gated by a plugin that is gone could wait forever.
         """
         names = self._framework_map()
         dropped: list[Pod] = []
@@ -130,6 +136,12 @@ class PriorityQueue:
         self._hint_cache.clear()
         self.active.heap.rebuild()
         self.backoff.rebuild(reset_expirations=True)
+        if requeue_unschedulable:
+            gated = [info for info in self.unschedulable if info.gated]
+            activated = any([self._move_to_active(info, PROFILE_UPDATE.label) for info in gated])
+            if activated:
+                self._broadcast()
+            self._move_pods([i for i in self.unschedulable if not i.gated], PROFILE_UPDATE, None, None)
         return dropped
 
     # ---- hooks for the asyncio layer -------------------------------------------------------------

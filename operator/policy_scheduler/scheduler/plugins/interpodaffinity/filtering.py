@@ -101,7 +101,7 @@ def incoming_counts(index: AffinityIndex, terms: PodTerms) -> tuple[TopologyCoun
             for t in required:
                 affinity.add_rows(table, t.topology_key, row_array, ones)
     for t in terms.required_anti_affinity:
-        rows = [row for (_, row), pod in index.candidates(t) if t.matches(pod, None)]
+        rows = index.matching_rows(t)
         if rows:
             anti.add_rows(
                 table, t.topology_key, np.asarray(rows, dtype=np.intp), np.ones(len(rows), dtype=np.int64)

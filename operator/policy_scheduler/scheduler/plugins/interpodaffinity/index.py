@@ -205,38 +205,55 @@ class AffinityIndex:
 
     # ---- queries -----------------------------------------------------------------------------
 
+    def _namespaces(self, term: AffinityTerm) -> list[str]:
+        if term.selector.nothing:
+            return []
+        if term.namespace_selector.everything:
+            return list(self.by_namespace)
+        return [ns for ns in term.namespaces if ns in self.by_namespace]
+
     def candidates(self, term: AffinityTerm) -> Iterator[tuple[EntryKey, Pod]]:
         """Placed pods that may match `term` of the incoming pod (namespaces unrolled): every pod
         in the term's namespaces that carries its cheapest In/Exists label. Callers still check
-        term.matches (other requirements)."""
-        if term.selector.nothing:
-            return
-        if term.namespace_selector.everything:
-            namespaces: list[str] = list(self.by_namespace)
-        else:
-            namespaces = [ns for ns in term.namespaces if ns in self.by_namespace]
-        for ns in namespaces:
-            yield from self._in_namespace(ns, term)
+        the term (its other requirements)."""
+        for ns in self._namespaces(term):
+            buckets, _ = self._buckets(ns, term)
+            for bucket in buckets:
+                yield from bucket.items()
 
-    def _in_namespace(self, ns: str, term: AffinityTerm) -> Iterator[tuple[EntryKey, Pod]]:
+    def matching_rows(self, term: AffinityTerm) -> list[int]:
+        """Rows of the placed pods matching `term` of the incoming pod, one entry per pod."""
+        rows: list[int] = []
+        selector = term.selector
+        for ns in self._namespaces(term):
+            buckets, exact = self._buckets(ns, term)
+            for bucket in buckets:
+                if exact:  # the bucket is the selector: no per-pod check needed
+                    rows.extend(row for _, row in bucket)
+                else:
+                    rows.extend(row for (_, row), pod in bucket.items() if selector.matches(pod.labels))
+        return rows
+
+    def _buckets(self, ns: str, term: AffinityTerm) -> tuple[list[Entries], bool]:
+        """The pods of `ns` carrying the cheapest In/Exists requirement of the selector, and
+        whether that requirement is the whole selector."""
         labels = self.by_label.get(ns, {})
+        requirements = term.selector.requirements
         best: list[Entries] | None = None
         best_size = len(self.by_namespace[ns])
-        for req in term.selector.requirements:
+        for req in requirements:
             if req.op not in (IN, EXISTS):
                 continue
             values = labels.get(req.key)
             if values is None:
-                return  # no pod in this namespace has the key: none can match
+                return [], True  # no pod in this namespace has the key: none can match
             if req.op == IN:
                 buckets = [values[v] for v in req.values if v in values]
             else:
                 buckets = list(values.values())
             size = sum(len(b) for b in buckets)
-            if size < best_size or best is None:
+            if best is None or size < best_size:
                 best, best_size = buckets, size
         if best is None:
-            yield from self.by_namespace[ns].items()
-            return
-        for bucket in best:
-            yield from bucket.items()
+            return [self.by_namespace[ns]], not requirements
+        return best, len(requirements) == 1

@@ -69,14 +69,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        weight = args.get("hardPodAffinityWeight")
-        self.hard_pod_affinity_weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT if weight is None else int(weight)
-        if not 0 <= self.hard_pod_affinity_weight <= 100:
-            # ValidateInterPodAffinityArgs
-            weight_text = self.hard_pod_affinity_weight
-            raise ValueError(
-                f"hardPodAffinityWeight: Invalid value: {weight_text}: not in valid range [0-100]"
-            )
+        raw = args.get("hardPodAffinityWeight")
+        weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT if raw is None else int(raw)
+        if not 0 <= weight <= 100:  # ValidateInterPodAffinityArgs
+            raise ValueError(f"hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0-100]")
+        self.hard_pod_affinity_weight = weight
         self.ignore_preferred_terms_of_existing_pods = bool(
             args.get("ignorePreferredTermsOfExistingPods", False)
         )

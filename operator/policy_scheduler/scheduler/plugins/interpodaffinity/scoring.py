@@ -56,7 +56,7 @@ def build_topology_score(
     # The incoming pod's preferred terms against placed pods (+weight affinity, -weight anti).
     for weighted, sign in _signed(terms.preferred_affinity, terms.preferred_anti_affinity):
         t = weighted.term
-        rows = [row for (_, row), other in index.candidates(t) if t.matches(other, None)]
+        rows = index.matching_rows(t)
         if rows:
             amounts = np.full(len(rows), weighted.weight * sign, dtype=np.int64)
             _add(state, table, t.topology_key, np.asarray(rows, dtype=np.intp), amounts)

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from policy_scheduler.scheduler.model import LabelSelector, Pod, PodAffinityTerm, Requirement
+from policy_scheduler.scheduler.model import (
+    LabelSelector,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+    Requirement,
+    WeightedPodAffinityTerm,
+)
 from policy_scheduler.scheduler.plugins.interpodaffinity.selectors import (
     NOTHING,
     Selector,
@@ -21,6 +28,7 @@ from policy_scheduler.scheduler.plugins.interpodaffinity.selectors import (
 )
 
 EMPTY: Mapping[str, str] = {}
+EMPTY_POD_AFFINITY = PodAffinity()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,39 +102,35 @@ def new_term(pod: Pod, term: PodAffinityTerm) -> AffinityTerm:
     return AffinityTerm(namespaces, selector, term.topology_key, ns_selector)
 
 
-def _terms(pod: Pod, terms: tuple[PodAffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
-    return tuple(new_term(pod, t) for t in terms)
-
-
 def parse_pod_terms(pod: Pod) -> tuple[PodTerms, str | None]:
     """PodInfo.Update: the four lists and the aggregated parse error message (or None)."""
     affinity = pod.affinity
     if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
         return NO_TERMS, None
-    pa = affinity.pod_affinity
-    paa = affinity.pod_anti_affinity
     errors: list[str] = []
-    lists: list[tuple[object, ...]] = []
-    sources: list[tuple[str, tuple[PodAffinityTerm, ...], tuple[int, ...] | None]] = [
-        ("requiredAffinityTerms", pa.required if pa else (), None),
-        ("requiredAntiAffinityTerms", paa.required if paa else (), None),
-        ("preferredAffinityTerms", tuple(w.term for w in pa.preferred) if pa else (),
-         tuple(w.weight for w in pa.preferred) if pa else ()),
-        ("preferredAntiAffinityTerms", tuple(w.term for w in paa.preferred) if paa else (),
-         tuple(w.weight for w in paa.preferred) if paa else ()),
-    ]  # fmt: skip
-    for label, raw, weights in sources:
+
+    def required(label: str, raw: tuple[PodAffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
         try:
-            parsed = _terms(pod, raw)
+            return tuple(new_term(pod, t) for t in raw)
         except SelectorError as err:
             errors.append(f"{label}: {err}")
-            lists.append(())
-            continue
-        if weights is None:
-            lists.append(parsed)
-        else:
-            lists.append(tuple(WeightedTerm(t, w) for t, w in zip(parsed, weights, strict=True)))
-    terms = PodTerms(*lists)  # type: ignore[arg-type]
+            return ()
+
+    def preferred(label: str, raw: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedTerm, ...]:
+        try:
+            return tuple(WeightedTerm(new_term(pod, w.term), w.weight) for w in raw)
+        except SelectorError as err:
+            errors.append(f"{label}: {err}")
+            return ()
+
+    pa = affinity.pod_affinity or EMPTY_POD_AFFINITY
+    paa = affinity.pod_anti_affinity or EMPTY_POD_AFFINITY
+    terms = PodTerms(
+        required("requiredAffinityTerms", pa.required),
+        required("requiredAntiAffinityTerms", paa.required),
+        preferred("preferredAffinityTerms", pa.preferred),
+        preferred("preferredAntiAffinityTerms", paa.preferred),
+    )
     return terms, (aggregate(errors) if errors else None)
 
 

@@ -1,0 +1,16 @@
+"""The Binder the DefaultBinder plugin calls: POST pods/{name}/binding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policy_scheduler.kube.binder import bind
+from policy_scheduler.scheduler.model import Pod
+
+
+class ApiBinder:
+    def __init__(self, api: Any) -> None:
+        self.api = api
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        await bind(self.api, pod.namespace, pod.name, pod.uid, node_name)

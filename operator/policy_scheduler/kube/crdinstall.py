@@ -1,0 +1,51 @@
+"""Install (server-side apply) our CRDs and wait until the API server serves them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import msgspec
+import yaml
+
+from policy_scheduler.kube.client import ApiError, request
+from policy_scheduler.policy.crdgen import render_crds
+
+log = logging.getLogger(__name__)
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+APPLY_PATCH = "application/apply-patch+yaml"
+FIELD_MANAGER = "policy-scheduler"
+
+
+async def install_crds(api: Any, timeout: float = 60.0) -> list[str]:
+    names: list[str] = []
+    for text in render_crds().values():
+        crd = yaml.safe_load(text)
+        name = crd["metadata"]["name"]
+        status, body = await request(
+            api, "PATCH", f"{CRD_PATH}/{name}",
+            query={"fieldManager": FIELD_MANAGER, "force": True},
+            body=msgspec.json.encode(crd), content_type=APPLY_PATCH,
+        )
+        if not 200 <= status < 300:
+            raise ApiError.from_response(status, body)
+        names.append(name)
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while not await _established(api, name):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CustomResourceDefinition {name} not established after {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+    log.info("crds installed", extra={"crds": names})
+    return names
+
+
+async def _established(api: Any, name: str) -> bool:
+    status, body = await request(api, "GET", f"{CRD_PATH}/{name}")
+    if status != 200:
+        return False
+    conditions = msgspec.json.decode(body).get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,111 @@
+"""Leader election with a coordination.k8s.io Lease (kubernetes-asyncio's LeaseLock).
+
+Only the leader schedules, evicts and writes status. `is_leader()` turns false the moment a
+renewal fails, so scheduling stops at once; standbys keep their caches warm meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
+from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+from policy_scheduler import metrics
+
+log = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        api: Any,
+        *,
+        namespace: str,
+        name: str,
+        identity: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity or default_identity()
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.on_change = on_change
+        self._leading = False
+        self.became_leader = asyncio.Event()
+
+    def is_leader(self) -> bool:
+        return self._leading
+
+    def _set(self, leading: bool) -> None:
+        if leading == self._leading:
+            return
+        self._leading = leading
+        metrics.is_leader.set(1 if leading else 0)
+        log.info("leadership changed", extra={"leader": leading, "identity": self.identity})
+        if leading:
+            self.became_leader.set()
+        else:
+            self.became_leader.clear()
+        if self.on_change is not None:
+            self.on_change(leading)
+
+    async def _lead(self) -> None:
+        self._set(True)
+        try:
+            await asyncio.Event().wait()  # hold until the renew loop cancels us
+        finally:
+            self._set(False)
+
+    async def _stopped(self) -> None:
+        self._set(False)
+
+    async def run(self) -> None:
+        lock = LeaseLock(self.name, self.namespace, self.identity, self.api)
+        while True:
+            config = electionconfig.Config(
+                lock,
+                lease_duration=self.lease_duration,
+                renew_deadline=self.renew_deadline,
+                retry_period=self.retry_period,
+                onstarted_leading=self._lead,
+                onstopped_leading=self._stopped,
+            )
+            try:
+                await leaderelection.LeaderElection(config).run()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # API trouble: stand down and try again
+                log.warning("leader election error", extra={"error": str(exc)})
+            self._set(False)
+            await asyncio.sleep(self.retry_period)
+
+
+class AlwaysLeader:
+    """--no-leader-elect: a single replica leads unconditionally."""
+
+    def __init__(self) -> None:
+        self.became_leader = asyncio.Event()
+        self.became_leader.set()
+        metrics.is_leader.set(1)
+
+    def is_leader(self) -> bool:
+        return True
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()

@@ -1,0 +1,128 @@
+"""SchedulerHooks for a real cluster: pod conditions, nominations, events, metrics, profile stats.
+
+The scheduling loop calls these synchronously; API writes are queued and done by a small pool
+of writer tasks. Writes for the same pod coalesce, so a pod that fails a hundred times while
+a write is pending costs one write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from policy_scheduler import metrics
+from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.podstatus import set_unschedulable_condition
+from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.stats import ProfileStats
+
+log = logging.getLogger(__name__)
+
+WRITERS = 4
+
+
+@dataclass(slots=True)
+class _Failure:
+    pod: Pod
+    reason: str
+    message: str
+    nominated: str | None
+
+
+class PodReporter:
+    def __init__(
+        self,
+        api: Any,
+        events: EventRecorder,
+        *,
+        is_leader: Callable[[], bool] = lambda: True,
+        on_preempt: Callable[[Pod, PostFilterResult, Framework], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.events = events
+        self.is_leader = is_leader
+        self.on_preempt = on_preempt
+        self.stats: dict[str, ProfileStats] = {}
+        self._pending: dict[str, _Failure] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def stats_for(self, scheduler_name: str) -> ProfileStats:
+        stats = self.stats.get(scheduler_name)
+        if stats is None:
+            stats = self.stats[scheduler_name] = ProfileStats()
+        return stats
+
+    # ---- SchedulerHooks ------------------------------------------------------------------------
+
+    def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
+        self._pending.pop(pod.key, None)
+        self.stats_for(framework.scheduler_name).record_scheduled(pod.key)
+        self.events.scheduled(pod, node_name)
+
+    def failed(
+        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
+    ) -> None:
+        if framework is not None:
+            self.stats_for(framework.scheduler_name).record_failure(pod.key, message)
+        self._pending[pod.key] = _Failure(pod, reason, message, nominated_node)
+        self._wake.set()
+        self.events.failed_scheduling(pod, message)
+
+    def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
+        stats = self.stats_for(framework.scheduler_name)
+        stats.preemptions += 1
+        metrics.preemption_attempts.labels(framework.scheduler_name).inc()
+        metrics.preemption_victims.labels(framework.scheduler_name).observe(len(result.victims))
+        if self.on_preempt is not None:
+            self.on_preempt(pod, result, framework)
+
+    def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
+        profile = framework.scheduler_name
+        metrics.schedule_attempts.labels(result, profile).inc()
+        metrics.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+        self.stats_for(profile).record_latency(seconds)
+
+    def pod_gone(self, pod: Pod) -> None:
+        self._pending.pop(pod.key, None)
+        stats = self.stats.get(pod.scheduler_name)
+        if stats is not None:
+            stats.forget(pod.key)
+
+    # ---- writers ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._writer(), name=f"pod-status-writer-{i}") for i in range(WRITERS)]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _writer(self) -> None:
+        while True:
+            if not self._pending:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            key = next(iter(self._pending))
+            failure = self._pending.pop(key)
+            if not self.is_leader():
+                continue
+            try:
+                await set_unschedulable_condition(
+                    self.api,
+                    failure.pod.namespace,
+                    failure.pod.name,
+                    reason=failure.reason,
+                    message=failure.message,
+                    nominated_node=failure.nominated,
+                    uid=failure.pod.uid,
+                )
+            except Exception as exc:  # the API said no for good: log, keep scheduling
+                log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})

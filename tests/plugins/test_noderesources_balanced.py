@@ -1,0 +1,193 @@
+"""NodeResourcesBalancedAllocation: balanced_allocation_test.go (v1.35.4) and a bit-exactness check."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.status import Code
+from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.plugins.noderesources_balanced import (
+    NodeResourcesBalancedAllocation,
+    balanced_resource_scorer,
+)
+
+from ._build_noderesources import all_rows, make_node, make_pod, make_table, plugin, score_all
+
+GPU = "nvidia.com/gpu"
+DEFAULT = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+WITH_GPU = [*DEFAULT, {"name": GPU, "weight": 1}]
+
+
+def mk(name: str, cpu: int, memory: int, extended: dict[str, int] | None = None) -> Node:
+    return make_node(name, {"cpu": cpu, "memory": memory, **(extended or {})})
+
+
+def cpu_and_memory_and_gpu(node: str = "") -> Pod:
+    return make_pod({"cpu": 1000, "memory": 2000}, {"cpu": 2000, "memory": 3000, GPU: 3}, node_name=node)
+
+
+def cpu_only(node: str = "") -> Pod:
+    return make_pod({"cpu": 1000, "memory": 0}, {"cpu": 2000, "memory": 0}, node_name=node)
+
+
+def cpu_and_memory(node: str = "") -> Pod:
+    return make_pod({"cpu": 1000, "memory": 2000}, {"cpu": 2000, "memory": 3000}, node_name=node)
+
+
+# (name, pod, nodes, existing, resources, expected, run PreScore)
+CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int], bool]] = [
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        cpu_and_memory(),
+        [mk("node1", 4000, 10000), mk("node2", 6000, 10000)],
+        [],
+        DEFAULT,
+        [87, 100],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [82, 95],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources, differently sized nodes",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [82, 80],
+        True,
+    ),
+    (
+        "requested resources at node capacity",
+        cpu_only(),
+        [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [50, 75],
+        True,
+    ),
+    (
+        "include scalar resource on a node for balanced resource allocation",
+        make_pod({"memory": 0, GPU: 1}),
+        [mk("node1", 3500, 40000, {GPU: 8}), mk("node2", 3500, 40000, {GPU: 8})],
+        [cpu_and_memory("node2"), cpu_and_memory_and_gpu("node1")],
+        WITH_GPU,
+        [70, 65],
+        True,
+    ),
+    (
+        "node without the scalar resource should skip the scalar resource",
+        cpu_and_memory(),
+        [mk("node1", 3500, 40000, {GPU: 8}), mk("node2", 3500, 40000)],
+        [],
+        WITH_GPU,
+        [63, 63],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources if PreScore not called",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [82, 95],
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "existing", "resources", "want", "pre_score"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_balanced_allocation(
+    pod: Pod,
+    nodes: list[Node],
+    existing: list[Pod],
+    resources: list[dict[str, Any]],
+    want: list[int],
+    pre_score: bool,
+) -> None:
+    table = make_table(nodes, existing)
+    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources})
+    assert score_all(balanced, pod, table, pre_score) == want
+
+
+def test_best_effort_pod_is_skipped_in_pre_score() -> None:
+    table = make_table([mk("node1", 4000, 10000), mk("node2", 4000, 10000)])
+    balanced = plugin(NodeResourcesBalancedAllocation, table)
+    state = CycleState()
+    assert balanced.pre_score(state, make_pod(), all_rows(table)).code == Code.SKIP
+    # Without PreScore, Score returns 0 for a best-effort pod.
+    assert balanced.score(CycleState(), make_pod({}), all_rows(table)).tolist() == [0, 0]
+
+
+def test_uses_actual_requests_not_non_zero_defaults() -> None:
+    """useRequested: an existing pod without requests adds nothing (Fit would count 100m/200Mi)."""
+    table = make_table([mk("n", 1000, 1000)], [make_pod({}, node_name="n")])
+    balanced = plugin(NodeResourcesBalancedAllocation, table)
+    # cpu 500/1000, memory 0/1000: std 0.25 → 75
+    assert score_all(balanced, make_pod({"cpu": 500}), table) == [75]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"resources": [{"name": "cpu", "weight": 2}]},
+        {"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}]},
+    ],
+)
+def test_invalid_args(args: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        plugin(NodeResourcesBalancedAllocation, make_table([]), args)
+
+
+def _go_reference(requested: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScorer, transcribed loop for loop."""
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        fraction = min(float(req) / float(alloc), 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / float(len(fractions))
+        squares = 0.0
+        for fraction in fractions:
+            squares = squares + (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / float(len(fractions)))
+    return int((1 - std) * 100.0)
+
+
+columns = st.lists(
+    st.lists(st.tuples(st.integers(0, 10**12), st.integers(0, 10**12) | st.just(0)), min_size=4, max_size=4),
+    min_size=1,
+    max_size=20,
+)
+
+
+@given(columns)
+def test_scorer_matches_go_float_arithmetic(rows: list[list[tuple[int, int]]]) -> None:
+    requested = np.array([[c[i][0] for c in rows] for i in range(4)], dtype=np.int64)
+    allocatable = np.array([[c[i][1] for c in rows] for i in range(4)], dtype=np.int64)
+    want = [_go_reference([c[i][0] for i in range(4)], [c[i][1] for i in range(4)]) for c in rows]
+    assert balanced_resource_scorer(requested, allocatable).tolist() == want
