@@ -70,3 +70,6 @@ def kubeconfig(request: pytest.FixtureRequest) -> Path:
         return external
     cluster: DevCluster = request.getfixturevalue("dev_cluster")
     return cluster.kubeconfig
+
+
+from fixtures_operator import kubectl, operator_process  # noqa: E402,F401  (fixtures)

@@ -3780,3 +3780,76 @@ def test_through_the_framework_with_nominated_pods() -> None:
     assert framework.run_pre_score(state, pod, rows[3:]).is_success
     scores = framework.run_score(state, pod, rows[3:])
     assert scores.by_plugin[name].tolist() == [200]
+
+
+def test_incremental_counts_match_a_recount() -> None:
+    """The per-selector counts kept up to date through the table listener equal a recount after
+    random pod adds/removes (terminating pods, namespaces, re-added keys) and node removals."""
+    import random
+
+    from policy_scheduler.scheduler.plugins.podtopologyspread.common import pod_index
+    from policy_scheduler.scheduler.plugins.selectors import compile_label_selector
+
+    rng = random.Random(7)
+    table = build_table([MakeNode().Name(f"n{i}").Label("zone", f"z{i % 3}").Obj() for i in range(12)])
+    index = pod_index(table)
+    selectors = [
+        compile_label_selector(MakeLabelSelector().Label("app", "a").Obj()),
+        compile_label_selector(MakeLabelSelector().Exists("app").Obj()),
+        compile_label_selector(MakeLabelSelector().NotIn("app", ["b"]).Obj()),
+    ]
+    for sel in selectors:
+        index.match_counts(table, sel, "ns1")  # cached before the changes
+    placed: dict[str, tuple[Pod, str]] = {}
+
+    def recount(sel: Any, namespace: str) -> list[int]:
+        return [
+            sum(1 for p in table.pods_on(r) if p.namespace == namespace and not p.terminating and sel.matches(p.labels))
+            for r in range(table.n)
+        ]
+
+    for step in range(400):
+        op = rng.random()
+        if op < 0.6 or not placed:
+            name = f"p{rng.randrange(60)}"
+            if name in placed:
+                old, node = placed.pop(name)
+                table.remove_pod(old, table.row(node))
+            node = rng.choice(table.names_of(range(table.n)))
+            pod = MakePod().Name(name).Namespace(rng.choice(["ns1", "ns2"])).Node(node)
+            if rng.random() < 0.8:
+                pod = pod.Label("app", rng.choice(["a", "b", "c"]))
+            if rng.random() < 0.15:
+                pod = pod.Terminating()
+            placed[name] = (pod.Obj(), node)
+            table.add_pod(placed[name][0], table.row(node))
+        elif op < 0.95:
+            name = rng.choice(sorted(placed))
+            pod_obj, node = placed.pop(name)
+            table.remove_pod(pod_obj, table.row(node))
+        elif table.n > 4:
+            node = rng.choice(table.names_of(range(table.n)))
+            for pod_obj in table.remove_node(node):
+                placed.pop(pod_obj.name, None)
+        if step % 20 == 0:
+            table.set_node(MakeNode().Name(f"extra{step}").Label("zone", "z9").Obj())
+        for sel in selectors:
+            for namespace in ("ns1", "ns2"):
+                assert index.match_counts(table, sel, namespace).tolist() == recount(sel, namespace)
+
+
+def test_evicted_selector_counts_are_recomputed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from policy_scheduler.scheduler.plugins.podtopologyspread import common
+    from policy_scheduler.scheduler.plugins.selectors import compile_label_selector
+
+    monkeypatch.setattr(common, "_MAX_CACHED_SELECTORS", 2)
+    table = _zone_cluster()
+    index = common.pod_index(table)
+    sels = [compile_label_selector(MakeLabelSelector().Label("foo", "").Obj())] + [
+        compile_label_selector(MakeLabelSelector().Label("k", str(i)).Obj()) for i in range(3)
+    ]
+    for sel in sels:
+        index.match_counts(table, sel, "")
+    # `sels[0]` was evicted: a pod added now is only seen through a recount.
+    table.add_pod(MakePod().Name("new").Node("node-y").Label("foo", "").Obj(), table.row("node-y"))
+    assert index.match_counts(table, sels[0], "").tolist() == [2, 1, 0, 1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kopf
@@ -40,9 +40,16 @@ def connection_info(api: Any) -> kopf.ConnectionInfo:
     )
 
 
-def build_registry(api: Any, handlers: dict[str, EventHandler]) -> kopf.OperatorRegistry:
-    """`handlers`: CRD plural -> fn(event type or None for the initial listing, object body)."""
+def build_registry(
+    api: Any,
+    handlers: dict[str, EventHandler],
+    extra: Sequence[Callable[[kopf.OperatorRegistry], None]] = (),
+) -> kopf.OperatorRegistry:
+    """`handlers`: CRD plural -> fn(event type or None for the initial listing, object body).
+    `extra`: functions that register further handlers (e.g. reconcilers that write to the API)."""
     registry = kopf.OperatorRegistry()
+    for register in extra:
+        register(registry)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:

@@ -47,5 +47,5 @@ async def _established(api: Any, name: str) -> bool:
     status, body = await request(api, "GET", f"{CRD_PATH}/{name}")
     if status != 200:
         return False
-    conditions = msgspec.json.decode(body).get("status", {}).get("conditions", [])
+    conditions = (msgspec.json.decode(body).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)

@@ -18,11 +18,13 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.registry import in_tree_registry
+from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
 from policy_scheduler.scheduler.scheduler import Scheduler, SchedulerHooks
@@ -33,19 +35,26 @@ log = logging.getLogger(__name__)
 class _QueueFacade:
     """Adapts the queue and nominator to what Scheduler needs."""
 
-    def __init__(self, queue: SchedulingQueue) -> None:
+    def __init__(self, queue: SchedulingQueue, latest: Callable[[str], Pod | None]) -> None:
         self.queue = queue
+        self.latest = latest
 
     def done(self, uid: str) -> None:
         self.queue.done(uid)
 
     def add_unschedulable_if_not_present(self, info: Any, scheduling_cycle: int) -> None:
+        current = self.latest(info.pod.key)
+        if current is None or current.node_name:
+            self.queue.done(info.pod.uid)  # deleted or bound meanwhile: nothing to retry
+            return
+        info.pod = current
         self.queue.add_unschedulable_if_not_present(info, scheduling_cycle)
 
     def move_all_to_active_or_backoff(self, event: Any, old: Any, new: Any) -> None:
         self.queue.move_all_to_active_or_backoff(event, old, new)
 
     def activate_nominated(self, pod: Pod, node_name: str) -> None:
+        """Record the nomination from preemption ("" clears a stale one)."""
         self.queue.nominator.add_nominated_pod(pod, node_name)
 
     def delete_nominated(self, pod: Pod) -> None:
@@ -65,6 +74,9 @@ class Engine:
     ) -> None:
         self.table = NodeTable()
         self.cache = Cache(self.table, clock=clock)
+        # Every unassigned pod we saw, whatever its schedulerName: a profile created later
+        # must find its pods without a relist.
+        self.unassigned: dict[str, Pod] = {}
         self.registry = dict(registry or in_tree_registry())
         self.frameworks: dict[str, Framework] = {}
         self.nominator = PodNominator()
@@ -79,15 +91,13 @@ class Engine:
         )
         self.scheduler = Scheduler(
             self.cache,
-            _QueueFacade(self.queue),
+            _QueueFacade(self.queue, self.unassigned.get),
             lambda: self.frameworks,
             hooks=hooks,
             rng=np.random.default_rng(seed),
         )
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
         # must find its pods without a relist.
-        self.unassigned: dict[str, Pod] = {}
-
     # ---- profiles (live) ---------------------------------------------------------------------------
 
     def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:
@@ -138,12 +148,19 @@ class Engine:
             self.queue.assigned_pod_updated(old, new)
             return
         self.unassigned[new.key] = new
+        if old.resource_version and old.resource_version == new.resource_version:
+            return  # a periodic resync, not a change
         self.nominator.update_nominated_pod(old, new)
         if self.responsible_for(new):
             if new.terminating:
                 self.queue.delete(new)
             else:
                 self.queue.update(old, new)
+        if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
+            # Room reserved for this pod is free again for pods of lower or equal priority.
+            self.queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, old, None, le_priority_precheck(old.priority)
+            )
 
     def pod_deleted(self, pod: Pod) -> None:
         self.unassigned.pop(pod.key, None)
@@ -154,6 +171,10 @@ class Engine:
             self.queue.assigned_pod_deleted(stored)
         else:
             self.queue.delete(pod)
+            if pod.nominated_node_name:
+                self.queue.move_all_to_active_or_backoff(
+                    ASSIGNED_POD_DELETE, pod, None, le_priority_precheck(pod.priority)
+                )
 
     def node_added(self, node: Node) -> None:
         self.cache.add_node(node)

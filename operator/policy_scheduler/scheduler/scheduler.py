@@ -221,8 +221,9 @@ class Scheduler:
         started: float,
         result: str,
     ) -> None:
-        if nominated:
-            self.queue.activate_nominated(info.pod, nominated)
+        # A new nomination from preemption, or clear a stale one (upstream's NominatingInfo).
+        if nominated or info.pod.nominated_node_name:
+            self.queue.activate_nominated(info.pod, nominated or "")
         self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle)
         self.hooks.failed(info.pod, reason, message, nominated, framework)
         self.hooks.cycle_finished(framework, result, time.monotonic() - started)

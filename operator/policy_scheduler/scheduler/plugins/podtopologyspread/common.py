@@ -1,13 +1,15 @@
 """Shared parts of PodTopologySpread (upstream common.go): parsed constraints, default
 constraints, node inclusion policies and per-row counts of matching pods.
 
-Counting uses a per-table index of pods by namespace, kept current through the table's
-PodListener hook, so a selector is only evaluated against pods of the incoming pod's namespace.
+Counting uses a per-table index (PodIndex) kept current through the table's PodListener hook:
+pods by namespace, so a selector is only evaluated against pods of the incoming pod's namespace,
+and per (namespace, selector) the matching pods per row, adjusted incrementally afterwards.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,7 @@ IGNORE = "Ignore"
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
 OWNER_SELECTORS_SERVICE = "owner_selectors"
+_MAX_CACHED_SELECTORS = 256  # (namespace, selector) count arrays kept up to date
 
 # A pod -> the merged selector of the Services, ReplicationController, ReplicaSet and
 # StatefulSet selecting it (helper.DefaultSelector); None when there are none.
@@ -257,43 +260,74 @@ def default_selector(
 
 
 class PodIndex:
-    """Pods on the table by namespace (pod key -> (pod, row)), following table changes."""
+    """Pods on the table by namespace, and per (namespace, selector) the matching pods per row.
+
+    Both follow the table through its PodListener hook: a selector's counts are computed once,
+    then adjusted as pods come and go, so a scheduling cycle only pays for new selectors.
+    """
 
     def __init__(self, table: NodeTable) -> None:
         self.by_namespace: dict[str, dict[str, tuple[Pod, int]]] = {}
-        self._cache: dict[tuple[str, Selector], IntArray] = {}
-        self._cache_generation = -1
+        # (namespace, selector) -> non-terminating matching pods per row, least recently used first
+        self._counts: OrderedDict[tuple[str, Selector], IntArray] = OrderedDict()
+        self._selectors_of: dict[str, set[Selector]] = {}  # namespace -> selectors in _counts
         for row in range(table.n):
             for pod in table.pods_on(row):
                 self._on_add(pod, row)
         table.listeners.append(PodListener(self._on_add, self._on_remove))
 
     def _on_add(self, pod: Pod, row: int) -> None:
-        self.by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, row)
+        pods = self.by_namespace.setdefault(pod.namespace, {})
+        previous = pods.get(pod.key)
+        if previous is not None:  # replaced without a removal: take the old one out first
+            self._account(*previous, -1)
+        pods[pod.key] = (pod, row)
+        self._account(pod, row, 1)
 
     def _on_remove(self, pod: Pod, row: int) -> None:
         pods = self.by_namespace.get(pod.namespace)
-        if pods is not None and (entry := pods.get(pod.key)) is not None and entry[1] == row:
-            del pods[pod.key]
-            if not pods:
-                del self.by_namespace[pod.namespace]
+        entry = pods.get(pod.key) if pods is not None else None
+        if pods is None or entry is None or entry[1] != row:
+            return
+        del pods[pod.key]
+        if not pods:
+            del self.by_namespace[pod.namespace]
+        self._account(*entry, -1)
+
+    def _account(self, pod: Pod, row: int, delta: int) -> None:
+        if pod.terminating:
+            return  # countPodsMatchSelector bypasses terminating pods
+        for selector in self._selectors_of.get(pod.namespace, ()):
+            if selector.matches(pod.labels):
+                counts = self._counts[(pod.namespace, selector)]
+                if row >= len(counts):
+                    counts = np.concatenate([counts, np.zeros(row + 1 - len(counts), dtype=np.int64)])
+                    self._counts[(pod.namespace, selector)] = counts
+                counts[row] += delta
 
     def match_counts(self, table: NodeTable, selector: Selector, namespace: str) -> IntArray:
-        """countPodsMatchSelector for every row (read-only; cached per table generation)."""
-        if self._cache_generation != table.generation:
-            self._cache.clear()
-            self._cache_generation = table.generation
-        key = (namespace, selector)
-        counts = self._cache.get(key)
-        if counts is None:
-            counts = self._count(table, selector, namespace)
-            counts.flags.writeable = False
-            self._cache[key] = counts
-        return counts
-
-    def _count(self, table: NodeTable, selector: Selector, namespace: str) -> IntArray:
+        """countPodsMatchSelector for every row (a read-only view)."""
         if is_empty(selector):
             return np.zeros(table.n, dtype=np.int64)  # upstream counts nothing for an empty selector
+        key = (namespace, selector)
+        counts = self._counts.get(key)
+        if counts is None:
+            counts = self._count(table, selector, namespace)
+            self._counts[key] = counts
+            self._selectors_of.setdefault(namespace, set()).add(selector)
+            if len(self._counts) > _MAX_CACHED_SELECTORS:
+                (old_namespace, old_selector), _ = self._counts.popitem(last=False)
+                self._selectors_of[old_namespace].discard(old_selector)
+        else:
+            self._counts.move_to_end(key)
+        if len(counts) < table.n:
+            counts = np.concatenate([counts, np.zeros(table.n - len(counts), dtype=np.int64)])
+            self._counts[key] = counts
+        view = counts[: table.n]
+        view.flags.writeable = False
+        return view
+
+    def _count(self, table: NodeTable, selector: Selector, namespace: str) -> IntArray:
         rows = [
             row
             for pod, row in self.by_namespace.get(namespace, {}).values()

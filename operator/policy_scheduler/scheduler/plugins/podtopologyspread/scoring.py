@@ -121,8 +121,9 @@ def score_rows(table: NodeTable, index: PodIndex, state: PreScoreState, pod: Pod
         if counts is None:
             cnt = index.match_counts(table, c.selector, pod.namespace)[rows]
         else:
-            codes, _ = domain_codes(table, c.topology_key)
-            cnt = counts[codes[rows]]
+            codes = domain_codes(table, c.topology_key)[0][rows]
+            known = codes < len(counts)  # a value that appeared after PreScore is no domain
+            cnt = np.where(known, counts[np.where(known, codes, 0)], 0)
         part = cnt.astype(np.float64) * state.weights[i] + float(c.max_skew - 1)
         total = np.where(labelled, total + part, total)
     return np.where(ignored, 0, _round_half_away(total))

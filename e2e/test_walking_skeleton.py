@@ -1,0 +1,65 @@
+"""Issue 2's walking skeleton on the real control plane: profile CR → pods bound, status Ready."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+
+from policy_scheduler.scheduler.resources import canonical
+
+SCHEDULER = "skeleton-scheduler"
+NS = "e2e-skeleton"
+
+
+def _node_requests(pods: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for p in pods:
+        node = p["spec"].get("nodeName")
+        if not node:
+            continue
+        used[node]["pods"] += 1
+        for c in p["spec"]["containers"]:
+            for name, value in ((c.get("resources") or {}).get("requests") or {}).items():
+                used[node][name] += canonical(name, value)
+    return used
+
+
+def test_profile_binds_fifty_pods_within_allocatable(operator_process: Any, kubectl: Kubectl) -> None:
+    kubectl.apply(namespace(NS), profile("skeleton", SCHEDULER))
+    kubectl.create(*(pod(f"p{i:02d}", NS, SCHEDULER, cpu="2", memory="4Gi") for i in range(50)))
+    kubectl.create(pod("orphan", NS, "no-such-scheduler"))
+
+    def all_bound() -> list[dict[str, Any]] | None:
+        pods = [p for p in kubectl.items("pods", NS) if p["metadata"]["name"] != "orphan"]
+        return pods if len(pods) == 50 and all(p["spec"].get("nodeName") for p in pods) else None
+
+    bound = wait_for("50 pods bound", all_bound, timeout=60)
+    assert {p["spec"]["nodeName"] for p in bound} <= {n["metadata"]["name"] for n in kubectl.items("nodes")}
+
+    # No node over its allocatable, counting every pod on it (other tests' pods too).
+    used = _node_requests(kubectl.items("pods"))
+    for node in kubectl.items("nodes"):
+        allocatable = node["status"]["allocatable"]
+        for resource in ("cpu", "memory", "pods"):
+            assert used[node["metadata"]["name"]][resource] <= canonical(resource, allocatable[resource]), (
+                f"{node['metadata']['name']} over-committed on {resource}"
+            )
+
+    def ready_status() -> dict[str, Any] | None:
+        obj = kubectl.get("schedulingprofile", "skeleton")
+        ready = condition(obj, "Ready")
+        status = obj.get("status") or {}
+        if ready and ready["status"] == "True" and status.get("scheduled", 0) >= 50:
+            return dict(obj)
+        return None
+
+    obj = wait_for("profile Ready with 50 scheduled", ready_status, timeout=30)
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert condition(obj, "Accepted")["status"] == "True"  # type: ignore[index]
+
+    # The pod for a scheduler nobody serves is left alone: no node, no condition written by us.
+    orphan = kubectl.get("pod", "orphan", NS)
+    assert not orphan["spec"].get("nodeName")
+    assert condition(orphan, "PodScheduled") is None

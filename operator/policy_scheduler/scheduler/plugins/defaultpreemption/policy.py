@@ -1,0 +1,99 @@
+"""The eviction policy preemption obeys: which pods may be victims and how budgets count.
+
+This is the core's plain view of an EvictionPolicy CR (the policy layer converts the CR into
+EvictionPolicyConfig). The plugin reads it through the `eviction_policy` service: a callable
+`(scheduler_name) -> EvictionPolicyConfig | None`; None (or no service) means DEFAULT_POLICY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policy_scheduler.scheduler.model import LabelSelector, Pod
+from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
+
+EVICTION_POLICY_SERVICE = "eviction_policy"
+
+# scheduling.SystemCriticalPriority: system-cluster-critical and system-node-critical are at or
+# above it. Such pods are never victims, whatever the policy says.
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+
+BUDGET_ENFORCE = "Enforce"
+BUDGET_BEST_EFFORT = "BestEffort"
+BUDGET_MODES = (BUDGET_ENFORCE, BUDGET_BEST_EFFORT)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedTerm:
+    """Pods matching both selectors are protected; an unset (None) selector matches everything.
+
+    Unlike a PDB's selector, None here means "not constrained", as in the CR."""
+
+    namespace_selector: LabelSelector | None = None
+    pod_selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionPolicyConfig:
+    protected: tuple[ProtectedTerm, ...] = ()
+    min_protected_priority: int | None = None
+    budget_mode: str = BUDGET_ENFORCE  # Enforce | BestEffort
+    # Used by whoever evicts (the operator), not by victim selection.
+    dry_run: bool = False
+    max_grace_period_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget_mode not in BUDGET_MODES:
+            raise ValueError(f"budgetMode: Unsupported value: {self.budget_mode!r}: supported values: {BUDGET_MODES}")
+
+    @property
+    def enforce_budgets(self) -> bool:
+        return self.budget_mode == BUDGET_ENFORCE
+
+
+DEFAULT_POLICY = EvictionPolicyConfig()
+
+
+def resolve_policy(services: Mapping[str, Any], scheduler_name: str) -> EvictionPolicyConfig:
+    """The policy of a profile, from the `eviction_policy` service; DEFAULT_POLICY when unset."""
+    lookup: Callable[[str], EvictionPolicyConfig | None] | None = services.get(EVICTION_POLICY_SERVICE)
+    if lookup is None:
+        return DEFAULT_POLICY
+    policy = lookup(scheduler_name)
+    return DEFAULT_POLICY if policy is None else policy
+
+
+def _matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return True  # unset: no constraint
+    try:
+        return label_selector_matches(selector, labels)
+    except SelectorError:
+        return True  # an unparsable term protects rather than exposes (the CR is validated anyway)
+
+
+def is_protected(
+    policy: EvictionPolicyConfig, pod: Pod, namespace_labels: Mapping[str, Mapping[str, str]]
+) -> bool:
+    """Whether a term of the policy protects `pod` (any term; within a term, both selectors)."""
+    ns_labels = namespace_labels.get(pod.namespace, {})
+    return any(
+        _matches(term.namespace_selector, ns_labels) and _matches(term.pod_selector, pod.labels)
+        for term in policy.protected
+    )
+
+
+def may_be_victim(
+    policy: EvictionPolicyConfig,
+    victim: Pod,
+    preemptor: Pod,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+) -> bool:
+    """isPreemptionAllowed: strictly lower priority than the preemptor, plus our policy."""
+    if victim.priority >= preemptor.priority or victim.priority >= SYSTEM_CRITICAL_PRIORITY:
+        return False
+    if policy.min_protected_priority is not None and victim.priority >= policy.min_protected_priority:
+        return False
+    return not is_protected(policy, victim, namespace_labels)

@@ -1,0 +1,237 @@
+"""SelectVictimsOnNode and its PDB helpers (defaultpreemption v1.35.4).
+
+The dry run works on the live NodeTable: victims are removed from the row and added back in
+place, and the row is restored exactly (pods, their order, every column) before returning.
+The scheduling cycle is synchronous, so nobody else sees the intermediate states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, unresolvable
+from policy_scheduler.scheduler.model import LabelSelector, Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
+from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
+
+PDBS_SERVICE = "pdbs"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+
+
+class PDB(Protocol):
+    """What preemption reads of a PodDisruptionBudget (apiobjects' PDBInfo has these)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def selector(self) -> LabelSelector | None: ...
+    @property
+    def disruptions_allowed(self) -> int: ...
+    @property
+    def disrupted_pods(self) -> Collection[str]: ...
+
+
+def list_pdbs(services: Mapping[str, Any]) -> list[PDB]:
+    """getPodDisruptionBudgets: the `pdbs` service is a list or a callable returning one."""
+    source = services.get(PDBS_SERVICE)
+    if source is None:
+        return []
+    return list(source() if callable(source) else source)
+
+
+def pdb_selects(pdb: PDB, pod: Pod) -> bool:
+    """Same namespace and the selector matches. None selects nothing; an empty selector selects
+    every pod of the namespace (policy/v1, as the Eviction API counts it); invalid: nothing."""
+    if pdb.namespace != pod.namespace:
+        return False
+    try:
+        return label_selector_matches(pdb.selector, pod.labels)
+    except SelectorError:
+        return False
+
+
+def more_important_key(now: float) -> Callable[[Pod], tuple[int, float]]:
+    """util.MoreImportantPod as a sort key: higher priority first, then the earlier start
+    (a pod without a start time counts as starting now, as GetPodStartTime does)."""
+
+    def key(pod: Pod) -> tuple[int, float]:
+        return (-pod.priority, pod.start_time if pod.start_time is not None else now)
+
+    return key
+
+
+def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> tuple[list[Pod], list[Pod]]:
+    """filterPodsWithPDBViolation: stable split into (violating, non-violating). Each matching
+    PDB's allowance is decremented per pod, except for pods it already lists as disrupted."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[Pod] = []
+    non_violating: list[Pod] = []
+    for pod in pods:
+        violated = False
+        for i, pdb in enumerate(pdbs):
+            if not pdb_selects(pdb, pod) or pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def budget_overruns(victims: Iterable[Pod], pdbs: Sequence[PDB]) -> int:
+    """Victims whose eviction the Eviction API would refuse (429) if evicted in this order.
+
+    Terminating victims need no new eviction and pods a PDB already lists as disrupted do not
+    count against it."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    refused = 0
+    for pod in victims:
+        if pod.terminating:
+            continue
+        blocked = False
+        for i, pdb in enumerate(pdbs):
+            if not pdb_selects(pdb, pod) or pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                blocked = True
+        if blocked:
+            refused += 1
+    return refused
+
+
+@dataclass(slots=True)
+class NodeVictims:
+    victims: list[Pod]
+    num_pdb_violations: int
+    status: Status
+
+
+def _extension_error(point: str, status: Status) -> Status:
+    """RunPreFilterExtension{Add,Remove}Pod's wrapping of a plugin failure."""
+    return Status(Code.ERROR, (f'running {point} on PreFilter plugin "{status.plugin}": {status.message}',))
+
+
+class _DryRunRow:
+    """Removes and re-adds pods on one row and restores it exactly on close()."""
+
+    def __init__(self, table: NodeTable, row: int) -> None:
+        self.table = table
+        self.row = row
+        self.original = list(table.pods[row].items())
+        self.removed: dict[str, Pod] = {}
+
+    def remove(self, pod: Pod) -> None:
+        self.table.remove_pod(pod, self.row)
+        self.removed[pod.key] = pod
+
+    def add(self, pod: Pod) -> None:
+        self.table.add_pod(pod, self.row)
+        self.removed.pop(pod.key, None)
+
+    def close(self) -> None:
+        for pod in list(self.removed.values()):
+            self.add(pod)
+        pods = self.table.pods[self.row]
+        if list(pods) != [key for key, _ in self.original]:
+            pods.clear()  # same pods, original order (dict identity kept for other holders)
+            pods.update(self.original)
+
+
+def _filter(framework: Framework, state: CycleState, pod: Pod, row: int) -> Status:
+    """RunFilterPluginsWithNominatedPods on one node."""
+    outcome = framework.run_filters_with_nominated_pods(state, pod, np.asarray([row], dtype=np.intp))
+    status = outcome.status_at(0)
+    if status.code == Code.ERROR and status.plugin:
+        return Status(Code.ERROR, (f'running "{status.plugin}" filter plugin: {status.message}',))
+    return status
+
+
+def select_victims_on_node(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    row: int,
+    pdbs: Sequence[PDB],
+    eligible: Callable[[Pod], bool],
+    now: float,
+) -> NodeVictims:
+    """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
+    them back (PDB-violating first, each group most important first) while it still fits.
+    `state` must be a clone: the PreFilter extensions update it."""
+    table: NodeTable = framework.handle.table
+    dry = _DryRunRow(table, row)
+    try:
+        return _select(framework, state, pod, row, pdbs, eligible, now, dry)
+    finally:
+        dry.close()
+
+
+def _select(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    row: int,
+    pdbs: Sequence[PDB],
+    eligible: Callable[[Pod], bool],
+    now: float,
+    dry: _DryRunRow,
+) -> NodeVictims:
+    def remove(victim: Pod) -> Status:
+        dry.remove(victim)
+        status = framework.run_pre_filter_remove_pod(state, pod, victim, row)
+        return SUCCESS if status.is_success else _extension_error("RemovePod", status)
+
+    def add(victim: Pod) -> Status:
+        dry.add(victim)
+        status = framework.run_pre_filter_add_pod(state, pod, victim, row)
+        return SUCCESS if status.is_success else _extension_error("AddPod", status)
+
+    potential = [p for _, p in dry.original if eligible(p)]
+    for victim in potential:
+        status = remove(victim)
+        if not status.is_success:
+            return NodeVictims([], 0, status)
+    if not potential:
+        return NodeVictims([], 0, unresolvable(NO_VICTIMS))
+    status = _filter(framework, state, pod, row)
+    if not status.is_success:
+        return NodeVictims([], 0, status)
+
+    importance = more_important_key(now)
+    potential.sort(key=importance)
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    victims: list[Pod] = []
+
+    def reprieve(victim: Pod) -> tuple[bool, Status]:
+        status = add(victim)
+        if not status.is_success:
+            return False, status
+        fits = _filter(framework, state, pod, row).is_success
+        if not fits:
+            status = remove(victim)
+            if not status.is_success:
+                return False, status
+            victims.append(victim)
+        return fits, SUCCESS
+
+    num_violating = 0
+    for victim in violating:
+        fits, status = reprieve(victim)
+        if not status.is_success:
+            return NodeVictims([], 0, status)
+        if not fits:
+            num_violating += 1
+    for victim in non_violating:
+        _, status = reprieve(victim)
+        if not status.is_success:
+            return NodeVictims([], 0, status)
+    if violating and non_violating:
+        victims.sort(key=importance)  # keep the victims in order of importance
+    return NodeVictims(victims, num_violating, SUCCESS)
