@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from kubectl import Kubectl
 
 
@@ -26,9 +27,20 @@ class OperatorProcess:
         self.port = free_port()
         self.log_path = log_path
         cmd = [
-            sys.executable, "-m", "policy_scheduler.cli", "--log-level", "INFO", "run",
-            "--kubeconfig", str(kubeconfig), "--install-crds",
-            "--metrics-host", "127.0.0.1", "--metrics-port", str(self.port), *extra,
+            sys.executable,
+            "-m",
+            "policy_scheduler.cli",
+            "--log-level",
+            "INFO",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--install-crds",
+            "--metrics-host",
+            "127.0.0.1",
+            "--metrics-port",
+            str(self.port),
+            *extra,
         ]
         self.log = log_path.open("w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -74,7 +86,9 @@ def kubectl(kubeconfig: Path) -> Kubectl:
 @pytest.fixture(scope="session")
 def operator_process(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """One operator for the session (leader election off); tests use their own profiles."""
-    process = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("operator") / "operator.log", "--no-leader-elect")
+    process = OperatorProcess(
+        kubeconfig, tmp_path_factory.mktemp("operator") / "operator.log", "--no-leader-elect"
+    )
     try:
         process.wait_ready()
         yield process

@@ -19,7 +19,9 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self.binary = str(bin_dir() / "kubectl")
 
-    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         cmd = [self.binary, "--kubeconfig", str(self.kubeconfig), *args]
         result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60, check=False)
         if check and result.returncode != 0:
@@ -41,7 +43,9 @@ class Kubectl:
             args += ["-n", namespace]
         return json.loads(self.run(*args).stdout)
 
-    def items(self, kind: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
+    def items(
+        self, kind: str, namespace: str | None = None, selector: str | None = None
+    ) -> list[dict[str, Any]]:
         args = ["get", kind, "-o", "json"]
         args += ["-n", namespace] if namespace else ["-A"]
         if selector:
@@ -89,19 +93,32 @@ def pod(
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
+        ],
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
     spec.update(extra_spec or {})
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
 def profile(name: str, scheduler: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.policy-scheduler.io/v1alpha1", "kind": "SchedulingProfile",
-            "metadata": {"name": name}, "spec": {"schedulerName": scheduler, **spec}}
+    return {
+        "apiVersion": "scheduling.policy-scheduler.io/v1alpha1",
+        "kind": "SchedulingProfile",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": scheduler, **spec},
+    }
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:

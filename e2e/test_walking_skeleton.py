@@ -6,7 +6,6 @@ from collections import defaultdict
 from typing import Any
 
 from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
-
 from policy_scheduler.scheduler.resources import canonical
 
 SCHEDULER = "skeleton-scheduler"

@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the operator and its scheduler against a cluster")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
-    run.add_argument("--metrics-port", type=int, default=10259, help="port of /metrics, /livez, /readyz (0: off)")
+    run.add_argument(
+        "--metrics-port", type=int, default=10259, help="port of /metrics, /livez, /readyz (0: off)"
+    )
     run.add_argument("--metrics-host", default="0.0.0.0")
     run.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--lease-namespace", default="policy-scheduler")

@@ -46,7 +46,8 @@ extension_point_duration = Histogram(
 )
 evictions = Counter(
     "policy_scheduler_evictions_total",
-    "Evictions requested by preemption, by result (evicted, blocked_by_budget, rate_limited, dry_run, error).",
+    "Evictions requested by preemption, by result "
+    "(evicted, blocked_by_budget, rate_limited, dry_run, error).",
     ["result", "policy"],
     registry=REGISTRY,
 )

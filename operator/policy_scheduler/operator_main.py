@@ -75,12 +75,21 @@ class Operator:
             field_selector=POD_FIELD_SELECTOR,
         )
         self.nodes = Informer(
-            api, NODES, structs.Node, node_from_api,
-            on_add=self.engine.node_added, on_update=self.engine.node_updated, on_delete=self.engine.node_deleted,
+            api,
+            NODES,
+            structs.Node,
+            node_from_api,
+            on_add=self.engine.node_added,
+            on_update=self.engine.node_updated,
+            on_delete=self.engine.node_deleted,
         )
         self.namespaces = Informer(
-            api, NAMESPACES, structs.Namespace, namespace_from_api,
-            on_add=self._namespace_changed, on_update=lambda _o, n: self._namespace_changed(n),
+            api,
+            NAMESPACES,
+            structs.Namespace,
+            namespace_from_api,
+            on_add=self._namespace_changed,
+            on_update=lambda _o, n: self._namespace_changed(n),
             on_delete=self._namespace_deleted,
         )
 
@@ -107,8 +116,11 @@ class Operator:
             self.status.forget(PROFILES, name)
             return
         self.profiles.apply(
-            name, meta.get("uid", ""), int(meta.get("generation") or 0),
-            str(meta.get("creationTimestamp", "")), dict(body.get("spec") or {}),
+            name,
+            meta.get("uid", ""),
+            int(meta.get("generation") or 0),
+            str(meta.get("creationTimestamp", "")),
+            dict(body.get("spec") or {}),
         )
         self._refresh_status()
 
@@ -142,11 +154,16 @@ class Operator:
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         registry = build_registry(self.api, {PROFILES: self.on_profile_event})
-        tasks.append(asyncio.create_task(
-            kopf.operator(registry=registry, settings=settings(), standalone=True, clusterwide=True,
-                          stop_flag=kopf_stop),
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=registry, settings=settings(), standalone=True, clusterwide=True, stop_flag=kopf_stop
+            ),
             name="kopf",
-        ))
+        )
+        # kopf installs its own SIGINT/SIGTERM handlers (replacing ours) and returns when
+        # signalled; when it ends for any reason, the whole operator stops.
+        kopf_task.add_done_callback(lambda _: stop.set())
+        tasks.append(kopf_task)
         await asyncio.wait(
             [asyncio.ensure_future(self._wait_synced()), asyncio.ensure_future(stop.wait())],
             return_when=asyncio.FIRST_COMPLETED,
@@ -157,7 +174,8 @@ class Operator:
         try:
             await stop.wait()
         finally:
-            kopf_stop.set_result(True)
+            if not kopf_stop.done():
+                kopf_stop.set_result(True)
             self.engine.close()
             for task in tasks:
                 if task.get_name() != "kopf":

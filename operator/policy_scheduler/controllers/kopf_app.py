@@ -64,9 +64,10 @@ def build_registry(
 
 
 def _register(registry: kopf.OperatorRegistry, plural: str, handler: EventHandler) -> None:
-    @kopf.on.event(GROUP, VERSION, plural, registry=registry)
-    def on_event(event: dict[str, Any], body: kopf.Body, **_: Any) -> None:
+    def on_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
         handler(event.get("type"), dict(body))
+
+    kopf.on.event(GROUP, VERSION, plural, registry=registry)(on_event)
 
 
 def settings() -> kopf.OperatorSettings:

@@ -51,7 +51,9 @@ class ProfileStore:
         self.records: dict[str, ProfileRecord] = {}
         self.in_force: dict[str, str] = {}  # schedulerName -> profile object name
 
-    def apply(self, name: str, uid: str, generation: int, created: str, spec: dict[str, Any]) -> ProfileRecord:
+    def apply(
+        self, name: str, uid: str, generation: int, created: str, spec: dict[str, Any]
+    ) -> ProfileRecord:
         record = self.records.get(name)
         if record is None or record.uid != uid:
             record = self.records[name] = ProfileRecord(name, uid, generation, created)
@@ -64,8 +66,10 @@ class ProfileStore:
         except ValueError as exc:
             record.error = str(exc)
             metrics.policy_reloads.labels(KIND, "rejected").inc()
-            log.warning("profile rejected; last accepted version stays in force",
-                        extra={"profile": name, "generation": generation, "error": record.error})
+            log.warning(
+                "profile rejected; last accepted version stays in force",
+                extra={"profile": name, "generation": generation, "error": record.error},
+            )
         else:
             record.error = None
             if record.accepted != resolved:
@@ -116,16 +120,29 @@ class ProfileStore:
         serving = record.accepted is not None and record.conflict is None
         accepted_ok = record.error is None and record.conflict is None
         conditions = [
-            self._condition(record, "Accepted", accepted_ok,
-                            "Valid" if accepted_ok else ("Conflict" if record.conflict else "InvalidSpec"),
-                            record.conflict or record.error or "the profile is valid and in force"),
-            self._condition(record, "Ready", serving and synced,
-                            "Scheduling" if serving and synced else ("CachesNotSynced" if serving else "NotServing"),
-                            self._ready_message(record, serving, synced)),
-            self._condition(record, "Degraded", not accepted_ok,
-                            "LastAcceptedInForce" if (serving and not accepted_ok) else
-                            ("NotServing" if not accepted_ok else "AsExpected"),
-                            self._degraded_message(record, serving, accepted_ok)),
+            self._condition(
+                record,
+                "Accepted",
+                accepted_ok,
+                "Valid" if accepted_ok else ("Conflict" if record.conflict else "InvalidSpec"),
+                record.conflict or record.error or "the profile is valid and in force",
+            ),
+            self._condition(
+                record,
+                "Ready",
+                serving and synced,
+                "Scheduling" if serving and synced else ("CachesNotSynced" if serving else "NotServing"),
+                self._ready_message(record, serving, synced),
+            ),
+            self._condition(
+                record,
+                "Degraded",
+                not accepted_ok,
+                "LastAcceptedInForce"
+                if (serving and not accepted_ok)
+                else ("NotServing" if not accepted_ok else "AsExpected"),
+                self._degraded_message(record, serving, accepted_ok),
+            ),
         ]
         status: dict[str, Any] = {"observedGeneration": record.generation, "conditions": conditions}
         if record.accepted is not None:
@@ -158,7 +175,10 @@ class ProfileStore:
         if accepted_ok:
             return "the latest generation is in force"
         if serving:
-            return f"generation {record.generation} was rejected; generation {record.accepted_generation} stays in force"
+            return (
+                f"generation {record.generation} was rejected; "
+                f"generation {record.accepted_generation} stays in force"
+            )
         return record.conflict or record.error or "not serving"
 
     @staticmethod

@@ -20,27 +20,37 @@ APPLY_PATCH = "application/apply-patch+yaml"
 FIELD_MANAGER = "policy-scheduler"
 
 
-async def install_crds(api: Any, timeout: float = 60.0) -> list[str]:
+async def install_crds(api: Any, wait_seconds: float = 60.0) -> list[str]:
     names: list[str] = []
     for text in render_crds().values():
         crd = yaml.safe_load(text)
         name = crd["metadata"]["name"]
         status, body = await request(
-            api, "PATCH", f"{CRD_PATH}/{name}",
+            api,
+            "PATCH",
+            f"{CRD_PATH}/{name}",
             query={"fieldManager": FIELD_MANAGER, "force": True},
-            body=msgspec.json.encode(crd), content_type=APPLY_PATCH,
+            body=msgspec.json.encode(crd),
+            content_type=APPLY_PATCH,
         )
         if not 200 <= status < 300:
             raise ApiError.from_response(status, body)
         names.append(name)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + wait_seconds
     for name in names:
-        while not await _established(api, name):
+        # Established is not enough: right after it, storage may still answer 429.
+        while not (await _established(api, name) and await _served(api, name)):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"CustomResourceDefinition {name} not established after {timeout:.0f}s")
+                raise TimeoutError(f"CustomResourceDefinition {name} not served after {wait_seconds:.0f}s")
             await asyncio.sleep(0.2)
     log.info("crds installed", extra={"crds": names})
     return names
+
+
+async def _served(api: Any, crd_name: str) -> bool:
+    plural, _, group = crd_name.partition(".")
+    status, _ = await request(api, "GET", f"/apis/{group}/v1alpha1/{plural}", query={"limit": 1})
+    return status == 200
 
 
 async def _established(api: Any, name: str) -> bool:

@@ -97,7 +97,9 @@ class PodReporter:
     # ---- writers ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._writer(), name=f"pod-status-writer-{i}") for i in range(WRITERS)]
+        self._tasks = [
+            asyncio.create_task(self._writer(), name=f"pod-status-writer-{i}") for i in range(WRITERS)
+        ]
 
     async def stop(self) -> None:
         for task in self._tasks:

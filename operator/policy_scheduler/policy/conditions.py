@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from pydantic.config import JsonDict
 
 from policy_scheduler.policy.base import StatusModel
@@ -60,3 +60,15 @@ def set_condition(conditions: Sequence[Condition], new: Condition) -> list[Condi
 
 def find_condition(conditions: Sequence[Condition], type_: str) -> Condition | None:
     return next((c for c in conditions if c.type == type_), None)
+
+
+def _one_per_type(conditions: list[Condition]) -> list[Condition]:
+    types = [c.type for c in conditions]
+    duplicates = sorted({t for t in types if types.count(t) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate condition type(s): {', '.join(duplicates)}")
+    return conditions
+
+
+# A status `conditions` field: at most one condition per type, as the list-map schema requires.
+Conditions = Annotated[list[Condition], AfterValidator(_one_per_type)]

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule
-from policy_scheduler.policy.conditions import CONDITIONS_LIST, Condition
+from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000  # scheduling.HighestUserDefinablePriority
 SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
@@ -59,7 +59,7 @@ class PriorityClassMirrorStatus(StatusModel):
     observed_generation: int | None = Field(
         None, ge=0, description="The metadata.generation this status was computed from."
     )
-    conditions: list[Condition] = Field(
+    conditions: Conditions = Field(
         default_factory=list,
         description="Synced: the native PriorityClass matches the spec.",
         json_schema_extra=CONDITIONS_LIST,

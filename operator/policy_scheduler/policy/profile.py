@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
 from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule, validations
-from policy_scheduler.policy.conditions import CONDITIONS_LIST, Condition
+from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 from policy_scheduler.policy.constants import MAX_PENDING_REASONS
 from policy_scheduler.policy.errors import field_error
 from policy_scheduler.policy.kube_types import DNS1123_SUBDOMAIN_PATTERN
@@ -213,7 +213,7 @@ class SchedulingProfileStatus(StatusModel):
     observed_generation: int | None = Field(
         None, ge=0, description="The metadata.generation this status was computed from."
     )
-    conditions: list[Condition] = Field(
+    conditions: Conditions = Field(
         default_factory=list,
         description="Accepted: the spec is valid and was loaded. Ready: pods are being scheduled with this "
         "profile. Degraded: the profile is in use but something needs attention.",

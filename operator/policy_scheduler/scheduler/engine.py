@@ -98,6 +98,7 @@ class Engine:
         )
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
         # must find its pods without a relist.
+
     # ---- profiles (live) ---------------------------------------------------------------------------
 
     def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:

@@ -178,18 +178,18 @@ class NodeTable:
         for name in node.allocatable:
             self._ensure_resource(name)
         self.allocatable[:, row] = 0
-        for name, value in node.allocatable.items():
-            self.allocatable[self.resource_index[name], row] = value
+        for name, amount in node.allocatable.items():
+            self.allocatable[self.resource_index[name], row] = amount
         self.unschedulable[row] = node.unschedulable
         self.taint_set[row] = self._intern_taints(node.taints)
         for column in self.labels.values():
             column.codes[row] = ABSENT
-        for key, value in node.labels.items():
-            column = self.labels.get(key)
-            if column is None:
-                column = _LabelColumn(np.full(self.capacity, ABSENT, dtype=np.int32))
-                self.labels[key] = column
-            column.codes[row] = column.code(value)
+        for key, label_value in node.labels.items():
+            label_column = self.labels.get(key)
+            if label_column is None:
+                label_column = _LabelColumn(np.full(self.capacity, ABSENT, dtype=np.int32))
+                self.labels[key] = label_column
+            label_column.codes[row] = label_column.code(label_value)
         for image in node.images:
             # Upstream keys node images by their raw names; only pod images get normalized.
             for image_name in image.names:
@@ -269,7 +269,9 @@ class NodeTable:
                 listener.on_add(pod, dst)
 
     def _drop_ports_of_row(self, row: int) -> None:
-        for key in [k for k, users in self.host_ports.items() if users.pop(row, None) is not None and not users]:
+        for key in [
+            k for k, users in self.host_ports.items() if users.pop(row, None) is not None and not users
+        ]:
             del self.host_ports[key]
 
     def _clear_row(self, row: int) -> None:

@@ -150,7 +150,9 @@ class Scheduler:
         framework = self.frameworks.get(pod.scheduler_name)
         if framework is None:
             # The profile was deleted while the pod was queued; it waits for a profile to return.
-            self.hooks.failed(pod, REASON_UNSCHEDULABLE, f"no profile for schedulerName {pod.scheduler_name!r}", None, None)
+            self.hooks.failed(
+                pod, REASON_UNSCHEDULABLE, f"no profile for schedulerName {pod.scheduler_name!r}", None, None
+            )
             self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle)
             return None
         if pod.terminating or self.cache.is_assumed(pod):
@@ -174,7 +176,9 @@ class Scheduler:
             return None
         return self._assume_reserve_permit(framework, state, info, result.node_name, started)
 
-    def _post_filter(self, framework: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> str | None:
+    def _post_filter(
+        self, framework: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> str | None:
         if not framework.points.post_filter:
             return None
         result, status = framework.run_post_filter(state, pod, diagnosis)
@@ -249,7 +253,9 @@ class Scheduler:
         chosen = int(feasible[best[int(self.rng.integers(len(best)))]])
         return ScheduleResult(table.nodes[chosen].name, evaluated, len(feasible), scores, feasible)
 
-    def find_nodes_that_fit(self, framework: Framework, state: CycleState, pod: Pod) -> tuple[Rows, Diagnosis]:
+    def find_nodes_that_fit(
+        self, framework: Framework, state: CycleState, pod: Pod
+    ) -> tuple[Rows, Diagnosis]:
         table = self.cache.table
         diagnosis = Diagnosis()
         narrowed, status, plugins = framework.run_pre_filter(state, pod)
@@ -310,7 +316,9 @@ class Scheduler:
         self._record_rejections(rotated[window], outcome, diagnosis, ~passed[window])
         return rotated[window][passed[window]], processed
 
-    def _record_rejections(self, rows: Rows, outcome: object, diagnosis: Diagnosis, failed: np.ndarray) -> None:
+    def _record_rejections(
+        self, rows: Rows, outcome: object, diagnosis: Diagnosis, failed: np.ndarray
+    ) -> None:
         from policy_scheduler.scheduler.framework.runtime import FilterOutcome
 
         assert isinstance(outcome, FilterOutcome)
@@ -346,7 +354,9 @@ class Scheduler:
             self.cache.forget_pod(pod)
             # The assumed pod freed its place: pods waiting for room may fit now.
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
-            self._fail(framework, task.info, self._reason(status), status.message, None, task.started, "error")
+            self._fail(
+                framework, task.info, self._reason(status), status.message, None, task.started, "error"
+            )
             return
         self.cache.finish_binding(pod)
         framework.run_post_bind(state, pod, node)

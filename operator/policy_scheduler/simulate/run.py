@@ -70,7 +70,9 @@ class _RecordingHooks:
             assert self.engine is not None
             current = self.engine.unassigned.get(pod.key)
             if current is not None:
-                self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=nominated_node))
+                self.engine.pod_updated(
+                    current, dataclasses.replace(current, nominated_node_name=nominated_node)
+                )
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         # Victims are evicted at once and their termination finishes at once.
@@ -112,7 +114,9 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
         counts = engine.queue.pending_counts()
         if counts["backoff"] == 0:
             break
-        clock.advance(engine.queue.backoff_remaining() if hasattr(engine.queue, "backoff_remaining") else 11.0)
+        clock.advance(
+            engine.queue.backoff_remaining() if hasattr(engine.queue, "backoff_remaining") else 11.0
+        )
         engine.queue.flush_backoff_completed()
     await engine.scheduler.drain_binding()
     return [outcomes[p.key] for p in scenario.pods]

@@ -79,8 +79,10 @@ def _documents(path: Path) -> Iterator[_Doc]:
         if doc is None:
             continue
         if not isinstance(doc, Mapping):
-            raise ScenarioError(f"{path}: document {index + 1}: expected a Kubernetes object, got {type(doc).__name__}")
-        if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            raise ScenarioError(
+                f"{path}: document {index + 1}: expected a Kubernetes object, got {type(doc).__name__}"
+            )
+        if doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
             for item in doc.get("items") or []:
                 if not isinstance(item, Mapping):
                     raise ScenarioError(f"{path}: document {index + 1}: list item is not an object")
@@ -141,7 +143,8 @@ def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
             scenario.priority_class_mirrors.append(dict(doc.body))
         else:
             raise ScenarioError(
-                f"{doc.where()}: kind: unsupported kind {kind!r} (apiVersion {doc.body.get('apiVersion')!r}); "
+                f"{doc.where()}: kind: unsupported kind {kind!r} "
+                f"(apiVersion {doc.body.get('apiVersion')!r}); "
                 "simulate reads Node, Pod, PriorityClass, PodDisruptionBudget, Namespace, "
                 "SchedulingProfile, EvictionPolicy, PriorityClassMirror"
             )
@@ -153,7 +156,9 @@ def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
 def _is_ours(doc: _Doc) -> bool:
     api_version = str(doc.body.get("apiVersion", ""))
     if not api_version.startswith(POLICY_GROUP + "/"):
-        raise ScenarioError(f"{doc.where()}: apiVersion: expected {POLICY_GROUP}/v1alpha1, got {api_version!r}")
+        raise ScenarioError(
+            f"{doc.where()}: apiVersion: expected {POLICY_GROUP}/v1alpha1, got {api_version!r}"
+        )
     return True
 
 
@@ -171,7 +176,8 @@ def _apply_priority_admission(scenario: Scenario) -> None:
             pc = classes.get(pod.priority_class_name)
             if pc is None:
                 raise ScenarioError(
-                    f"Pod {pod.key}: spec.priorityClassName: no PriorityClass named {pod.priority_class_name!r}"
+                    f"Pod {pod.key}: spec.priorityClassName: "
+                    f"no PriorityClass named {pod.priority_class_name!r}"
                 )
         elif default is not None:
             pc = default

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum, IntFlag
+from enum import Enum, IntFlag, StrEnum
 from typing import Any
 
 from policy_scheduler.scheduler.model import Pod
 
 
-class Resource(str, Enum):
+class Resource(StrEnum):
     POD = "Pod"  # any pod event; split below like upstream
     ASSIGNED_POD = "AssignedPod"
     UNSCHEDULED_POD = "UnscheduledPod"

@@ -57,7 +57,8 @@ class FilterOutcome:
 
     @property
     def passed(self) -> npt.NDArray[np.bool_]:
-        return self.status_ref == PASSED
+        passed: npt.NDArray[np.bool_] = self.status_ref == PASSED
+        return passed
 
     def status_at(self, i: int) -> Status:
         ref = int(self.status_ref[i])
@@ -108,7 +109,9 @@ class WaitingPod:
             except TimeoutError:
                 if plugin in self.deadlines and clock() >= self.deadlines[plugin]:
                     timeout = self.deadlines[plugin]
-                    self.reject(plugin, f"rejected due to timeout after waiting {timeout:.0f}s at plugin {plugin}")
+                    self.reject(
+                        plugin, f"rejected due to timeout after waiting {timeout:.0f}s at plugin {plugin}"
+                    )
         return self.outcome
 
 

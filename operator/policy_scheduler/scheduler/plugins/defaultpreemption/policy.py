@@ -46,7 +46,9 @@ class EvictionPolicyConfig:
 
     def __post_init__(self) -> None:
         if self.budget_mode not in BUDGET_MODES:
-            raise ValueError(f"budgetMode: Unsupported value: {self.budget_mode!r}: supported values: {BUDGET_MODES}")
+            raise ValueError(
+                f"budgetMode: Unsupported value: {self.budget_mode!r}: supported values: {BUDGET_MODES}"
+            )
 
     @property
     def enforce_budgets(self) -> bool:

@@ -1,0 +1,1 @@
+"""In-memory scheduling benchmarks (`python -m policy_scheduler.bench`)."""

@@ -1,0 +1,17 @@
+"""DefaultPreemption: kube-scheduler's preemption (v1.35.4), governed by an eviction policy."""
+
+from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    DEFAULT_POLICY,
+    EVICTION_POLICY_SERVICE,
+    EvictionPolicyConfig,
+    ProtectedTerm,
+)
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "EVICTION_POLICY_SERVICE",
+    "DefaultPreemption",
+    "EvictionPolicyConfig",
+    "ProtectedTerm",
+]

@@ -1,0 +1,207 @@
+"""DefaultPreemption: the PostFilter plugin that picks a node and the victims to evict there.
+
+It only chooses: the scheduler hands the PostFilterResult to hooks.preempting (the operator
+evicts through the Eviction API, simulate deletes at once) and records the nomination.
+Victims are restricted by the profile's eviction policy (see policy.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, fit_error_message
+from policy_scheduler.scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from policy_scheduler.scheduler.framework.interfaces import (
+    Handle,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+)
+from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.status import (
+    SUCCESS,
+    Code,
+    Status,
+    error,
+    unresolvable,
+    unschedulable,
+)
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
+    calculate_num_candidates,
+    dry_run_preemption,
+    nodes_where_preemption_might_help,
+    select_candidate,
+)
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    EvictionPolicyConfig,
+    may_be_victim,
+    resolve_policy,
+)
+from policy_scheduler.scheduler.plugins.defaultpreemption.victims import list_pdbs
+from policy_scheduler.scheduler.plugins.selectors import aggregate_message
+
+NAME = "DefaultPreemption"
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+# Optional service: callable (pod) -> bool, True while the evictions of the pod's last
+# preemption are still being issued (upstream's IsPodRunningPreemption).
+PREEMPTION_IN_PROGRESS_SERVICE = "preemption_in_progress"
+
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+
+
+def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{key}: expected an integer, got {value!r}")
+    return value
+
+
+def _validate(percentage: int, absolute: int) -> None:
+    """ValidateDefaultPreemptionArgs."""
+    errs: list[str] = []
+    if not 0 <= percentage <= 100:
+        errs.append(f"minCandidateNodesPercentage: Invalid value: {percentage}: not in valid range [0, 100]")
+    if absolute < 0:
+        errs.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
+    if percentage == 0 and absolute == 0:
+        errs.append(
+            "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
+            "minCandidateNodesAbsolute"
+        )
+        errs.append(
+            "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as "
+            "minCandidateNodesPercentage"
+        )
+    if errs:
+        raise ValueError(aggregate_message(errs))
+
+
+def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
+    """isPodSchedulableAfterPodDeletion: the plugins that rejected the pod decide, not this one."""
+    return QueueingHint.SKIP
+
+
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
+    name = NAME
+
+    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+        super().__init__(handle, args)
+        self.min_candidate_nodes_percentage = _int_arg(
+            args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+        )
+        self.min_candidate_nodes_absolute = _int_arg(
+            args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+        )
+        _validate(self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
+
+    # ---- PreEnqueue / events (async preemption) ----------------------------------------------
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        running = self.handle.services.get(PREEMPTION_IN_PROGRESS_SERVICE)
+        if running is not None and running(pod):
+            return unresolvable(WAITING_FOR_PREEMPTION)
+        return SUCCESS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.POD, Action.DELETE), _skip_after_pod_delete)]
+
+    # ---- PostFilter ----------------------------------------------------------------------------
+
+    def policy(self, pod: Pod) -> EvictionPolicyConfig:
+        framework = self.handle.framework
+        scheduler_name = framework.scheduler_name if isinstance(framework, Framework) else pod.scheduler_name
+        return resolve_policy(self.handle.services, scheduler_name)
+
+    def is_eligible_victim(self, policy: EvictionPolicyConfig, victim: Pod, preemptor: Pod) -> bool:
+        return may_be_victim(policy, victim, preemptor, self.handle.namespace_labels)
+
+    def num_candidates(self, num_nodes: int) -> int:
+        return calculate_num_candidates(
+            num_nodes, self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        )
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, status = self.preempt(state, pod, diagnosis)
+        if status.message:
+            return result, Status(status.code, ("preemption: " + status.message,))
+        return result, status
+
+    def pod_eligible_to_preempt_others(
+        self, pod: Pod, nominated_node_status: Status, policy: EvictionPolicyConfig
+    ) -> tuple[bool, str]:
+        """PodEligibleToPreemptOthers. A pod whose earlier victims are still terminating on its
+        nominated node waits for them instead of preempting more."""
+        if pod.preemption_policy == "Never":
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pod.nominated_node_name
+        if nominated:
+            if nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""  # the nominated node cannot work any more: preempt again
+            row = self.table.index.get(nominated)
+            if row is not None:
+                for other in self.table.pods_on(row):
+                    if other.terminating and self.is_eligible_victim(policy, other, pod):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    def preempt(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Evaluator.Preempt without the API calls."""
+        framework = self.handle.framework
+        if not isinstance(framework, Framework):
+            return None, error("the preemption plugin needs handle.framework")
+        policy = self.policy(pod)
+        eligible, message = self.pod_eligible_to_preempt_others(
+            pod, diagnosis.status_of(pod.nominated_node_name), policy
+        )
+        if not eligible:
+            return None, unschedulable(message)
+
+        table = self.table
+        if len(table) == 0:
+            return None, error("no nodes available")
+        rows = nodes_where_preemption_might_help(table, diagnosis)
+        node_to_status: dict[str, Status] = {}
+        candidates = []
+        if len(rows):
+            now = self.handle.clock()
+            found = dry_run_preemption(
+                framework,
+                state,
+                pod,
+                rows,
+                list_pdbs(self.handle.services),
+                self.handle.rng.randrange(len(rows)),
+                self.num_candidates(len(rows)),
+                lambda victim: self.is_eligible_victim(policy, victim, pod),
+                now,
+                policy.enforce_budgets,
+            )
+            if found.errors and not found.candidates:
+                return None, Status(Code.ERROR, (aggregate_message(found.errors),))
+            candidates, node_to_status = found.candidates, found.node_to_status
+            best = select_candidate(candidates, now)
+            if best is not None:
+                return PostFilterResult(best.name, tuple(best.victims)), SUCCESS
+
+        # A FitError of its own; the empty nomination clears the pod's nominatedNodeName.
+        fit = Diagnosis(node_to_status=node_to_status, absent_nodes_status=unresolvable(NOT_HELPFUL))
+        return PostFilterResult(""), unschedulable(fit_error_message(len(table), fit))

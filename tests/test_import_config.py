@@ -1,0 +1,237 @@
+"""import-config: KubeSchedulerConfiguration -> SchedulingProfile manifests."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+import yaml
+
+from policy_scheduler.policy.compile import compile_profile_objects, parse_profile_spec
+from policy_scheduler.policy.errors import PolicyError
+from policy_scheduler.policy.importconfig import import_config, object_name
+
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def config(body: str = "") -> str:
+    return HEADER + textwrap.dedent(body)
+
+
+def errors_of(text: str) -> list[tuple[str, str]]:
+    with pytest.raises(PolicyError) as info:
+        import_config(text)
+    return info.value.pairs
+
+
+def test_no_profiles_means_the_default_profile() -> None:
+    assert import_config(config()) == [
+        {
+            "apiVersion": "scheduling.policy-scheduler.io/v1alpha1",
+            "kind": "SchedulingProfile",
+            "metadata": {"name": "default-scheduler"},
+            "spec": {"schedulerName": "default-scheduler"},
+        }
+    ]
+
+
+def test_single_profile_without_name_is_the_default_scheduler() -> None:
+    (manifest,) = import_config(config("profiles:\n- percentageOfNodesToScore: 20\n"))
+    assert manifest["spec"] == {"schedulerName": "default-scheduler", "percentageOfNodesToScore": 20}
+
+
+FULL = config("""\
+    parallelism: 32
+    leaderElection: {leaderElect: true, resourceNamespace: kube-system}
+    clientConnection: {kubeconfig: /etc/kubernetes/scheduler.conf}
+    enableProfiling: false
+    delayCacheUntilActive: true
+    percentageOfNodesToScore: 40
+    podInitialBackoffSeconds: 2
+    podMaxBackoffSeconds: 30
+    profiles:
+    - schedulerName: default-scheduler
+    - schedulerName: bin-packing
+      percentageOfNodesToScore: 100
+      plugins:
+        multiPoint:
+          enabled: [{name: NodeResourcesFit, weight: 5}]
+        score:
+          disabled: [{name: NodeResourcesBalancedAllocation}]
+      pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          apiVersion: kubescheduler.config.k8s.io/v1
+          kind: NodeResourcesFitArgs
+          scoringStrategy:
+            type: MostAllocated
+            resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
+""")
+
+
+def test_profiles_carry_over_with_top_level_fields() -> None:
+    manifests = import_config(FULL)
+    assert [m["metadata"]["name"] for m in manifests] == ["default-scheduler", "bin-packing"]
+    assert manifests[0]["spec"] == {
+        "schedulerName": "default-scheduler",
+        "percentageOfNodesToScore": 40,
+        "podInitialBackoffSeconds": 2,
+        "podMaxBackoffSeconds": 30,
+    }
+    source = yaml.safe_load(FULL)["profiles"][1]
+    # The profile's own fields are unchanged; only the missing top-level ones are added.
+    assert manifests[1]["spec"] == {**source, "podInitialBackoffSeconds": 2, "podMaxBackoffSeconds": 30}
+
+
+def test_output_is_accepted_as_scheduling_profiles() -> None:
+    manifests = yaml.safe_load_all(yaml.safe_dump_all(import_config(FULL)))
+    configs = compile_profile_objects(list(manifests))
+    assert [c.scheduler_name for c in configs] == ["default-scheduler", "bin-packing"]
+    assert configs[1].percentage_of_nodes_to_score == 100
+    assert configs[1].plugin_config["NodeResourcesFit"]["scoringStrategy"]["type"] == "MostAllocated"
+
+
+@pytest.mark.parametrize(
+    ("scheduler_name", "object_name_"),
+    [
+        ("default-scheduler", "default-scheduler"),
+        ("batch.example.com", "batch-example-com"),
+        ("a..b", "a-b"),
+        ("x" * 70, "x" * 54 + "-c71bd109"),  # truncated, plus a hash of the full name
+    ],
+)
+def test_object_names_are_dns_labels(scheduler_name: str, object_name_: str) -> None:
+    assert object_name(scheduler_name) == object_name_
+    assert len(object_name_) <= 63
+
+
+def test_colliding_object_names_get_a_suffix() -> None:
+    manifests = import_config(
+        config("profiles:\n- schedulerName: a.b\n- schedulerName: a-b\n- schedulerName: a-b-2\n")
+    )
+    assert [m["metadata"]["name"] for m in manifests] == ["a-b", "a-b-2", "a-b-2-2"]
+    assert [m["spec"]["schedulerName"] for m in manifests] == ["a.b", "a-b", "a-b-2"]
+
+
+ERRORS: list[tuple[str, str, str, str]] = [
+    ("invalid YAML", "profiles: [", "", "not valid YAML"),
+    ("not a mapping", "- a\n- b\n", "", "must be a KubeSchedulerConfiguration object"),
+    (
+        "wrong apiVersion",
+        "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n",
+        "apiVersion",
+        'must be "kubescheduler.config.k8s.io/v1"',
+    ),
+    (
+        "wrong kind",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: Policy\n",
+        "kind",
+        'must be "KubeSchedulerConfiguration"',
+    ),
+    (
+        "unknown top-level field",
+        config("percentOfNodesToScore: 5\n"),
+        "percentOfNodesToScore",
+        "unknown field",
+    ),
+    (
+        "extenders",
+        config("extenders: [{urlPrefix: 'http://x', filterVerb: filter}]\n"),
+        "extenders",
+        "not supported",
+    ),
+    ("profiles not a list", config("profiles: {schedulerName: a}\n"), "profiles", "must be a list"),
+    ("profile not an object", config("profiles: [a]\n"), "profiles[0]", "must be an object"),
+    (
+        "unnamed profile among several",
+        config("profiles: [{schedulerName: a}, {}]\n"),
+        "profiles[1].schedulerName",
+        "required when there are several profiles",
+    ),
+    (
+        "duplicate schedulerName",
+        config("profiles: [{schedulerName: a}, {schedulerName: a}]\n"),
+        "profiles[1].schedulerName",
+        '"a" is already used',
+    ),
+    (
+        "unknown profile field",
+        config("profiles: [{schedulerName: a, plugin: {}}]\n"),
+        "profiles[0].plugin",
+        "unknown field",
+    ),
+    (
+        "unknown plugin",
+        config("profiles: [{plugins: {score: {enabled: [{name: Foo}]}}}]\n"),
+        "profiles[0].plugins.score.enabled[0].name",
+        'unknown plugin "Foo"',
+    ),
+    (
+        "volume plugin enabled",
+        config("profiles: [{plugins: {filter: {enabled: [{name: VolumeZone}]}}}]\n"),
+        "profiles[0].plugins.filter.enabled[0].name",
+        "not supported by policy-scheduler",
+    ),
+    (
+        "bad args",
+        config(
+            "profiles: [{pluginConfig: [{name: InterPodAffinity, args: {hardPodAffinityWeight: 101}}]}]\n"
+        ),
+        "profiles[0].pluginConfig[0].args.hardPodAffinityWeight",
+        "must be less than or equal to 100",
+    ),
+    (
+        "string weight",
+        config("profiles: [{plugins: {score: {enabled: [{name: ImageLocality, weight: '2'}]}}}]\n"),
+        "profiles[0].plugins.score.enabled[0].weight",
+        "must be an integer",
+    ),
+    (
+        "top-level backoff order",
+        config("podInitialBackoffSeconds: 30\n"),
+        "podMaxBackoffSeconds",
+        "must be greater than or equal to podInitialBackoffSeconds",
+    ),
+    (
+        "top-level percentage",
+        config("percentageOfNodesToScore: 150\n"),
+        "percentageOfNodesToScore",
+        "must be less than or equal to 100",
+    ),
+    (
+        "scheduler name not usable by pods",
+        config("profiles: [{schedulerName: My_Scheduler}]\n"),
+        "profiles[0].schedulerName",
+        "must match",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "message"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_errors_name_the_field(text: str, path: str, message: str) -> None:
+    pairs = errors_of(text)
+    assert any(p == path and message in m for p, m in pairs), pairs
+
+
+def test_errors_are_value_errors_with_every_problem() -> None:
+    text = config(
+        "podInitialBackoffSeconds: 0\nprofiles: [{schedulerName: a}, {}, {schedulerName: b, x: 1}]\n"
+    )
+    with pytest.raises(ValueError) as info:
+        import_config(text)
+    message = str(info.value)
+    for part in ("podInitialBackoffSeconds:", "profiles[1].schedulerName:", "profiles[2].x: unknown field"):
+        assert part in message
+
+
+def test_profile_values_win_over_top_level() -> None:
+    text = config("percentageOfNodesToScore: 10\nprofiles: [{percentageOfNodesToScore: 0}]\n")
+    (manifest,) = import_config(text)
+    assert manifest["spec"]["percentageOfNodesToScore"] == 0
+
+
+def test_manifest_specs_parse_back_unchanged() -> None:
+    for manifest in import_config(FULL):
+        spec: dict[str, Any] = manifest["spec"]
+        assert parse_profile_spec(spec).model_dump(mode="json", exclude_unset=True) == spec
