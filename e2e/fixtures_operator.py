@@ -16,6 +16,10 @@ import pytest
 from kubectl import Kubectl
 
 
+# Profiles labelled with this are served only by the operators their test starts itself.
+ISOLATED_LABEL = "e2e-isolated"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +91,11 @@ def kubectl(kubeconfig: Path) -> Kubectl:
 def operator_process(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """One operator for the session (leader election off); tests use their own profiles."""
     process = OperatorProcess(
-        kubeconfig, tmp_path_factory.mktemp("operator") / "operator.log", "--no-leader-elect"
+        kubeconfig,
+        tmp_path_factory.mktemp("operator") / "operator.log",
+        "--no-leader-elect",
+        "--profile-selector",
+        f"!{ISOLATED_LABEL}",
     )
     try:
         process.wait_ready()

@@ -315,7 +315,7 @@ async def test_events_are_created_and_aggregated(api: Any, namespace: str) -> No
         await recorder.stop()
 
 
-async def test_expired_resource_version_relists_and_diffs(api: Any, namespace: str) -> None:
+async def test_relist_diffs_against_store(api: Any, namespace: str) -> None:
     await create_pod(api, namespace, "survivor")
     seen = Seen()
     pods: inf.Informer[structs.Pod, model.Pod] = inf.Informer(
@@ -329,12 +329,10 @@ async def test_expired_resource_version_relists_and_diffs(api: Any, namespace: s
         field_selector=f"metadata.namespace={namespace}",
     )
     await pods._list_and_sync()
-    # Pretend the informer missed a deletion while disconnected, and its version is ancient.
+    # Pretend the informer missed a deletion while disconnected (a 410 Gone forces this relist;
+    # the server only answers 410 once etcd has compacted, which a test cannot wait for).
     ghost = model.Pod("ghost", namespace, resource_version="1")
     pods.store[ghost.key] = ghost
-    pods.resource_version = "1"
-    with pytest.raises(inf._Gone):
-        await pods._watch()
     await pods._list_and_sync()
     assert ("delete", "ghost", "1") in seen.events
     assert f"{namespace}/survivor" in pods.store

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
+
+from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -57,6 +58,7 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-scheduler", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the operator and its scheduler against a cluster")
@@ -70,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lease-name", default="policy-scheduler")
     run.add_argument("--identity", help="leader election identity (default: hostname_pid)")
     run.add_argument("--install-crds", action="store_true", help="apply crds/ before starting")
+    run.add_argument(
+        "--profile-selector",
+        default="",
+        help="serve only SchedulingProfiles whose labels match (kubectl -l syntax, e.g. 'shard=a,!canary')",
+    )
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")
@@ -99,10 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    configure_logging(str(args.log_level), str(args.log_format))
     result: int = args.func(args)
     return result
 

@@ -26,7 +26,9 @@ from policy_scheduler.apiobjects.convert import (
     pod_from_decode_failure,
 )
 from policy_scheduler.controllers.kopf_app import build_registry, settings
+from policy_scheduler.controllers.priorityclass_mirror import registrar as mirror_registrar
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.crdinstall import install_crds
@@ -63,6 +65,7 @@ class Operator:
         self.status = StatusWriter(api, is_leader=self.leader.is_leader)
         self.profiles = ProfileStore(compile_profile_spec, self.engine.set_profiles)
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        self.profile_selector = parse_selector(getattr(args, "profile_selector", "") or "")
         self.pods: Informer[structs.Pod, Pod] = Informer(
             api,
             PODS,
@@ -111,7 +114,7 @@ class Operator:
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata", {})
         name = meta.get("name", "")
-        if event_type == "DELETED":
+        if event_type == "DELETED" or not self.profile_selector(meta.get("labels") or {}):
             self.profiles.delete(name)
             self.status.forget(PROFILES, name)
             return
@@ -153,7 +156,9 @@ class Operator:
             tasks.append(informer.start())
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        registry = build_registry(self.api, {PROFILES: self.on_profile_event})
+        mirrors = mirror_registrar(api=self.api, status_writer=self.status,
+                                   pods=lambda: self.pods.store.values(), is_leader=self.leader.is_leader)
+        registry = build_registry(self.api, {PROFILES: self.on_profile_event}, extra=[mirrors])
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=registry, settings=settings(), standalone=True, clusterwide=True, stop_flag=kopf_stop
@@ -207,5 +212,4 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def run_operator(args: argparse.Namespace) -> int:
-    logging.getLogger("kopf").setLevel(logging.WARNING)
     return asyncio.run(_main(args))

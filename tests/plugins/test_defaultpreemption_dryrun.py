@@ -39,6 +39,7 @@ from ._build_defaultpreemption import (
     node,
     pod,
     post_filter,
+    statuses,
     victim_names,
 )
 
@@ -495,3 +496,37 @@ def test_select_victims_reports_no_victims_and_filter_failures() -> None:
     assert too_big.status.code == Code.UNSCHEDULABLE
     assert too_big.status.reasons == ("Insufficient cpu", "Insufficient memory")
     assert too_big.victims == []
+
+
+# ---- which nodes are searched ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("explicit", "absent", "want"),
+    [
+        (
+            {"node3": Code.UNSCHEDULABLE, "node1": Code.UNSCHEDULABLE, "node2": Code.UNSCHEDULABLE},
+            None,
+            "node1",
+        ),
+        ({"node3": Code.UNSCHEDULABLE, "node2": Code.UNSCHEDULABLE}, None, "node2"),
+        ({"node1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}, Code.UNSCHEDULABLE, "node2"),
+        ({"node1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node2": Code.PENDING}, Code.UNSCHEDULABLE, "node3"),
+    ],
+)
+def test_nodes_are_searched_in_node_tree_order(
+    explicit: dict[str, Code], absent: Code | None, want: str
+) -> None:
+    """Only Unschedulable nodes (explicit or absent) are dry-run, in table order from the offset."""
+    names = ["node1", "node2", "node3"]
+    env = build(
+        [node(n) for n in names],
+        [_p(f"p{i}", n, MID, LARGE) for i, n in enumerate(names)],
+        args={"minCandidateNodesPercentage": 1, "minCandidateNodesAbsolute": 1},
+        rng=FixedRng(0),
+        policy=BEST_EFFORT,
+    )
+    diagnosis = statuses(explicit, absent or Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    result, status = post_filter(env, pod("p", priority=HIGH, req=LARGE), diagnosis)
+    assert status.is_success
+    assert result is not None and result.nominated_node_name == want

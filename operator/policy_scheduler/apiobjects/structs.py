@@ -18,7 +18,9 @@ Quantity = str | int | float
 IntOrString = int | str
 
 
-class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", forbid_unknown_fields=False):
+class _Base(
+    msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", forbid_unknown_fields=False, gc=False
+):
     pass
 
 

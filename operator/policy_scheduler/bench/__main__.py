@@ -18,23 +18,21 @@ import sys
 import tracemalloc
 
 from policy_scheduler.bench.report import Report, Result
-from policy_scheduler.bench.workloads import Workload, catalogue, prepare, quick, run_measured
+from policy_scheduler.bench.workloads import Measurement, Workload, catalogue, prepare, quick, run_measured
 
 MEMORY_RUN_PODS = 200
 
 
-def measure(workload: Workload, repeat: int, seed: int) -> tuple[list[float], int, int, float]:
-    runs: list[float] = []
-    cycles = scheduled = 0
+def measure(workload: Workload, repeat: int, seed: int) -> tuple[list[Measurement], float]:
+    runs: list[Measurement] = []
     setup = 0.0
     for i in range(repeat):
         prepared = prepare(workload, seed=seed + i)
         setup = prepared.setup_seconds
         gc.collect()
-        seconds, cycles, scheduled = run_measured(prepared, limit=4 * workload.measured)
-        runs.append(seconds / max(cycles, 1) * 1e6)
+        runs.append(run_measured(prepared, limit=4 * workload.measured))
         del prepared
-    return runs, cycles, scheduled, setup
+    return runs, setup
 
 
 def measure_memory(workload: Workload, seed: int) -> dict[str, float]:
@@ -64,15 +62,21 @@ def profile(workload: Workload, seed: int, top: int) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m policy_scheduler.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m policy_scheduler.bench", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="tiny clusters and few pods (a smoke test)")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this workload (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--repeat", type=int, default=None, help="timed runs per workload (default 3, quick 1)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="timed runs per workload (default 3, quick 1)"
+    )
     parser.add_argument("--pods", type=int, default=None, help="override the number of measured pods")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
-    parser.add_argument("--profile", type=int, default=0, metavar="N", help="add a cProfile top-N per workload")
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="add a cProfile top-N per workload"
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     return parser.parse_args(argv)
 
@@ -97,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
             workload = workload.scaled(workload.nodes, workload.existing, args.pods)
         if not args.json:
             print(f"running {name} ...", file=sys.stderr, flush=True)
-        runs, cycles, scheduled, setup = measure(workload, repeat, args.seed)
+        runs, setup = measure(workload, repeat, args.seed)
         memory = None if args.no_memory else measure_memory(workload, args.seed)
         text = profile(workload, args.seed, args.profile) if args.profile else ""
-        report.results.append(Result(workload, runs, cycles, scheduled, setup, memory, text))
+        report.results.append(Result(workload, runs, setup, memory, text))
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")

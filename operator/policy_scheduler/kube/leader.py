@@ -33,9 +33,10 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str | None = None,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        # Whole seconds: the Lease's leaseDurationSeconds is an integer field.
+        lease_duration: int = 15,
+        renew_deadline: int = 10,
+        retry_period: int = 2,
         on_change: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = api

@@ -44,7 +44,9 @@ async def create_priority_class(api: Any, obj: dict[str, Any]) -> dict[str, Any]
 
 async def patch_priority_class(api: Any, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     """A JSON merge patch (RFC 7386): null removes a field."""
-    status, body = await request(api, "PATCH", priority_class_path(name), body=patch, content_type=MERGE_PATCH)
+    status, body = await request(
+        api, "PATCH", priority_class_path(name), body=patch, content_type=MERGE_PATCH
+    )
     if not 200 <= status < 300:
         raise ApiError.from_response(status, body)
     return _decode(body)

@@ -7,6 +7,7 @@ only renames nodes and namespaces so that scenarios can share a cluster.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,6 +34,7 @@ TAINTS: tuple[dict[str, str], ...] = (
 class Scenario:
     seed: int
     scheduler_name: str
+    prefix: str = ""
     namespaces: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     running: list[dict[str, Any]] = field(default_factory=list)
@@ -53,7 +55,19 @@ class Scenario:
         header = f"# parity scenario seed={self.seed} profile={self.scheduler_name}\n"
         return header + yaml.safe_dump_all(self.manifests(), sort_keys=False)
 
-    def without(self, *, node: int | None = None, running: int | None = None, pending: int | None = None) -> Scenario:
+    def renamed(self, prefix: str) -> Scenario:
+        """The same scenario with every node and namespace name under a new prefix."""
+        if not self.prefix:
+            raise ValueError("only a prefixed scenario can be renamed")
+        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending])
+        namespaces, nodes, running, pending = json.loads(text.replace(self.prefix, prefix))
+        return replace(
+            self, prefix=prefix, namespaces=namespaces, nodes=nodes, running=running, pending=pending
+        )
+
+    def without(
+        self, *, node: int | None = None, running: int | None = None, pending: int | None = None
+    ) -> Scenario:
         """A copy with one object removed (running pods on a removed node go too)."""
         nodes = [n for i, n in enumerate(self.nodes) if i != node]
         names = {n["metadata"]["name"] for n in nodes}
@@ -77,7 +91,7 @@ def priority_class_manifests() -> list[dict[str, Any]]:
 
 def generate(seed: int, prefix: str = "") -> Scenario:
     rng = random.Random(seed)
-    scenario = Scenario(seed=seed, scheduler_name=pick(rng, *SCHEDULER_NAMES))
+    scenario = Scenario(seed=seed, scheduler_name=pick(rng, *SCHEDULER_NAMES), prefix=prefix)
     ns_names = [f"{prefix}ns-a"] + ([f"{prefix}ns-b"] if chance(rng, 0.4) else [])
     scenario.namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {"team": t}}}
@@ -121,11 +135,7 @@ def _node(rng: random.Random, name: str, zones: tuple[str, ...]) -> dict[str, An
         spec["taints"] = [dict(TAINTS[i]) for i in rng.sample(range(len(TAINTS)), pick(rng, 1, 1, 2))]
     if chance(rng, 0.06):
         spec["unschedulable"] = True
-    images = [
-        {"names": list(names), "sizeBytes": size}
-        for _, names, size in ps.IMAGES
-        if chance(rng, 0.35)
-    ]
+    images = [{"names": list(names), "sizeBytes": size} for _, names, size in ps.IMAGES if chance(rng, 0.35)]
     status: dict[str, Any] = {"capacity": capacity, "allocatable": dict(capacity)}
     if images:
         status["images"] = images
@@ -152,8 +162,8 @@ def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool) -> dic
     if chance(rng, 0.12):
         spec["initContainers"] = ps.init_containers(rng)
     if chance(rng, 0.55 if pending else 0.5):
-        spec["priorityClassName"] = pick(rng, *ps.PRIORITY_CLASSES) if pending else pick(
-            rng, "parity-low", "parity-mid"
+        spec["priorityClassName"] = (
+            pick(rng, *ps.PRIORITY_CLASSES) if pending else pick(rng, "parity-low", "parity-mid")
         )
     if chance(rng, 0.35):
         spec["tolerations"] = ps.tolerations(rng)

@@ -83,12 +83,12 @@ def container(rng: random.Random, name: str, *, heavy: bool = False, ports: bool
     if resources:
         c["resources"] = resources
     if ports:
-        c["ports"] = [_port(rng) for _ in range(pick(rng, 1, 1, 2))]
+        c["ports"] = [_port(rng, port) for port in rng.sample(HOST_PORTS, pick(rng, 1, 1, 2))]
     return c
 
 
-def _port(rng: random.Random) -> dict[str, Any]:
-    port: dict[str, Any] = {"containerPort": 80, "hostPort": pick(rng, *HOST_PORTS)}
+def _port(rng: random.Random, host_port: int) -> dict[str, Any]:
+    port: dict[str, Any] = {"containerPort": host_port, "hostPort": host_port}
     if chance(rng, 0.2):
         port["protocol"] = "UDP"
     if chance(rng, 0.2):
@@ -148,10 +148,14 @@ def _node_requirement(rng: random.Random, u: Universe) -> dict[str, Any]:
 
 
 def _node_term(rng: random.Random, u: Universe) -> dict[str, Any]:
-    term: dict[str, Any] = {"matchExpressions": [_node_requirement(rng, u) for _ in range(pick(rng, 1, 1, 2))]}
+    term: dict[str, Any] = {
+        "matchExpressions": [_node_requirement(rng, u) for _ in range(pick(rng, 1, 1, 2))]
+    }
     if chance(rng, 0.1):
-        names = rng.sample(u.node_names, min(len(u.node_names), 2))
-        term["matchFields"] = [{"key": "metadata.name", "operator": pick(rng, "In", "NotIn"), "values": names}]
+        name = pick(rng, *u.node_names)  # the API allows exactly one value here
+        term["matchFields"] = [
+            {"key": "metadata.name", "operator": pick(rng, "In", "NotIn"), "values": [name]}
+        ]
     return term
 
 
@@ -171,7 +175,8 @@ def node_affinity(rng: random.Random, u: Universe, required: bool, preferred: bo
         out["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     if preferred:
         out["preferredDuringSchedulingIgnoredDuringExecution"] = [
-            {"weight": rng.randint(1, 100), "preference": _node_term(rng, u)} for _ in range(pick(rng, 1, 2, 3))
+            {"weight": rng.randint(1, 100), "preference": _node_term(rng, u)}
+            for _ in range(pick(rng, 1, 2, 3))
         ]
     return out
 

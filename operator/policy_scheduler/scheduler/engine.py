@@ -27,7 +27,7 @@ from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
-from policy_scheduler.scheduler.scheduler import Scheduler, SchedulerHooks
+from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE, Scheduler, SchedulerHooks
 
 log = logging.getLogger(__name__)
 
@@ -105,21 +105,34 @@ class Engine:
         """Replace the active profiles. Queued pods stay; cycles already running keep their framework."""
         frameworks: dict[str, Framework] = {}
         for profile in profiles:
+            current = self.frameworks.get(profile.scheduler_name)
+            if current is not None and current.profile == profile:
+                frameworks[profile.scheduler_name] = current  # unchanged: keep its plugin state
+                continue
             handle = dataclasses.replace(self.base_handle)
             framework = Framework(profile, self.registry, handle)
             handle.framework = framework
             frameworks[profile.scheduler_name] = framework
         previous = set(self.frameworks)
+        changed = {name for name, fw in frameworks.items() if self.frameworks.get(name) is not fw}
         self.frameworks = frameworks
-        self.queue.resort()
+        if changed or previous - set(frameworks):
+            self.queue.resort()
         for name in set(frameworks) - previous:
             for pod in self.unassigned.values():
-                if pod.scheduler_name == name:
+                if pod.scheduler_name == name and not pod.terminating:
                     self.queue.add(pod)
         for name in previous - set(frameworks):
             for pod in self.unassigned.values():
                 if pod.scheduler_name == name:
                     self.queue.delete(pod)
+                    self.scheduler.hooks.failed(
+                        pod,
+                        REASON_UNSCHEDULABLE,
+                        f"no SchedulingProfile serves schedulerName {name!r} any more",
+                        None,
+                        None,
+                    )
 
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.frameworks

@@ -62,5 +62,5 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if histogram:
             message += f" {', '.join(histogram)}."
     if diagnosis.post_filter_msg:
-        message += f" {diagnosis.post_filter_msg}."
+        message += f" {diagnosis.post_filter_msg}"
     return message

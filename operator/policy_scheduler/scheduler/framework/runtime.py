@@ -277,9 +277,8 @@ class Framework:
         outcome = self.run_filters(state, pod, rows)
         nominator = self.handle.nominator
         table = self.handle.table
-        for i, row in enumerate(rows):
-            if outcome.status_ref[i] != PASSED:
-                continue  # already rejected without the nominated pods
+        for i in self._passed_with_nominations(rows, outcome):
+            row = rows[i]
             node_name = table.nodes[int(row)].name
             nominated = [
                 p
@@ -293,6 +292,22 @@ class Framework:
                 outcome.statuses.append(status)
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
+
+    def _passed_with_nominations(self, rows: Rows, outcome: FilterOutcome) -> list[int]:
+        """Positions of passed rows whose node may have nominated pods, in row order.
+
+        Only nodes with nominations need the second pass; asking the nominator about each of
+        thousands of nodes per cycle would cost more than the filters themselves.
+        """
+        passed = outcome.status_ref == PASSED
+        list_nodes = getattr(self.handle.nominator, "nominated_node_names", None)
+        if list_nodes is None:  # a nominator that cannot list its nodes: ask about every row
+            return np.flatnonzero(passed).tolist()
+        index = self.handle.table.index
+        nominated = [index[name] for name in list_nodes() if name in index]
+        if not nominated:
+            return []
+        return np.flatnonzero(passed & np.isin(rows, nominated)).tolist()
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
         table = self.handle.table

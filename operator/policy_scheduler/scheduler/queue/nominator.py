@@ -66,6 +66,10 @@ class PodNominator:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self._by_node.get(node_name, ()))
 
+    def nominated_node_names(self) -> list[str]:
+        """Nodes with at least one nominated pod (the framework checks only these)."""
+        return list(self._by_node)
+
     def nominated_node_name(self, pod: Pod) -> str | None:
         return self._node_of.get(pod_uid(pod))
 

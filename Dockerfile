@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# policy-scheduler image: `docker build -t policy-scheduler:0.1.0 .`
+# Builder: the project's wheel plus wheels of all its dependencies. Final: those wheels
+# installed into a slim Python with no compiler, no pip cache, no source tree.
+
+FROM python:3.11-slim AS builder
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml ./
+COPY operator ./operator
+RUN pip wheel --wheel-dir /wheels .
+
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOME=/tmp
+# Offline install from the builder's wheels only; the wheels are mounted, not copied, so they
+# are not left in a layer.
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels policy-scheduler
+# Numeric, so Kubernetes can check runAsNonRoot; it owns nothing: the root filesystem may be
+# read-only and only /tmp (an emptyDir in manifests/deployment.yaml) is written.
+USER 65532:65532
+WORKDIR /tmp
+EXPOSE 10259
+ENTRYPOINT ["policy-scheduler"]
+CMD ["run"]

@@ -1,0 +1,79 @@
+"""Issue 6: two operators, one Lease; kill the leader and the standby takes over, nothing bound twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures_operator import ISOLATED_LABEL, OperatorProcess
+from kubectl import Kubectl, namespace, pod, profile, wait_for
+
+NS = "e2e-leader"
+SCHEDULER = "leader-scheduler"
+LEASE = "e2e-leader-lease"
+
+
+def _bound(kubectl: Kubectl, count: int) -> list[dict[str, Any]] | None:
+    pods = kubectl.items("pods", NS)
+    if len(pods) == count and all(p["spec"].get("nodeName") for p in pods):
+        return pods
+    return None
+
+
+def _holder(kubectl: Kubectl) -> str:
+    lease = kubectl.get("lease", LEASE, NS)
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+@pytest.fixture
+def operators(kubeconfig: Path, tmp_path: Path) -> Any:
+    procs = [
+        OperatorProcess(
+            kubeconfig, tmp_path / f"op-{name}.log",
+            "--lease-namespace", NS, "--lease-name", LEASE, "--identity", f"op-{name}",
+            "--profile-selector", f"{ISOLATED_LABEL}=leader",
+        )
+        for name in ("a", "b")
+    ]
+    try:
+        yield {f"op-{n}": p for n, p in zip(("a", "b"), procs, strict=True)}
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def test_standby_takes_over_when_leader_dies(operators: dict[str, OperatorProcess], kubectl: Kubectl) -> None:
+    kubectl.apply(namespace(NS))
+    for proc in operators.values():
+        proc.wait_ready()
+    leader_profile = profile("leader", SCHEDULER)
+    leader_profile["metadata"]["labels"] = {ISOLATED_LABEL: "leader"}
+    kubectl.apply(leader_profile)
+
+    kubectl.create(*(pod(f"first-{i}", NS, SCHEDULER) for i in range(10)))
+    wait_for("first pods bound", lambda: _bound(kubectl, 10), timeout=60)
+    leader = wait_for("a lease holder", lambda: _holder(kubectl), timeout=30)
+    assert leader in operators
+    standby = next(name for name in operators if name != leader)
+    assert "policy_scheduler_leader 1.0" in operators[leader].metrics()
+    assert "policy_scheduler_leader 0.0" in operators[standby].metrics()
+
+    # A crash, not a clean shutdown: the lease has to expire before the standby may lead.
+    os.killpg(operators[leader].proc.pid, signal.SIGKILL)
+    operators[leader].proc.wait()
+    kubectl.create(*(pod(f"second-{i}", NS, SCHEDULER) for i in range(10)))
+    wait_for("standby holds the lease", lambda: _holder(kubectl) == standby, timeout=60)
+    pods = wait_for("second pods bound by the standby", lambda: _bound(kubectl, 20), timeout=60)
+    assert len(pods) == 20
+
+    # Every pod was bound exactly once: one Scheduled event each, and no binding conflicts.
+    events = kubectl.items("events.events.k8s.io", NS)
+    scheduled = Counter(e["regarding"]["name"] for e in events if e.get("reason") == "Scheduled")
+    assert set(scheduled) == {p["metadata"]["name"] for p in pods}
+    assert all(count == 1 for count in scheduled.values()), scheduled
+    assert all((e.get("series") or {}).get("count", 1) == 1 for e in events if e.get("reason") == "Scheduled")
+    assert "409" not in operators[standby].tail(400)

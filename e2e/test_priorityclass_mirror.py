@@ -1,0 +1,163 @@
+"""PriorityClassMirror on the real control plane: the operator keeps the native PriorityClass in sync."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubectl import Kubectl, condition, namespace, pod, wait_for
+from policy_scheduler.controllers.priorityclass_mirror import (
+    MANAGED_BY_LABEL,
+    ORIGIN_ANNOTATION,
+)
+
+NS = "e2e-pcm"
+API_VERSION = "scheduling.policy-scheduler.io/v1alpha1"
+
+
+def mirror(name: str, value: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PriorityClassMirror",
+        "metadata": {"name": name},
+        "spec": {"value": value, **spec},
+    }
+
+
+def native(kubectl: Kubectl, name: str) -> dict[str, Any] | None:
+    result = kubectl.run("get", "priorityclass", name, "-o", "json", "--ignore-not-found")
+    if not result.stdout.strip():
+        return None
+    obj: dict[str, Any] = json.loads(result.stdout)
+    return obj
+
+
+def synced_status(kubectl: Kubectl, name: str, **expected: Any) -> dict[str, Any] | None:
+    """The mirror's status once Synced=True for its current generation and matching `expected`."""
+    obj = kubectl.get("priorityclassmirror", name)
+    status = obj.get("status") or {}
+    synced = condition(obj, "Synced")
+    if not synced or synced["status"] != "True":
+        return None
+    if status.get("observedGeneration") != obj["metadata"]["generation"]:
+        return None
+    if any(status.get(k) != v for k, v in expected.items()):
+        return None
+    return dict(status)
+
+
+def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubectl) -> None:
+    name = "e2e-pcm-created"
+    kubectl.apply(mirror(name, 1234, description="first"))
+    pc = wait_for("native PriorityClass created", lambda: native(kubectl, name), timeout=30)
+    assert pc["value"] == 1234 and pc["description"] == "first"
+    assert pc["preemptionPolicy"] == "PreemptLowerPriority" and not pc.get("globalDefault")
+    assert pc["metadata"]["labels"][MANAGED_BY_LABEL] == "policy-scheduler"
+    assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "created"
+    owner = kubectl.get("priorityclassmirror", name)
+    assert [(r["kind"], r["uid"]) for r in pc["metadata"]["ownerReferences"]] == [
+        ("PriorityClassMirror", owner["metadata"]["uid"])
+    ]
+    first_uid = pc["metadata"]["uid"]
+    status = wait_for("mirror Synced", lambda: synced_status(kubectl, name, nativeUid=first_uid), timeout=30)
+    obj = kubectl.get("priorityclassmirror", name)
+    assert condition(obj, "Accepted")["status"] == "True"  # type: ignore[index]
+    assert condition(obj, "Ready")["status"] == "True"  # type: ignore[index]
+    assert status["podCount"] == 0
+
+    # A pod of the class (for a scheduler nobody serves, so it stays Pending but is counted).
+    kubectl.apply(namespace(NS))
+    kubectl.create(pod("uses-created", NS, "nobody-serves-this", priority_class=name))
+    assert kubectl.get("pod", "uses-created", NS)["spec"]["priority"] == 1234
+    wait_for("pod counted", lambda: synced_status(kubectl, name, podCount=1, outdatedPodCount=0), timeout=30)
+
+    # Mutable fields: patched in place.
+    kubectl.patch("priorityclassmirror", name, {"spec": {"description": "second"}})
+    wait_for(
+        "description patched",
+        lambda: (pc := native(kubectl, name)) and pc.get("description") == "second" and pc,
+        timeout=30,
+    )
+    assert native(kubectl, name)["metadata"]["uid"] == first_uid  # type: ignore[index]
+
+    # Immutable value: deleted and created again; the running pod keeps its old priority.
+    kubectl.patch("priorityclassmirror", name, {"spec": {"value": 4321}})
+    pc = wait_for(
+        "recreated with the new value",
+        lambda: (p := native(kubectl, name)) and p["value"] == 4321 and p,
+        timeout=30,
+    )
+    assert pc["metadata"]["uid"] != first_uid
+    assert pc["description"] == "second"
+    assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "created"
+    wait_for(
+        "new uid and outdated pod in status",
+        lambda: synced_status(kubectl, name, nativeUid=pc["metadata"]["uid"], podCount=1, outdatedPodCount=1),
+        timeout=30,
+    )
+
+    # A hand-deleted native class comes back.
+    kubectl.delete("priorityclass", name, wait=True)
+    wait_for(
+        "repaired",
+        lambda: (p := native(kubectl, name)) and p["metadata"]["uid"] != pc["metadata"]["uid"],
+        timeout=30,
+    )
+
+    # Deleting the mirror deletes the class it created.
+    kubectl.delete("pod", "uses-created", NS)
+    kubectl.delete("priorityclassmirror", name)
+    wait_for("native class deleted", lambda: native(kubectl, name) is None, timeout=30)
+
+
+def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kubectl) -> None:
+    name = "e2e-pcm-adopted"
+    kubectl.apply(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "labels": {"team": "platform"}},
+            "value": 77,
+            "description": "made by hand",
+        }
+    )
+    original_uid = native(kubectl, name)["metadata"]["uid"]  # type: ignore[index]
+
+    kubectl.apply(mirror(name, 77, description="managed now"))
+    pc = wait_for(
+        "adopted",
+        lambda: (
+            (p := native(kubectl, name))
+            and p["metadata"].get("annotations", {}).get(ORIGIN_ANNOTATION) == "adopted"
+            and p.get("description") == "managed now"
+            and p
+        ),
+        timeout=30,
+    )
+    assert pc["metadata"]["uid"] == original_uid
+    assert pc["metadata"]["labels"] == {"team": "platform", MANAGED_BY_LABEL: "policy-scheduler"}
+    assert not pc["metadata"].get("ownerReferences")
+    wait_for("mirror Synced", lambda: synced_status(kubectl, name, nativeUid=original_uid), timeout=30)
+
+    # An adopted class whose value changes is recreated, still as adopted (no owner).
+    kubectl.patch("priorityclassmirror", name, {"spec": {"value": 78}})
+    pc = wait_for("recreated", lambda: (p := native(kubectl, name)) and p["value"] == 78 and p, timeout=30)
+    assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "adopted"
+    assert pc["metadata"]["labels"]["team"] == "platform"
+    assert not pc["metadata"].get("ownerReferences")
+    kept_uid = pc["metadata"]["uid"]
+
+    # Deleting the mirror keeps the class and drops our marks.
+    kubectl.delete("priorityclassmirror", name)
+    released = wait_for(
+        "released",
+        lambda: (
+            (p := native(kubectl, name))
+            and ORIGIN_ANNOTATION not in (p["metadata"].get("annotations") or {})
+            and p
+        ),
+        timeout=30,
+    )
+    assert released["metadata"]["uid"] == kept_uid and released["value"] == 78
+    assert MANAGED_BY_LABEL not in released["metadata"]["labels"]
+    kubectl.delete("priorityclass", name)

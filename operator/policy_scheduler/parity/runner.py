@@ -1,0 +1,221 @@
+"""Run scenarios on a real cluster: kube-scheduler decides, our core is judged pod by pod.
+
+For every pending pod, in order: our core evaluates it on the cluster's current state, then
+the pod is created and kube-scheduler's answer is read from its log. A pod kube-scheduler
+leaves pending is deleted at once, so the state both see for the next pod is identical and
+one disagreement never cascades. Nothing proceeds before kube-scheduler's cache has seen
+every node and pod change (its event log lines), so it never decides on stale state.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy_scheduler.parity.api import JSON, ClusterApi
+from policy_scheduler.parity.compare import Reference, Verdict, judge
+from policy_scheduler.parity.generator import Scenario, priority_class_manifests
+from policy_scheduler.parity.ours import Decision, evaluate
+from policy_scheduler.parity.profiles import resolved_profiles
+from policy_scheduler.parity.schedlog import SchedulerLog
+
+POLL = 0.005
+DECISION_TIMEOUT = 15.0
+REBIND_WINDOW = 2.0
+
+
+class HarnessError(RuntimeError):
+    """The cluster or kube-scheduler did not behave (not a scheduling disagreement)."""
+
+
+@dataclass(slots=True)
+class PodResult:
+    key: str
+    reference: Reference
+    ours: Decision
+    verdict: Verdict
+    # the state the pod was judged on: running pod manifests with spec.nodeName set
+    state: list[dict[str, Any]] = field(default_factory=list)
+    followup: bool = False  # the second attempt of a preemptor
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    scenario: Scenario
+    pods: list[PodResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def wait_until(what: str, check: Callable[[], bool], log: SchedulerLog, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        log.poll()
+        if check():
+            return
+        if time.monotonic() > deadline:
+            raise HarnessError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(POLL)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+class Runner:
+    def __init__(self, api: ClusterApi, log: SchedulerLog, alive: Callable[[], bool] = lambda: True) -> None:
+        self.api = api
+        self.log = log
+        self.alive = alive
+        self.profiles = resolved_profiles()
+        for pc in priority_class_manifests():
+            api.create(pc, exist_ok=True)
+
+    def _wait(self, what: str, check: Callable[[], bool], timeout: float = DECISION_TIMEOUT) -> None:
+        if not self.alive():
+            raise HarnessError("kube-scheduler is not running")
+        wait_until(what, check, self.log, timeout)
+
+    # ---- one scenario ---------------------------------------------------------------------------
+
+    def run(self, scenario: Scenario) -> ScenarioResult:
+        started = time.monotonic()
+        result = ScenarioResult(scenario)
+        try:
+            self._setup(scenario)
+            manifests = {_key(p): p for p in scenario.running}
+            for pod in scenario.pending:
+                result.pods.extend(self._one_pod(scenario, pod, manifests))
+        finally:
+            self._teardown(scenario)
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _setup(self, scenario: Scenario) -> None:
+        for ns in scenario.namespaces:
+            self.api.create(ns)
+        for node in scenario.nodes:
+            self.api.create(node)
+        names = {n["metadata"]["name"] for n in scenario.nodes}
+        self._wait("kube-scheduler to see the nodes", lambda: names <= self.log.nodes_added)
+        for pod in scenario.running:
+            self.api.create(pod)
+        keys = {_key(p) for p in scenario.running}
+        self._wait("kube-scheduler to see the running pods", lambda: keys <= self.log.scheduled_added)
+        self._nodes = self.api.nodes()
+        self._namespace_labels = self.api.namespace_labels()
+
+    def _teardown(self, scenario: Scenario) -> None:
+        for ns in scenario.namespaces:
+            self.api.delete_pods(ns["metadata"]["name"])
+        for node in scenario.nodes:
+            self.api.delete(node)
+        for ns in scenario.namespaces:
+            self.api.delete(ns)
+        names = {n["metadata"]["name"] for n in scenario.nodes}
+        self._wait("kube-scheduler to forget the nodes", lambda: names <= self.log.nodes_deleted)
+
+    def _state(self) -> list[JSON]:
+        """Bound pods once kwok has started them (preemption ranks victims by start time)."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            pods = self.api.bound_pods()
+            if all(p.get("status", {}).get("startTime") for p in pods) or time.monotonic() > deadline:
+                return pods
+            time.sleep(0.02)
+
+    def _one_pod(
+        self, scenario: Scenario, pod: dict[str, Any], manifests: dict[str, dict[str, Any]]
+    ) -> list[PodResult]:
+        key = _key(pod)
+        profile = self.profiles[scenario.scheduler_name]
+        bound = self._state()
+        api_pod = self.api.create(pod)  # the stored object (defaults, admission) is what we judge
+        ours = evaluate(profile, self._nodes, bound, api_pod, self._namespace_labels)
+        ref = self._reference(key)
+        results = [PodResult(key, ref, ours, judge(ref, ours), _frozen_state(bound, manifests))]
+        if ref.outcome == "preempt":
+            for victim in ref.victims:
+                manifests.pop(victim, None)
+            followup = self._after_preemption(key, api_pod, profile, manifests)
+            if followup is not None:
+                results.append(followup)
+        if self.log.pods[key].attempts and self.log.pods[key].attempts[-1].outcome == "bound":
+            manifests[key] = pod
+        else:
+            self._drop(pod)
+        return results
+
+    def _drop(self, pod: dict[str, Any]) -> None:
+        """Delete a pod kube-scheduler left pending, and wait until its queue forgot it."""
+        key = _key(pod)
+        self.api.delete(pod)
+        podlog = self.log.pods[key]
+        self._wait(
+            f"kube-scheduler to drop {key}",
+            lambda: podlog.deleted_unscheduled or key in self.log.scheduled_deleted,
+        )
+
+    def _reference(self, key: str) -> Reference:
+        podlog = self.log.pods[key]
+
+        def decided() -> bool:
+            return podlog.gated or bool(podlog.attempts and podlog.attempts[0].outcome)
+
+        try:
+            self._wait(f"kube-scheduler's decision on {key}", decided)
+        except HarnessError as exc:
+            return Reference("timeout", message=str(exc))
+        if podlog.gated and not podlog.attempts:
+            return Reference("gated")
+        first = podlog.attempts[0]
+        ref = Reference(
+            first.outcome, first.node, first.feasible, dict(first.scores), first.plugin_scores, first.message
+        )
+        if first.outcome == "unschedulable" and first.preemption_node:
+            ref.outcome, ref.node = "preempt", first.preemption_node
+            self._wait(f"the preemption of {key}", lambda: podlog.preemption_done)
+            ref.victims = list(podlog.victims)
+            victims = set(ref.victims)
+            self._wait("kube-scheduler to forget the victims", lambda: victims <= self.log.scheduled_deleted)
+        return ref
+
+    def _after_preemption(
+        self, key: str, api_pod: JSON, profile: Any, manifests: dict[str, dict[str, Any]]
+    ) -> PodResult | None:
+        """Judge the preemptor's next attempt if kube-scheduler makes it soon. (It may not:
+        a victim deleted while the preemption is still in flight leaves the preemptor in
+        the unschedulable queue for minutes, upstream behaviour.)"""
+        podlog = self.log.pods[key]
+        try:
+            self._wait(
+                f"{key} to bind after preempting",
+                lambda: len(podlog.attempts) > 1 and bool(podlog.attempts[-1].outcome),
+                REBIND_WINDOW,
+            )
+        except HarnessError:
+            return None
+        final = podlog.attempts[-1]
+        bound = [p for p in self._state() if _key(p) != key]
+        retry = copy.deepcopy(api_pod)
+        retry.setdefault("status", {})["nominatedNodeName"] = podlog.attempts[0].preemption_node
+        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels)
+        ref = Reference(
+            final.outcome, final.node, final.feasible, dict(final.scores), final.plugin_scores, final.message
+        )
+        return PodResult(key, ref, ours, judge(ref, ours), _frozen_state(bound, manifests), followup=True)
+
+
+def _frozen_state(bound: list[JSON], manifests: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scenario's bound pods as manifests with spec.nodeName, for a minimal repro."""
+    out = []
+    for api_pod in bound:
+        original = manifests.get(_key(api_pod))
+        if original is None:
+            continue  # not the scenario's (another user's pod on a shared cluster)
+        frozen = copy.deepcopy(original)
+        frozen["spec"]["nodeName"] = api_pod["spec"]["nodeName"]
+        out.append(frozen)
+    return out
