@@ -1390,3 +1390,21 @@ def test_namespace_selector_without_namespaces_excludes_own_namespace() -> None:
         plugin.pre_filter(new_state(), pod(namespace="subteam1.team2", labels={"app": "x"}))[1].code
         == Code.SKIP
     )
+
+
+def test_index_survives_removing_unlabelled_pods_of_one_namespace() -> None:
+    """Regression: the second removal used to raise KeyError after the table had changed."""
+    from policy_scheduler.scheduler.model import Node, Pod
+    from policy_scheduler.scheduler.nodetable import NodeTable
+    from policy_scheduler.scheduler.plugins.interpodaffinity.index import AffinityIndex
+
+    table = NodeTable()
+    row = table.set_node(Node("n1", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 10}))
+    index = AffinityIndex.of(table)
+    a, b = Pod("a"), Pod("b")
+    table.add_pod(a, row)
+    table.add_pod(b, row)
+    table.remove_pod(a, row)
+    table.remove_pod(b, row)
+    assert table.pod_count[row] == 0
+    assert not index.by_namespace

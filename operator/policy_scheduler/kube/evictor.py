@@ -57,6 +57,7 @@ NOMINATION_SETTLE = 5.0  # how long to wait for the reporter's nomination write 
 IN_FLIGHT_SLACK = 60.0  # an evicted pod still around after its grace period + this stops counting
 API_ATTEMPTS = 5
 REQUEUE_INITIAL, REQUEUE_CAP = 1.0, 60.0
+_API_FAILURES: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 
 
 # ---- policy settings and records -------------------------------------------------------------------
@@ -77,7 +78,7 @@ class RateLimits:
 class EvictionSettings:
     policy_name: str | None  # None: no EvictionPolicy, the built-in default
     config: EvictionPolicyConfig = DEFAULT_POLICY
-    limits: RateLimits = RateLimits()
+    limits: RateLimits | None = None  # None: unlimited, as kube-scheduler
 
 
 DEFAULT_SETTINGS = EvictionSettings(None)
@@ -271,13 +272,13 @@ class _Job:
         return self.settings.config.dry_run
 
 
-class _VictimMeta(msgspec.Struct):
+class _VictimMeta(msgspec.Struct, rename="camel"):
     uid: str = ""
-    deletionTimestamp: str | None = None  # noqa: N815  (JSON name)
+    deletion_timestamp: str | None = None
 
 
-class _VictimSpec(msgspec.Struct):
-    terminationGracePeriodSeconds: int | None = None  # noqa: N815
+class _VictimSpec(msgspec.Struct, rename="camel"):
+    termination_grace_period_seconds: int | None = None
 
 
 class _Victim(msgspec.Struct):
@@ -377,6 +378,8 @@ class Evictor:
             end = await self._evict_all(job)
             if end is _End.ABANDONED:
                 await self._clear_nomination(job)
+            elif end is _End.DONE:
+                await self._nomination_visible(job)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -416,7 +419,9 @@ class Evictor:
     async def _evict_all(self, job: _Job) -> _End:
         for victim in job.victims:
             if not self._still_waiting(job):
-                log.info("preemptor no longer pending; evicting nothing more", extra={"pod": job.preemptor.key})
+                log.info(
+                    "preemptor no longer pending; evicting nothing more", extra={"pod": job.preemptor.key}
+                )
                 return _End.STALE
             if victim.terminating:
                 continue  # its deletion already started, as upstream skips it
@@ -427,44 +432,62 @@ class Evictor:
 
     async def _evict_victim(self, job: _Job, victim: Pod) -> _End:
         found = await self._read_victim(victim)
-        if found is None or found.metadata.deletionTimestamp is not None:
+        if found is None or found.metadata.deletion_timestamp is not None:
             return _End.DONE  # gone or already terminating: no eviction needed
         granted = await self._acquire(job, victim)
         if granted is not _End.DONE:
             return granted
         config = job.settings.config
-        grace = grace_period(found.spec.terminationGracePeriodSeconds, config.max_grace_period_seconds)
+        grace = grace_period(found.spec.termination_grace_period_seconds, config.max_grace_period_seconds)
         await self._mark_disruption_target(job, victim)
-        outcome, message = await self._call("POST", pod_path(victim.namespace, victim.name) + "/eviction",
-                                            eviction_body(victim.namespace, victim.name, victim.uid, grace))
+        outcome, message = await self._call(
+            "POST",
+            pod_path(victim.namespace, victim.name) + "/eviction",
+            eviction_body(victim.namespace, victim.name, victim.uid, grace),
+        )
         if outcome in (Outcome.BUDGET, Outcome.MULTIPLE_BUDGETS):
             result = BLOCKED_BY_BUDGET if outcome is Outcome.BUDGET else FAILED
             self._record(job, victim, result, message)
             if config.enforce_budgets:
-                note = (f"eviction of {victim.key} on node {job.node} refused: {message}; "
-                        "the preemption is abandoned and the pod will be retried")
-                self.events.event(ObjectRef.for_pod(job.preemptor), WARNING, REASON_BLOCKED, "Preempting", note)
-                log.info("eviction blocked by a disruption budget", extra={"victim": victim.key, "error": message})
+                note = (
+                    f"eviction of {victim.key} on node {job.node} refused: {message}; "
+                    "the preemption is abandoned and the pod will be retried"
+                )
+                self.events.event(
+                    ObjectRef.for_pod(job.preemptor), WARNING, REASON_BLOCKED, "Preempting", note
+                )
+                log.info(
+                    "eviction blocked by a disruption budget", extra={"victim": victim.key, "error": message}
+                )
                 return _End.ABANDONED
             # BestEffort: kube-scheduler deletes victims whatever their budgets say.
-            outcome, message = await self._call("DELETE", pod_path(victim.namespace, victim.name),
-                                                delete_options(victim.uid, grace))
+            outcome, message = await self._call(
+                "DELETE", pod_path(victim.namespace, victim.name), delete_options(victim.uid, grace)
+            )
         if outcome is Outcome.GONE:
             return _End.DONE
         if outcome is not Outcome.EVICTED:
             self._record(job, victim, FAILED, message)
-            self.events.event(ObjectRef.for_pod(job.preemptor), WARNING, REASON_BLOCKED, "Preempting",
-                              f"eviction of {victim.key} failed: {message}")
+            self.events.event(
+                ObjectRef.for_pod(job.preemptor),
+                WARNING,
+                REASON_BLOCKED,
+                "Preempting",
+                f"eviction of {victim.key} failed: {message}",
+            )
             log.warning("eviction failed", extra={"victim": victim.key, "error": message})
             return _End.ABANDONED
-        pod_grace = found.spec.terminationGracePeriodSeconds
-        self._limiter(job.settings).evicted(
-            victim.uid, self.clock() + float(grace if grace is not None else pod_grace or 30) + IN_FLIGHT_SLACK
-        )
+        limiter = self._limiter(job.settings)
+        if limiter is not None:
+            pod_grace = found.spec.termination_grace_period_seconds
+            seconds = grace if grace is not None else pod_grace if pod_grace is not None else 30
+            limiter.evicted(victim.uid, self.clock() + seconds + IN_FLIGHT_SLACK)
         self._record(job, victim, EVICTED)
         self.events.preempted(victim, job.preemptor, job.node)
-        log.info("evicted preemption victim", extra={"victim": victim.key, "preemptor": job.preemptor.key,
-                                                     "node": job.node})
+        log.info(
+            "evicted preemption victim",
+            extra={"victim": victim.key, "preemptor": job.preemptor.key, "node": job.node},
+        )
         return _End.DONE
 
     async def _dry_run(self, job: _Job) -> None:
@@ -473,17 +496,29 @@ class Evictor:
             if victim.terminating:
                 continue
             self._record(job, victim, WOULD_EVICT)
-            note = (f"Would be preempted by pod {job.preemptor.uid} on node {job.node} "
-                    f"(dryRun in EvictionPolicy {name})")
-            self.events.event(ObjectRef.for_pod(victim), NORMAL, REASON_DRY_RUN, "Preempting", note,
-                              related=ObjectRef.for_pod(job.preemptor))
-        log.info("dry run: would evict", extra={"preemptor": job.preemptor.key, "node": job.node,
-                                                "victims": [v.key for v in job.victims]})
+            note = (
+                f"Would be preempted by pod {job.preemptor.uid} on node {job.node} "
+                f"(dryRun in EvictionPolicy {name})"
+            )
+            self.events.event(
+                ObjectRef.for_pod(victim),
+                NORMAL,
+                REASON_DRY_RUN,
+                "Preempting",
+                note,
+                related=ObjectRef.for_pod(job.preemptor),
+            )
+        log.info(
+            "dry run: would evict",
+            extra={"preemptor": job.preemptor.key, "node": job.node, "victims": [v.key for v in job.victims]},
+        )
         await self._clear_nomination(job)
 
     # ---- rate limits --------------------------------------------------------------------------------
 
-    def _limiter(self, settings: EvictionSettings) -> Limiter:
+    def _limiter(self, settings: EvictionSettings) -> Limiter | None:
+        if settings.limits is None:
+            return None
         limiter = self._limiters.get(settings.policy_name)
         if limiter is None or limiter.limits != settings.limits:
             fresh = Limiter(settings.limits)
@@ -497,7 +532,8 @@ class Evictor:
         deadline = self.clock() + self.max_rate_wait
         limited = False
         while True:
-            wait = self._limiter(job.settings).try_acquire(victim.namespace, job.node, self.clock())
+            limiter = self._limiter(job.settings)
+            wait = 0.0 if limiter is None else limiter.try_acquire(victim.namespace, job.node, self.clock())
             if wait == 0:
                 return _End.DONE
             if not limited:
@@ -516,12 +552,12 @@ class Evictor:
             self._changed.set_result(None)
         self._changed = None
 
-    async def _wait_change(self, timeout: float) -> None:
-        """Sleep `timeout`, or less if an evicted pod goes away meanwhile."""
+    async def _wait_change(self, seconds: float) -> None:
+        """Sleep `seconds`, or less if an evicted pod goes away meanwhile."""
         if self._changed is None:
             self._changed = asyncio.get_running_loop().create_future()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._changed), timeout)
+            await asyncio.wait_for(asyncio.shield(self._changed), seconds)
 
     # ---- API calls ----------------------------------------------------------------------------------
 
@@ -539,10 +575,8 @@ class Evictor:
             if outcome not in (Outcome.TRANSIENT, Outcome.THROTTLED) or attempt == API_ATTEMPTS:
                 break
             await asyncio.sleep(backoff.next())
-        if outcome is Outcome.THROTTLED:
-            outcome = Outcome.FAILED
-        if outcome is Outcome.TRANSIENT:
-            outcome = Outcome.FAILED
+        if outcome in (Outcome.TRANSIENT, Outcome.THROTTLED):
+            outcome = Outcome.FAILED  # retries ran out
         return outcome, message
 
     async def _read_victim(self, victim: Pod) -> _Victim | None:
@@ -566,26 +600,32 @@ class Evictor:
         body = disruption_target_patch(job.scheduler_name, victim.uid, time.time())
         try:
             await patch_status(self.api, victim.namespace, victim.name, body)
-        except (ApiError, *CONNECTION_ERRORS) as exc:  # informative only: evict anyway
+        except _API_FAILURES as exc:  # informative only: evict anyway
             log.info("cannot set DisruptionTarget", extra={"victim": victim.key, "error": str(exc)})
 
-    async def _clear_nomination(self, job: _Job) -> None:
-        """Clear status.nominatedNodeName, after the reporter's write of it (else ours is undone)."""
+    async def _nomination_visible(self, job: _Job) -> bool:
+        """Wait (bounded) until our pod cache shows the nomination the reporter writes; False
+        when the preemptor is gone or bound meanwhile.
+
+        Both callers need that write to have landed: a retry that does not see its nomination
+        would preempt again instead of waiting for its terminating victims, and a clear written
+        before it would be undone by it."""
         deadline = self.clock() + self.nomination_settle
-        key = job.preemptor.key
-        while self.clock() < deadline:
-            current = self.pod_lookup(key)
+        while True:
+            current = self.pod_lookup(job.preemptor.key)
             if current is None or current.uid != job.preemptor.uid or current.node_name:
-                return
-            if current.nominated_node_name == job.node:
-                break
-            await asyncio.sleep(0.2)
-        if not self.is_leader():
+                return False
+            if current.nominated_node_name == job.node or self.clock() >= deadline:
+                return True
+            await asyncio.sleep(0.1)
+
+    async def _clear_nomination(self, job: _Job) -> None:
+        if not await self._nomination_visible(job) or not self.is_leader():
             return
         try:
             await set_nominated_node(self.api, job.preemptor.namespace, job.preemptor.name, "")
-        except (ApiError, *CONNECTION_ERRORS) as exc:
-            log.warning("cannot clear nomination", extra={"pod": key, "error": str(exc)})
+        except _API_FAILURES as exc:
+            log.warning("cannot clear nomination", extra={"pod": job.preemptor.key, "error": str(exc)})
 
     # ---- reporting ----------------------------------------------------------------------------------
 
@@ -596,7 +636,13 @@ class Evictor:
             self.on_record(
                 policy,
                 EvictionRecord(
-                    time.time(), victim.namespace, victim.name, victim.uid, job.preemptor.uid, job.node,
-                    result, message,
+                    time.time(),
+                    victim.namespace,
+                    victim.name,
+                    victim.uid,
+                    job.preemptor.uid,
+                    job.node,
+                    result,
+                    message,
                 ),
             )

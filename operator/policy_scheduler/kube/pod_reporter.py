@@ -15,7 +15,7 @@ from typing import Any
 
 from policy_scheduler import metrics
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.podstatus import set_unschedulable_condition
+from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
@@ -51,6 +51,7 @@ class PodReporter:
         self._pending: dict[str, _Failure] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._nomination_tasks: set[asyncio.Task[None]] = set()
 
     def stats_for(self, scheduler_name: str) -> ProfileStats:
         stats = self.stats.get(scheduler_name)
@@ -81,6 +82,18 @@ class PodReporter:
         metrics.preemption_victims.labels(framework.scheduler_name).observe(len(result.victims))
         if self.on_preempt is not None:
             self.on_preempt(pod, result, framework)
+
+    def nomination_cleared(self, pod: Pod) -> None:
+        if self.is_leader():
+            task = asyncio.get_running_loop().create_task(self._clear_nomination(pod))
+            self._nomination_tasks.add(task)
+            task.add_done_callback(self._nomination_tasks.discard)
+
+    async def _clear_nomination(self, pod: Pod) -> None:
+        try:
+            await set_nominated_node(self.api, pod.namespace, pod.name, "")
+        except Exception as exc:  # the next attempt of that pod fixes it anyway
+            log.warning("clearing nomination failed", extra={"pod": pod.key, "error": str(exc)})
 
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
         profile = framework.scheduler_name

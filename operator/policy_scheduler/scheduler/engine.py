@@ -60,6 +60,9 @@ class _QueueFacade:
     def delete_nominated(self, pod: Pod) -> None:
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
 
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return self.queue.nominator.nominated_pods_for_node(node_name)
+
 
 class Engine:
     def __init__(

@@ -62,6 +62,8 @@ class SchedulingQueue(Protocol):
 
     def delete_nominated(self, pod: Pod) -> None: ...
 
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
 
 class SchedulerHooks(Protocol):
     """Side effects the scheduler asks for; the operator writes them to the API, simulate to memory."""
@@ -73,6 +75,8 @@ class SchedulerHooks(Protocol):
     ) -> None: ...
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None: ...
+
+    def nomination_cleared(self, pod: Pod) -> None: ...
 
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None: ...
 
@@ -87,6 +91,9 @@ class NullHooks:
         pass
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
+        pass
+
+    def nomination_cleared(self, pod: Pod) -> None:
         pass
 
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
@@ -187,9 +194,18 @@ class Scheduler:
         elif not status.is_success and status.reasons:
             diagnosis.post_filter_msg = status.message
         if result is not None and result.nominated_node_name:
+            self._clear_lower_nominations(pod, result.nominated_node_name)
             self.hooks.preempting(pod, result, framework)
             return result.nominated_node_name
         return None
+
+    def _clear_lower_nominations(self, pod: Pod, node_name: str) -> None:
+        """prepareCandidate: lower-priority pods nominated to this node lose the nomination,
+        since the preemptor takes the room they were waiting for."""
+        for other in self.queue.nominated_pods_for_node(node_name):
+            if other.priority < pod.priority and other.key != pod.key:
+                self.queue.delete_nominated(other)
+                self.hooks.nomination_cleared(other)
 
     def _assume_reserve_permit(
         self, framework: Framework, state: CycleState, info: QueuedPodInfo, node_name: str, started: float

@@ -85,6 +85,13 @@ class _RecordingHooks:
                 self.outcomes[victim.key].node = None
                 self.outcomes[victim.key].message = f"preempted by {pod.key}"
 
+    def nomination_cleared(self, pod: Pod) -> None:
+        self.outcomes[pod.key].nominated_node = None
+        assert self.engine is not None
+        current = self.engine.unassigned.get(pod.key)
+        if current is not None:
+            self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=""))
+
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
         pass
 

@@ -178,17 +178,19 @@ class AffinityIndex:
             return
         if not ns_pods:
             del self.by_namespace[pod.namespace]
-        ns_labels = self.by_label[pod.namespace]
-        for key, value in stored.labels.items():
-            values = ns_labels[key]
-            bucket = values[value]
-            del bucket[ekey]
-            if not bucket:
-                del values[value]
-                if not values:
-                    del ns_labels[key]
-        if not ns_labels:
-            del self.by_label[pod.namespace]
+        # Unlabelled pods have no label buckets, and the namespace's entry may be gone already.
+        ns_labels = self.by_label.get(pod.namespace)
+        if ns_labels is not None:
+            for key, value in stored.labels.items():
+                values = ns_labels[key]
+                bucket = values[value]
+                del bucket[ekey]
+                if not bucket:
+                    del values[value]
+                    if not values:
+                        del ns_labels[key]
+            if not ns_labels:
+                del self.by_label[pod.namespace]
         terms = self.terms_of.pop(ekey, None)
         if terms is not None:
             self._account(terms, row, -1)

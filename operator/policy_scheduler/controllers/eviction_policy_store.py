@@ -1,0 +1,306 @@
+"""EvictionPolicies as the operator knows them: the last accepted version of each, what the
+evictor did under it, and the status that reports both.
+
+kopf's on.event handler feeds `on_event`; an invalid update keeps the last accepted version in
+force and only sets Accepted=False. Profiles find their policy through `policy_for_scheduler`
+(the preemption plugin's `eviction_policy` service) and `settings_for_scheduler` (the evictor).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from policy_scheduler import metrics
+from policy_scheduler.controllers.profile_store import ProfileStore
+from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.kube.evictor import (
+    BLOCKED_BY_BUDGET,
+    DEFAULT_SETTINGS,
+    EVICTED,
+    RATE_LIMITED,
+    WOULD_EVICT,
+    EvictionRecord,
+    EvictionSettings,
+    RateLimits,
+)
+from policy_scheduler.policy import kube_types
+from policy_scheduler.policy.constants import (
+    CONDITION_ACCEPTED,
+    CONDITION_READY,
+    EVICTION_POLICY_KIND,
+    EVICTION_POLICY_PLURAL,
+    MAX_RECENT_EVICTIONS,
+)
+from policy_scheduler.policy.errors import PolicyError, parse_model
+from policy_scheduler.policy.eviction import EvictionPolicySpec
+from policy_scheduler.scheduler import model
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig, ProtectedTerm
+
+log = logging.getLogger(__name__)
+
+COUNTERS = {
+    EVICTED: "evicted",
+    BLOCKED_BY_BUDGET: "blockedByBudget",
+    RATE_LIMITED: "rateLimited",
+    WOULD_EVICT: "wouldEvict",
+}
+
+
+# ---- conversion --------------------------------------------------------------------------------------
+
+
+def label_selector(selector: kube_types.LabelSelector | None) -> model.LabelSelector | None:
+    if selector is None:
+        return None
+    return model.LabelSelector(
+        match_labels=tuple(sorted(selector.match_labels.items())),
+        match_expressions=tuple(
+            model.Requirement(r.key, r.operator, tuple(r.values)) for r in selector.match_expressions
+        ),
+    )
+
+
+def to_settings(name: str, spec: EvictionPolicySpec) -> EvictionSettings:
+    """The core's view (victim selection) and the evictor's (rate limits) of one policy."""
+    config = EvictionPolicyConfig(
+        protected=tuple(
+            ProtectedTerm(label_selector(t.namespace_selector), label_selector(t.pod_selector))
+            for t in spec.protected
+        ),
+        min_protected_priority=spec.min_protected_priority,
+        budget_mode=spec.budget_mode,
+        dry_run=spec.dry_run,
+        max_grace_period_seconds=spec.max_grace_period_seconds,
+    )
+    rate = spec.rate_limit
+    limits = RateLimits(
+        evictions_per_minute=rate.evictions_per_minute,
+        burst=rate.burst,
+        max_in_flight=rate.max_in_flight,
+        per_namespace_per_minute=rate.per_namespace_per_minute,
+        per_node_per_minute=rate.per_node_per_minute,
+    )
+    return EvictionSettings(name, config, limits)
+
+
+def _time(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ---- records -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PolicyRecord:
+    name: str
+    uid: str
+    generation: int = -1  # the last generation looked at (-1: none yet)
+    settings: EvictionSettings | None = None  # the last accepted version
+    accepted_generation: int | None = None
+    error: str | None = None  # why the latest generation was rejected
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS.values(), 0))
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_EVICTIONS))
+    transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # type -> (status, time)
+
+    def restore(self, status: Any) -> None:
+        """Counters and recent evictions survive restarts: they live in the status we wrote."""
+        if not isinstance(status, dict):
+            return
+        counters = status.get("counters")
+        if isinstance(counters, dict):
+            for key in self.counters:
+                value = counters.get(key)
+                if isinstance(value, int) and value >= 0:
+                    self.counters[key] = value
+        recent = status.get("recentEvictions")
+        if isinstance(recent, list):
+            self.recent.extend(e for e in recent[:MAX_RECENT_EVICTIONS] if isinstance(e, dict))
+        for cond in status.get("conditions") or []:
+            if isinstance(cond, dict) and cond.get("type") and cond.get("lastTransitionTime"):
+                self.transitions[cond["type"]] = (str(cond.get("status")), str(cond["lastTransitionTime"]))
+
+
+class EvictionPolicyStore:
+    def __init__(self, profiles: ProfileStore | None = None, status: StatusWriter | None = None) -> None:
+        self.profiles = profiles
+        self.status_writer = status
+        self.records: dict[str, PolicyRecord] = {}
+        self.clock: Callable[[], float] = lambda: datetime.now(UTC).timestamp()
+
+    # ---- kopf ------------------------------------------------------------------------------------
+
+    def on_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if event_type == "DELETED":
+            self.delete(name)
+            return
+        self.apply(
+            name,
+            str(meta.get("uid", "")),
+            int(meta.get("generation") or 0),
+            body.get("spec"),
+            body.get("status"),
+        )
+
+    def apply(self, name: str, uid: str, generation: int, spec: Any, status: Any = None) -> PolicyRecord:
+        known_before = self.known(name)
+        record = self.records.get(name)
+        if record is None or record.uid != uid:
+            record = self.records[name] = PolicyRecord(name, uid)
+            record.restore(status)
+        if generation == record.generation:
+            return record  # e.g. our own status write came back: nothing new in the spec
+        record.generation = generation
+        try:
+            settings = to_settings(name, parse_model(EvictionPolicySpec, spec, "spec"))
+        except (PolicyError, ValueError) as exc:
+            record.error = str(exc)
+            metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "rejected").inc()
+            log.warning(
+                "eviction policy rejected; last accepted version stays in force",
+                extra={"policy": name, "generation": generation, "error": record.error},
+            )
+        else:
+            record.error = None
+            if record.settings != settings:
+                record.settings = settings
+                metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "accepted").inc()
+            record.accepted_generation = generation
+        self._publish(record)
+        if self.known(name) != known_before:
+            self._recheck_profiles()
+        return record
+
+    def delete(self, name: str) -> None:
+        if self.records.pop(name, None) is None:
+            return
+        metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "deleted").inc()
+        if self.status_writer is not None:
+            self.status_writer.forget(EVICTION_POLICY_PLURAL, name)
+        self._recheck_profiles()
+
+    def _recheck_profiles(self) -> None:
+        if self.profiles is not None:
+            self.profiles.recheck()
+
+    # ---- lookups ---------------------------------------------------------------------------------
+
+    def known(self, name: str) -> bool:
+        """A policy exists with an accepted version (ProfileStore's eviction_policy_known)."""
+        record = self.records.get(name)
+        return record is not None and record.settings is not None
+
+    def settings_for_scheduler(self, scheduler_name: str) -> EvictionSettings:
+        """The policy of the profile serving `scheduler_name`; the built-in default without one
+        (or while the named policy does not exist: the profile then reports Accepted=False)."""
+        if self.profiles is None:
+            return DEFAULT_SETTINGS
+        profile = self.profiles.records.get(self.profiles.in_force.get(scheduler_name, ""))
+        policy = profile.accepted.eviction_policy_name if profile and profile.accepted else None
+        record = self.records.get(policy) if policy else None
+        if record is None or record.settings is None:
+            return DEFAULT_SETTINGS
+        return record.settings
+
+    def policy_for_scheduler(self, scheduler_name: str) -> EvictionPolicyConfig | None:
+        """The `eviction_policy` service of the preemption plugin."""
+        settings = self.settings_for_scheduler(scheduler_name)
+        return None if settings.policy_name is None else settings.config
+
+    # ---- what the evictor did --------------------------------------------------------------------
+
+    def record(self, policy: str | None, entry: EvictionRecord) -> None:
+        record = self.records.get(policy) if policy else None
+        if record is None:
+            return  # the built-in default has no object to report on
+        counter = COUNTERS.get(entry.result)
+        if counter is not None:
+            record.counters[counter] += 1
+        item: dict[str, Any] = {
+            "time": _time(entry.time),
+            "namespace": entry.namespace,
+            "name": entry.name,
+            "result": entry.result,
+        }
+        for key, value in (("uid", entry.uid), ("preemptorUid", entry.preemptor_uid), ("node", entry.node)):
+            if value:
+                item[key] = value
+        record.recent.appendleft(item)
+        self._publish(record)
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def status(self, name: str) -> dict[str, Any] | None:
+        record = self.records.get(name)
+        if record is None:
+            return None
+        accepted = record.error is None
+        settings = record.settings
+        conditions = [
+            self._condition(
+                record,
+                CONDITION_ACCEPTED,
+                accepted,
+                "Valid" if accepted else "InvalidSpec",
+                record.error or "the policy is valid and in force",
+            ),
+            self._condition(
+                record,
+                CONDITION_READY,
+                settings is not None,
+                self._ready_reason(record),
+                self._ready_message(record),
+            ),
+        ]
+        return {
+            "observedGeneration": record.generation,
+            "conditions": conditions,
+            "counters": dict(record.counters),
+            "recentEvictions": list(record.recent),
+        }
+
+    @staticmethod
+    def _ready_reason(record: PolicyRecord) -> str:
+        if record.settings is None:
+            return "NoAcceptedVersion"
+        return "DryRun" if record.settings.config.dry_run else "InForce"
+
+    @staticmethod
+    def _ready_message(record: PolicyRecord) -> str:
+        if record.settings is None:
+            return record.error or "no accepted version"
+        prefix = f"generation {record.accepted_generation} is in force"
+        if record.error is not None:
+            prefix = f"generation {record.generation} was rejected; {prefix}"
+        if record.settings.config.dry_run:
+            return prefix + "; dryRun: victims are only reported, never evicted"
+        return prefix
+
+    def _condition(
+        self, record: PolicyRecord, type_: str, ok: bool, reason: str, message: str
+    ) -> dict[str, Any]:
+        status = "True" if ok else "False"
+        previous = record.transitions.get(type_)
+        if previous is None or previous[0] != status:
+            previous = record.transitions[type_] = (status, _time(self.clock()).split(".")[0] + "Z")
+        return {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": record.generation,
+            "lastTransitionTime": previous[1],
+        }
+
+    def _publish(self, record: PolicyRecord) -> None:
+        if self.status_writer is None:
+            return
+        status = self.status(record.name)
+        if status is not None:
+            self.status_writer.set(EVICTION_POLICY_PLURAL, record.name, status)
