@@ -62,3 +62,16 @@ def test_profile_binds_fifty_pods_within_allocatable(operator_process: Any, kube
     orphan = kubectl.get("pod", "orphan", NS)
     assert not orphan["spec"].get("nodeName")
     assert condition(orphan, "PodScheduled") is None
+
+
+def test_metrics_use_kube_scheduler_names_with_profile_label(operator_process: Any, kubectl: Kubectl) -> None:
+    # Runs after the test above in this module: its 50 pods were scheduled by this operator.
+    text = operator_process.metrics()
+    assert f'scheduler_schedule_attempts_total{{profile="{SCHEDULER}",result="scheduled"}} 50.0' in text
+    for point in ("PreFilter", "Filter", "Score", "Bind"):
+        assert (
+            f'scheduler_framework_extension_point_duration_seconds_count{{extension_point="{point}",'
+            f'profile="{SCHEDULER}",status="Success"}}'
+        ) in text, point
+    assert 'scheduler_pending_pods{queue="active"}' in text
+    assert "policy_scheduler_policy_reloads_total" in text

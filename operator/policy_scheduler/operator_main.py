@@ -22,9 +22,11 @@ from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import (
     namespace_from_api,
     node_from_api,
+    pdb_from_api,
     pod_from_api_or_malformed,
     pod_from_decode_failure,
 )
+from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
 from policy_scheduler.controllers.kopf_app import build_registry, settings
 from policy_scheduler.controllers.priorityclass_mirror import registrar as mirror_registrar
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
@@ -34,11 +36,13 @@ from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.evictor import Evictor, preemption_services
 from policy_scheduler.kube.health_server import start_server
-from policy_scheduler.kube.informer import NAMESPACES, NODES, PODS, Informer
+from policy_scheduler.kube.informer import NAMESPACES, NODES, PDBS, PODS, Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
-from policy_scheduler.metrics import pending_pods
+from policy_scheduler.metrics import extension_point_duration, pending_pods
+from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Pod
 
@@ -47,6 +51,10 @@ log = logging.getLogger(__name__)
 # As kube-scheduler: terminal pods hold no resources and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PROFILES = "schedulingprofiles"
+
+
+def _observe_extension_point(profile: str, point: str, status: str, seconds: float) -> None:
+    extension_point_duration.labels(point, status, profile).observe(seconds)
 
 
 class Operator:
@@ -60,10 +68,35 @@ class Operator:
             else AlwaysLeader()
         )
         self.events = EventRecorder(api, instance=identity)
-        self.reporter = PodReporter(api, self.events, is_leader=self.leader.is_leader)
-        self.engine = Engine(hooks=self.reporter, binder=ApiBinder(api))
+        # Preemption: the evictor and the plugin's services reach the stores built below lazily.
+        self.evictor = Evictor(
+            api,
+            self.events,
+            is_leader=self.leader.is_leader,
+            policy_lookup=lambda scheduler: self.policies.settings_for_scheduler(scheduler),
+            pod_lookup=lambda key: self.engine.unassigned.get(key),
+            requeue=lambda pod: self.engine.queue.activate([pod]),
+            on_record=lambda policy, entry: self.policies.record(policy, entry),
+        )
+        self.reporter = PodReporter(
+            api, self.events, is_leader=self.leader.is_leader, on_preempt=self.evictor.on_preempt
+        )
+        services = preemption_services(
+            lambda: list(self.pdbs.store.values()),
+            lambda scheduler: self.policies.policy_for_scheduler(scheduler),
+            self.evictor.in_progress,
+        )
+        self.engine = Engine(
+            hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
+        )
         self.status = StatusWriter(api, is_leader=self.leader.is_leader)
-        self.profiles = ProfileStore(compile_profile_spec, self.engine.set_profiles)
+        self.profiles = ProfileStore(
+            compile_profile_spec,
+            self.engine.set_profiles,
+            eviction_policy_known=lambda name: self.policies.known(name),
+        )
+        self.policies = EvictionPolicyStore(self.profiles, self.status)
+        self.pdbs = Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api)
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.profile_selector = parse_selector(getattr(args, "profile_selector", "") or "")
         self.pods: Informer[structs.Pod, Pod] = Informer(
@@ -99,6 +132,7 @@ class Operator:
     def _pod_deleted(self, pod: Pod) -> None:
         self.engine.pod_deleted(pod)
         self.reporter.pod_gone(pod)
+        self.evictor.pod_deleted(pod)
 
     def _namespace_changed(self, ns: Any) -> None:
         self.namespace_labels[ns.name] = dict(ns.labels)
@@ -152,13 +186,17 @@ class Operator:
             server = await start_server(self.args.metrics_host, self.args.metrics_port, self.synced)
         self.events.start()
         self.reporter.start()
-        for informer in (self.namespaces, self.nodes, self.pods):
+        for informer in (self.namespaces, self.nodes, self.pods, self.pdbs):
             tasks.append(informer.start())
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         mirrors = mirror_registrar(api=self.api, status_writer=self.status,
                                    pods=lambda: self.pods.store.values(), is_leader=self.leader.is_leader)
-        registry = build_registry(self.api, {PROFILES: self.on_profile_event}, extra=[mirrors])
+        registry = build_registry(
+            self.api,
+            {PROFILES: self.on_profile_event, EVICTION_POLICY_PLURAL: self.policies.on_event},
+            extra=[mirrors],
+        )
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=registry, settings=settings(), standalone=True, clusterwide=True, stop_flag=kopf_stop
@@ -186,13 +224,16 @@ class Operator:
                 if task.get_name() != "kopf":
                     task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.evictor.stop()
             await self.reporter.stop()
             await self.events.stop()
             if server is not None:
                 await server.cleanup()
 
     async def _wait_synced(self) -> None:
-        await asyncio.gather(*(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces)))
+        await asyncio.gather(
+            *(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces, self.pdbs))
+        )
 
 
 async def _main(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1345,7 +1344,8 @@ def _cluster(n_nodes: int, n_pods: int, apps: int) -> tuple[object, object]:
     return build(nodes, pods)
 
 
-def test_required_anti_affinity_cycle_does_not_scan_all_pods() -> None:
+def test_required_anti_affinity_at_scale_rejects_exactly_the_hosts_of_the_group() -> None:
+    # Speed at this size is measured by `make bench` (docs/benchmarks.md), never asserted here.
     table, plugin = _cluster(5000, 10000, 500)
     incoming = pod(
         "new",
@@ -1354,17 +1354,13 @@ def test_required_anti_affinity_cycle_does_not_scan_all_pods() -> None:
         aff=affinity(anti_required=[term(sel_in("app", ["app7"]), "kubernetes.io/hostname")]),
     )
     rows = all_rows(table)  # type: ignore[arg-type]
-    start = time.perf_counter()
-    for _ in range(20):
-        state = new_state()
-        assert plugin.pre_filter(state, incoming)[1].is_success  # type: ignore[attr-defined]
-        result = plugin.filter(state, incoming, rows)  # type: ignore[attr-defined]
-    per_cycle = (time.perf_counter() - start) / 20
+    state = new_state()
+    assert plugin.pre_filter(state, incoming)[1].is_success  # type: ignore[attr-defined]
+    result = plugin.filter(state, incoming, rows)  # type: ignore[attr-defined]
     # app7 has 20 replicas, two per host on 10 hosts: exactly those hosts are rejected.
     hosts = {f"n{i % 5000}" for i in range(7, 10000, 500)}
     assert int((~result.passed).sum()) == len(hosts) == 10
     assert set(table.names_of(np.flatnonzero(~result.passed))) == hosts  # type: ignore[attr-defined]
-    assert per_cycle < 0.02, per_cycle  # O(pods) Python would be far slower
 
 
 def test_namespace_selector_without_namespaces_excludes_own_namespace() -> None:

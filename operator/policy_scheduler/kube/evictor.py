@@ -29,7 +29,13 @@ from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, is_transie
 from policy_scheduler.kube.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from policy_scheduler.kube.podstatus import patch_status, rfc3339, set_nominated_node
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.defaultpreemption.policy import DEFAULT_POLICY, EvictionPolicyConfig
+from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import PREEMPTION_IN_PROGRESS_SERVICE
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    DEFAULT_POLICY,
+    EVICTION_POLICY_SERVICE,
+    EvictionPolicyConfig,
+)
+from policy_scheduler.scheduler.plugins.defaultpreemption.victims import PDBS_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +102,19 @@ class EvictionRecord:
     node: str
     result: str
     message: str = ""
+
+
+def preemption_services(
+    pdbs: Callable[[], list[Any]],
+    eviction_policy: Callable[[str], EvictionPolicyConfig | None],
+    in_progress: Callable[[Pod], bool],
+) -> dict[str, Any]:
+    """The Engine's `services` for DefaultPreemption: PDB lister, policy lookup, PreEnqueue gate."""
+    return {
+        PDBS_SERVICE: pdbs,
+        EVICTION_POLICY_SERVICE: eviction_policy,
+        PREEMPTION_IN_PROGRESS_SERVICE: in_progress,
+    }
 
 
 # ---- pure decisions ----------------------------------------------------------------------------------
@@ -390,15 +409,17 @@ class Evictor:
         self._after(job, end)
 
     def _after(self, job: _Job, end: _End) -> None:
+        """Ungate the preemptor: at once when it only waits for its victims to go (or there is
+        nothing left to do), after a growing delay when this candidate failed."""
         uid = job.preemptor.uid
-        if end is _End.DONE:
+        if end is not _End.ABANDONED:
             self._retries.pop(uid, None)
-            self._requeue_now(job.preemptor)  # ungate it; it waits for the victims to go
-        elif end is _End.ABANDONED:
-            attempts = self._retries.get(uid, 0)
-            self._retries[uid] = attempts + 1
-            delay = min(REQUEUE_CAP, REQUEUE_INITIAL * 2**attempts)
-            asyncio.get_running_loop().call_later(delay, self._requeue_now, job.preemptor)
+            self._requeue_now(job.preemptor)
+            return
+        attempts = self._retries.get(uid, 0)
+        self._retries[uid] = attempts + 1
+        delay = min(REQUEUE_CAP, REQUEUE_INITIAL * 2**attempts)
+        asyncio.get_running_loop().call_later(delay, self._requeue_now, job.preemptor)
 
     def _requeue_now(self, preemptor: Pod) -> None:
         current = self.pod_lookup(preemptor.key)

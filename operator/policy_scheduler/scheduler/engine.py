@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import random
 import time
@@ -74,7 +75,10 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         registry: Mapping[str, type[Plugin]] | None = None,
         services: dict[str, Any] | None = None,
+        observe: Callable[[str, str, str, float], None] | None = None,
     ) -> None:
+        # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
+        self.observe = observe
         self.table = NodeTable()
         self.cache = Cache(self.table, clock=clock)
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
@@ -115,6 +119,8 @@ class Engine:
             handle = dataclasses.replace(self.base_handle)
             framework = Framework(profile, self.registry, handle)
             handle.framework = framework
+            if self.observe is not None:
+                framework.observe = functools.partial(self.observe, profile.scheduler_name)
             frameworks[profile.scheduler_name] = framework
         previous = set(self.frameworks)
         changed = {name for name, fw in frameworks.items() if self.frameworks.get(name) is not fw}

@@ -188,7 +188,9 @@ class Scheduler:
     ) -> str | None:
         if not framework.points.post_filter:
             return None
+        started = time.perf_counter()
         result, status = framework.run_post_filter(state, pod, diagnosis)
+        framework.timed("PostFilter", started, status)
         if status.code == Code.ERROR:
             log.error("post filter failed", extra={"pod": pod.key, "error": status.message})
         elif not status.is_success and status.reasons:
@@ -258,11 +260,15 @@ class Scheduler:
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
             return ScheduleResult(table.nodes[int(feasible[0])].name, evaluated, 1, None, feasible)
+        started = time.perf_counter()
         status = framework.run_pre_score(state, pod, feasible)
+        framework.timed("PreScore", started, status)
         if not status.is_success:
             raise SchedulingError(status.message)
         if framework.has_score_plugins:
+            started = time.perf_counter()
             scores = framework.run_score(state, pod, feasible)
+            framework.timed("Score", started)
         else:
             scores = ScoreOutcome(np.ones(len(feasible), dtype=np.int64), {})
         best = np.flatnonzero(scores.total == scores.total.max())
@@ -318,7 +324,9 @@ class Scheduler:
         rotated = np.concatenate([rows[start:], rows[:start]]) if start else rows
         if not framework.has_filter_plugins:
             return rotated[:to_find], min(to_find, count)
+        started = time.perf_counter()
         outcome = framework.run_filters_with_nominated_pods(state, pod, rotated)
+        framework.timed("Filter", started)
         failure = outcome.error()
         if failure is not None:
             raise SchedulingError(failure.message)
@@ -357,9 +365,13 @@ class Scheduler:
         try:
             status = await framework.wait_on_permit(pod)
             if status.is_success:
+                started = time.perf_counter()
                 status = await framework.run_pre_bind(state, pod, node)
+                framework.timed("PreBind", started, status)
             if status.is_success:
+                started = time.perf_counter()
                 status = await framework.run_bind(state, pod, node)
+                framework.timed("Bind", started, status)
                 if status.code == Code.SKIP:
                     status = Status(Code.ERROR, ("no bind plugin bound the pod",))
         except Exception as exc:  # a plugin bug must not kill the scheduler

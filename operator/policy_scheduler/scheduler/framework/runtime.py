@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,15 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 
 PASSED = -1  # status_ref of a row that passed every filter
+_CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
 
 
 class FrameworkError(RuntimeError):
@@ -160,6 +169,8 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # observe(extension point, status code name, seconds): metrics without a metrics library.
+        self.observe: Callable[[str, str, float], None] | None = None
         for point, refs in profile.points.items():
             for ref in refs:
                 plugin = self._instance(ref.name, registry)
@@ -219,7 +230,18 @@ class Framework:
 
     # ---- filtering -------------------------------------------------------------------------------
 
+    def timed(self, point: str, started: float, status: Status | None = None) -> None:
+        if self.observe is not None:
+            code = "Success" if status is None else _CODE_NAMES[status.code]
+            self.observe(point, code, time.perf_counter() - started)
+
     def run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status, set[str]]:
+        started = time.perf_counter()
+        result = self._run_pre_filter(state, pod)
+        self.timed("PreFilter", started, result[1])
+        return result
+
+    def _run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status, set[str]]:
         """RunPreFilterPlugins: Unschedulable continues, UnschedulableAndUnresolvable stops."""
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
