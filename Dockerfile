@@ -20,6 +20,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # are not left in a layer.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels policy-scheduler
+# A passwd entry for the numeric user: kopf derives an identity from getpass.getuser(), which
+# fails for a uid without one; USER covers a different uid forced by the cluster (e.g. OpenShift).
+RUN groupadd --system --gid 65532 nonroot \
+ && useradd --system --uid 65532 --gid 65532 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin nonroot
+ENV USER=nonroot
 # Numeric, so Kubernetes can check runAsNonRoot; it owns nothing: the root filesystem may be
 # read-only and only /tmp (an emptyDir in manifests/deployment.yaml) is written.
 USER 65532:65532

@@ -26,6 +26,7 @@ from policy_scheduler.controllers.priorityclass_mirror import (
     pod_counts,
     validate,
 )
+from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import ApiError
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
@@ -362,7 +363,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeNative:
         "patch_priority_class",
         "delete_priority_class",
     ):
-        monkeypatch.setattr(pcm.native_api, fn, getattr(native, fn))
+        monkeypatch.setattr(native_api, fn, getattr(native, fn))
     return native
 
 
@@ -450,7 +451,7 @@ async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: 
     async def forbidden(_api: Any, _obj: dict[str, Any]) -> dict[str, Any]:
         raise ApiError(403, "Forbidden", "priorityclasses is forbidden")
 
-    monkeypatch.setattr(pcm.native_api, "create_priority_class", forbidden)
+    monkeypatch.setattr(native_api, "create_priority_class", forbidden)
     status = FakeStatus()
     ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000))

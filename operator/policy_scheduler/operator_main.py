@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from typing import Any
 
 import kopf
+from kopf._core.engines import peering  # the Identity type is not re-exported by kopf
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import (
@@ -62,6 +64,8 @@ class Operator:
         self.api = api
         self.args = args
         identity = args.identity or default_identity()
+        self.identity = identity
+        self.failed = False
         self.leader: LeaderElector | AlwaysLeader = (
             LeaderElector(api, namespace=args.lease_namespace, name=args.lease_name, identity=identity)
             if args.leader_elect
@@ -190,8 +194,12 @@ class Operator:
             tasks.append(informer.start())
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        mirrors = mirror_registrar(api=self.api, status_writer=self.status,
-                                   pods=lambda: self.pods.store.values(), is_leader=self.leader.is_leader)
+        mirrors = mirror_registrar(
+            api=self.api,
+            status_writer=self.status,
+            pods=lambda: self.pods.store.values(),
+            is_leader=self.leader.is_leader,
+        )
         registry = build_registry(
             self.api,
             {PROFILES: self.on_profile_event, EVICTION_POLICY_PLURAL: self.policies.on_event},
@@ -199,7 +207,14 @@ class Operator:
         )
         kopf_task = asyncio.create_task(
             kopf.operator(
-                registry=registry, settings=settings(), standalone=True, clusterwide=True, stop_flag=kopf_stop
+                registry=registry,
+                settings=settings(),
+                standalone=True,
+                clusterwide=True,
+                stop_flag=kopf_stop,
+                # An explicit identity keeps kopf from calling getpass.getuser(), which fails for a
+                # numeric uid without a passwd entry (our container).
+                identity=peering.Identity(self.identity),
             ),
             name="kopf",
         )
@@ -223,7 +238,11 @@ class Operator:
             for task in tasks:
                 if task.get_name() != "kopf":
                     task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            for task, result in zip(tasks, results, strict=True):
+                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                    log.error("component failed", extra={"component": task.get_name(), "error": repr(result)})
+                    self.failed = True
             await self.evictor.stop()
             await self.reporter.stop()
             await self.events.stop()
@@ -234,6 +253,10 @@ class Operator:
         await asyncio.gather(
             *(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces, self.pdbs))
         )
+        # The initial lists created most long-lived objects at once: move them out of the
+        # collector's generations so later collections don't rescan them (big clusters).
+        gc.collect()
+        gc.freeze()
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -246,10 +269,11 @@ async def _main(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        await Operator(api, args).run(stop)
+        operator = Operator(api, args)
+        await operator.run(stop)
     finally:
         await api.close()
-    return 0
+    return 1 if operator.failed else 0
 
 
 def run_operator(args: argparse.Namespace) -> int:

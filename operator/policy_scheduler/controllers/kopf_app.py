@@ -64,7 +64,9 @@ def build_registry(
 
 
 def _register(registry: kopf.OperatorRegistry, plural: str, handler: EventHandler) -> None:
-    def on_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
+    # async: kopf runs plain functions in a thread pool, and the store and engine must only
+    # ever be touched from the event loop's thread.
+    async def on_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
         handler(event.get("type"), dict(body))
 
     kopf.on.event(GROUP, VERSION, plural, registry=registry)(on_event)

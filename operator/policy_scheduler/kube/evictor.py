@@ -63,6 +63,8 @@ NOMINATION_SETTLE = 5.0  # how long to wait for the reporter's nomination write 
 IN_FLIGHT_SLACK = 60.0  # an evicted pod still around after its grace period + this stops counting
 API_ATTEMPTS = 5
 REQUEUE_INITIAL, REQUEUE_CAP = 1.0, 60.0
+DRY_RUN_MEMORY = 300.0  # the same dry-run decision for a preemptor is reported again after this
+DRY_RUN_RETRY = 30.0  # a preemptor under a dry-run policy retries this often
 _API_FAILURES: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 
 
@@ -285,6 +287,7 @@ class _Job:
     scheduler_name: str
     settings: EvictionSettings
     started: float = field(default_factory=time.monotonic)
+    newer: _Job | None = None  # a dry run's preemptor preempted again while this job ran
 
     @property
     def dry_run(self) -> bool:
@@ -325,6 +328,7 @@ class Evictor:
         clock: Callable[[], float] = time.monotonic,
         max_rate_wait: float = MAX_RATE_WAIT,
         nomination_settle: float = NOMINATION_SETTLE,
+        dry_run_retry: float = DRY_RUN_RETRY,
     ) -> None:
         self.api = api
         self.events = events
@@ -337,10 +341,13 @@ class Evictor:
         self.clock = clock
         self.max_rate_wait = max_rate_wait
         self.nomination_settle = nomination_settle
+        self.dry_run_retry = dry_run_retry
         self._jobs: dict[str, _Job] = {}  # preemptor uid -> its running job
         self._tasks: set[asyncio.Task[None]] = set()
         self._limiters: dict[str | None, Limiter] = {}
         self._retries: dict[str, int] = {}  # preemptor uid -> abandoned attempts in a row
+        self._dry_runs: dict[str, tuple[tuple[str, frozenset[str]], float]] = {}  # uid -> decision, since
+        self._held: dict[str, float] = {}  # preemptor uid -> when its retry gate opens (clock)
         self._changed: asyncio.Future[None] | None = None
 
     # ---- called by the scheduler and the informers (synchronous) --------------------------------
@@ -352,23 +359,32 @@ class Evictor:
     def submit(self, preemptor: Pod, victims: Sequence[Pod], node: str, scheduler_name: str) -> None:
         if not victims or not self.is_leader():
             return
-        if preemptor.uid in self._jobs:
-            log.debug("preemption already in progress", extra={"pod": preemptor.key})
-            return
         job = _Job(preemptor, tuple(victims), node, scheduler_name, self.policy_lookup(scheduler_name))
+        running = self._jobs.get(preemptor.uid)
+        if running is not None:
+            if running.dry_run:
+                running.newer = job  # its nomination needs clearing too, once written
+            else:
+                log.debug("preemption already in progress", extra={"pod": preemptor.key})
+            return
         self._jobs[preemptor.uid] = job
         task = asyncio.get_running_loop().create_task(self._run(job), name=f"evict-for-{preemptor.key}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def in_progress(self, pod: Pod) -> bool:
-        """The `preemption_in_progress` service: gate the preemptor while its evictions run."""
+        """The `preemption_in_progress` service: gate the preemptor while its evictions run,
+        and while it waits to retry after a failed candidate or a dry run."""
         job = self._jobs.get(pod.uid)
-        return job is not None and not job.dry_run
+        if job is not None and not job.dry_run:
+            return True
+        return self._held.get(pod.uid, 0.0) > self.clock()
 
     def pod_deleted(self, pod: Pod) -> None:
         """An evicted pod is gone (frees maxInFlight), or a preemptor is (forget its retries)."""
         self._retries.pop(pod.uid, None)
+        self._dry_runs.pop(pod.uid, None)
+        self._held.pop(pod.uid, None)
         if any([limiter.gone(pod.uid) for limiter in self._limiters.values()]):
             self._notify()
 
@@ -418,8 +434,23 @@ class Evictor:
             return
         attempts = self._retries.get(uid, 0)
         self._retries[uid] = attempts + 1
-        delay = min(REQUEUE_CAP, REQUEUE_INITIAL * 2**attempts)
-        asyncio.get_running_loop().call_later(delay, self._requeue_now, job.preemptor)
+        self._hold(job.preemptor, min(REQUEUE_CAP, REQUEUE_INITIAL * 2**attempts))
+
+    def _hold(self, preemptor: Pod, seconds: float) -> None:
+        """Keep the preemptor gated for `seconds`, then requeue it.
+
+        Clearing a nomination requeues the pod at once (the engine frees the room it held), and
+        the queue pops from backoff when idle: without this hold the pod would preempt again
+        immediately, in a loop."""
+        self._held[preemptor.uid] = max(self._held.get(preemptor.uid, 0.0), self.clock() + seconds)
+        asyncio.get_running_loop().call_later(seconds, self._release, preemptor)
+
+    def _release(self, preemptor: Pod) -> None:
+        until = self._held.get(preemptor.uid)
+        if until is None or until > self.clock() + 0.05:
+            return  # gone, or held longer meanwhile: a later timer releases it
+        del self._held[preemptor.uid]
+        self._requeue_now(preemptor)
 
     def _requeue_now(self, preemptor: Pod) -> None:
         current = self.pod_lookup(preemptor.key)
@@ -458,49 +489,23 @@ class Evictor:
         granted = await self._acquire(job, victim)
         if granted is not _End.DONE:
             return granted
-        config = job.settings.config
-        grace = grace_period(found.spec.termination_grace_period_seconds, config.max_grace_period_seconds)
-        await self._mark_disruption_target(job, victim)
-        outcome, message = await self._call(
-            "POST",
-            pod_path(victim.namespace, victim.name) + "/eviction",
-            eviction_body(victim.namespace, victim.name, victim.uid, grace),
-        )
-        if outcome in (Outcome.BUDGET, Outcome.MULTIPLE_BUDGETS):
-            result = BLOCKED_BY_BUDGET if outcome is Outcome.BUDGET else FAILED
-            self._record(job, victim, result, message)
-            if config.enforce_budgets:
-                note = (
-                    f"eviction of {victim.key} on node {job.node} refused: {message}; "
-                    "the preemption is abandoned and the pod will be retried"
-                )
-                self.events.event(
-                    ObjectRef.for_pod(job.preemptor), WARNING, REASON_BLOCKED, "Preempting", note
-                )
-                log.info(
-                    "eviction blocked by a disruption budget", extra={"victim": victim.key, "error": message}
-                )
-                return _End.ABANDONED
-            # BestEffort: kube-scheduler deletes victims whatever their budgets say.
-            outcome, message = await self._call(
-                "DELETE", pod_path(victim.namespace, victim.name), delete_options(victim.uid, grace)
-            )
+        pod_grace = found.spec.termination_grace_period_seconds
+        grace = grace_period(pod_grace, job.settings.config.max_grace_period_seconds)
+        outcome, message = await self._remove(job, victim, grace)
         if outcome is Outcome.GONE:
             return _End.DONE
         if outcome is not Outcome.EVICTED:
-            self._record(job, victim, FAILED, message)
-            self.events.event(
-                ObjectRef.for_pod(job.preemptor),
-                WARNING,
-                REASON_BLOCKED,
-                "Preempting",
-                f"eviction of {victim.key} failed: {message}",
-            )
-            log.warning("eviction failed", extra={"victim": victim.key, "error": message})
+            if outcome is not Outcome.BUDGET:
+                self._record(job, victim, FAILED, message)
+                log.warning("eviction failed", extra={"victim": victim.key, "error": message})
+            note = f"eviction of {victim.key} on node {job.node} refused: {message}; retrying the pod later"
+            self.events.event(ObjectRef.for_pod(job.preemptor), WARNING, REASON_BLOCKED, "Preempting", note)
             return _End.ABANDONED
+        # Set after the API accepted: the Eviction API writes its own DisruptionTarget reason,
+        # and a pod whose eviction is refused must not be marked as disrupted.
+        await self._mark_disruption_target(job, victim)
         limiter = self._limiter(job.settings)
         if limiter is not None:
-            pod_grace = found.spec.termination_grace_period_seconds
             seconds = grace if grace is not None else pod_grace if pod_grace is not None else 30
             limiter.evicted(victim.uid, self.clock() + seconds + IN_FLIGHT_SLACK)
         self._record(job, victim, EVICTED)
@@ -511,7 +516,46 @@ class Evictor:
         )
         return _End.DONE
 
+    async def _remove(self, job: _Job, victim: Pod, grace: int | None) -> tuple[Outcome, str]:
+        """Evict; under BestEffort, delete when a budget refuses (as kube-scheduler deletes).
+        BUDGET comes back only under Enforce, after being recorded."""
+        path = pod_path(victim.namespace, victim.name)
+        outcome, message = await self._call(
+            "POST", path + "/eviction", eviction_body(victim.namespace, victim.name, victim.uid, grace)
+        )
+        if outcome not in (Outcome.BUDGET, Outcome.MULTIPLE_BUDGETS):
+            return outcome, message
+        self._record(job, victim, BLOCKED_BY_BUDGET if outcome is Outcome.BUDGET else FAILED, message)
+        log.info("eviction refused by a disruption budget", extra={"victim": victim.key, "error": message})
+        if job.settings.config.enforce_budgets:
+            return Outcome.BUDGET, message
+        return await self._call("DELETE", path, delete_options(victim.uid, grace))
+
     async def _dry_run(self, job: _Job) -> None:
+        while True:
+            await self._dry_run_one(job)
+            newer, job.newer = job.newer, None
+            if newer is None:
+                return
+            job = self._jobs[job.preemptor.uid] = newer
+
+    async def _dry_run_one(self, job: _Job) -> None:
+        # Clearing the nomination requeues the preemptor, which then preempts again: report one
+        # decision once (for a while), not at every retry.
+        decision = (job.node, frozenset(v.uid for v in job.victims))
+        now = self.clock()
+        self._dry_runs = {k: v for k, v in self._dry_runs.items() if now - v[1] < DRY_RUN_MEMORY}
+        seen = self._dry_runs.get(job.preemptor.uid)
+        self._dry_runs[job.preemptor.uid] = (
+            decision,
+            now if seen is None or seen[0] != decision else seen[1],
+        )
+        if seen is None or seen[0] != decision:
+            self._report_dry_run(job)
+        self._hold(job.preemptor, self.dry_run_retry)
+        await self._clear_nomination(job)
+
+    def _report_dry_run(self, job: _Job) -> None:
         name = job.settings.policy_name or "(default)"
         for victim in job.victims:
             if victim.terminating:
@@ -533,7 +577,6 @@ class Evictor:
             "dry run: would evict",
             extra={"preemptor": job.preemptor.key, "node": job.node, "victims": [v.key for v in job.victims]},
         )
-        await self._clear_nomination(job)
 
     # ---- rate limits --------------------------------------------------------------------------------
 
@@ -624,24 +667,29 @@ class Evictor:
         except _API_FAILURES as exc:  # informative only: evict anyway
             log.info("cannot set DisruptionTarget", extra={"victim": victim.key, "error": str(exc)})
 
-    async def _nomination_visible(self, job: _Job) -> bool:
+    async def _nomination_visible(self, job: _Job, *, newer: bool = False) -> bool:
         """Wait (bounded) until our pod cache shows the nomination the reporter writes; False
-        when the preemptor is gone or bound meanwhile.
+        when the preemptor is gone or bound meanwhile. `newer`: only a version written after
+        the cycle that submitted the job counts (an older write may show the same node).
 
         Both callers need that write to have landed: a retry that does not see its nomination
         would preempt again instead of waiting for its terminating victims, and a clear written
         before it would be undone by it."""
         deadline = self.clock() + self.nomination_settle
+        submitted = job.preemptor.resource_version
         while True:
             current = self.pod_lookup(job.preemptor.key)
             if current is None or current.uid != job.preemptor.uid or current.node_name:
                 return False
-            if current.nominated_node_name == job.node or self.clock() >= deadline:
+            landed = current.nominated_node_name == job.node and (
+                not newer or not submitted or current.resource_version != submitted
+            )
+            if landed or self.clock() >= deadline:
                 return True
             await asyncio.sleep(0.1)
 
     async def _clear_nomination(self, job: _Job) -> None:
-        if not await self._nomination_visible(job) or not self.is_leader():
+        if not await self._nomination_visible(job, newer=True) or not self.is_leader():
             return
         try:
             await set_nominated_node(self.api, job.preemptor.namespace, job.preemptor.name, "")

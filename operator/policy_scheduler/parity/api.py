@@ -51,6 +51,8 @@ class ClusterApi:
         kind = obj["kind"]
         if kind == "Pod":
             return f"/api/v1/namespaces/{obj['metadata']['namespace']}/pods"
+        if kind == "PodDisruptionBudget":
+            return f"/apis/policy/v1/namespaces/{obj['metadata']['namespace']}/poddisruptionbudgets"
         return _COLLECTIONS[kind]
 
     def create(self, obj: Mapping[str, Any], *, exist_ok: bool = False) -> JSON:
@@ -78,6 +80,13 @@ class ClusterApi:
 
     def bound_pods(self) -> list[JSON]:
         items: list[JSON] = self.api.get("/api/v1/pods?fieldSelector=spec.nodeName!%3D")["items"]
+        return items
+
+    def get(self, obj: Mapping[str, Any]) -> JSON:
+        return self.api.get(f"{self.path(obj)}/{obj['metadata']['name']}")
+
+    def pods(self, namespace: str) -> list[JSON]:
+        items: list[JSON] = self.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         return items
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:

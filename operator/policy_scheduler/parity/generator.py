@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from policy_scheduler.parity import podspec as ps
-from policy_scheduler.parity.profiles import GPU, SCHEDULER_NAMES, scheduling_profile
 from policy_scheduler.parity.podspec import chance, pick
+from policy_scheduler.parity.profiles import GPU, SCHEDULER_NAMES, scheduling_profile
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -39,6 +39,7 @@ class Scenario:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     running: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
+    pdbs: list[dict[str, Any]] = field(default_factory=list)
 
     def manifests(self) -> list[dict[str, Any]]:
         """Everything `simulate` needs, in the order it reads best."""
@@ -47,6 +48,7 @@ class Scenario:
             *priority_class_manifests(),
             scheduling_profile(self.scheduler_name),
             *self.nodes,
+            *self.pdbs,
             *self.running,
             *self.pending,
         ]
@@ -59,10 +61,16 @@ class Scenario:
         """The same scenario with every node and namespace name under a new prefix."""
         if not self.prefix:
             raise ValueError("only a prefixed scenario can be renamed")
-        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending])
-        namespaces, nodes, running, pending = json.loads(text.replace(self.prefix, prefix))
+        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending, self.pdbs])
+        namespaces, nodes, running, pending, pdbs = json.loads(text.replace(self.prefix, prefix))
         return replace(
-            self, prefix=prefix, namespaces=namespaces, nodes=nodes, running=running, pending=pending
+            self,
+            prefix=prefix,
+            namespaces=namespaces,
+            nodes=nodes,
+            running=running,
+            pending=pending,
+            pdbs=pdbs,
         )
 
     def without(
@@ -108,7 +116,23 @@ def generate(seed: int, prefix: str = "") -> Scenario:
         pod = _pod(rng, f"p{i}", universe, pending=True)
         pod["spec"]["schedulerName"] = scenario.scheduler_name
         scenario.pending.append(pod)
+    if chance(rng, 0.3):
+        scenario.pdbs = [_pdb(rng, f"pdb{i}", universe) for i in range(pick(rng, 1, 1, 2))]
     return scenario
+
+
+def _pdb(rng: random.Random, name: str, u: ps.Universe) -> dict[str, Any]:
+    """An integer minAvailable: the only kind the disruption controller can compute for pods
+    without a controller (so its status is settled and known when a pod is judged)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": pick(rng, *u.namespaces)},
+        "spec": {
+            "minAvailable": pick(rng, 0, 1, 1, 2, 3),
+            "selector": {"matchLabels": {"app": pick(rng, *ps.APPS)}},
+        },
+    }
 
 
 def _node(rng: random.Random, name: str, zones: tuple[str, ...]) -> dict[str, Any]:
@@ -131,9 +155,9 @@ def _node(rng: random.Random, name: str, zones: tuple[str, ...]) -> dict[str, An
         capacity[GPU] = str(rng.randint(1, 4))
         labels["gpu"] = "true"
     spec: dict[str, Any] = {}
-    if chance(rng, 0.4):
+    if chance(rng, 0.3):
         spec["taints"] = [dict(TAINTS[i]) for i in rng.sample(range(len(TAINTS)), pick(rng, 1, 1, 2))]
-    if chance(rng, 0.06):
+    if chance(rng, 0.04):
         spec["unschedulable"] = True
     images = [{"names": list(names), "sizeBytes": size} for _, names, size in ps.IMAGES if chance(rng, 0.35)]
     status: dict[str, Any] = {"capacity": capacity, "allocatable": dict(capacity)}
@@ -161,11 +185,13 @@ def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool) -> dic
     spec: dict[str, Any] = {"terminationGracePeriodSeconds": 0, "containers": containers}
     if chance(rng, 0.12):
         spec["initContainers"] = ps.init_containers(rng)
+    if chance(rng, 0.08):
+        spec["resources"] = ps.pod_level_resources(rng, containers, spec.get("initContainers", []))
     if chance(rng, 0.55 if pending else 0.5):
         spec["priorityClassName"] = (
             pick(rng, *ps.PRIORITY_CLASSES) if pending else pick(rng, "parity-low", "parity-mid")
         )
-    if chance(rng, 0.35):
+    if chance(rng, 0.45):
         spec["tolerations"] = ps.tolerations(rng)
     if pending:
         _placement(rng, spec, u, app)
@@ -194,6 +220,6 @@ def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool) -> dic
 def _placement(rng: random.Random, spec: dict[str, Any], u: ps.Universe, app: str) -> None:
     if chance(rng, 0.2):
         spec["nodeSelector"] = ps.node_selector(rng, u)
-    required, preferred = chance(rng, 0.25), chance(rng, 0.3)
+    required, preferred = chance(rng, 0.2), chance(rng, 0.3)
     if required or preferred:
         spec["nodeAffinity"] = ps.node_affinity(rng, u, required, preferred)

@@ -15,7 +15,7 @@ from policy_scheduler.devcluster.versions import bin_dir
 from policy_scheduler.parity.profiles import kube_scheduler_config
 from policy_scheduler.parity.schedlog import SchedulerLog
 
-VMODULE = "schedule_one=10,eventhandlers=3,scheduling_queue=4"
+VMODULE = "schedule_one=10,eventhandlers=4,scheduling_queue=4"
 
 
 class ReferenceError(RuntimeError):

@@ -10,14 +10,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_scheduler.apiobjects.convert import node_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
 from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    BUDGET_BEST_EFFORT,
+    EVICTION_POLICY_SERVICE,
+    EvictionPolicyConfig,
+)
 from policy_scheduler.scheduler.scheduler import SchedulingError
+
+# kube-scheduler may pick victims that violate a budget (as a last resort); our default
+# EvictionPolicy (budgetMode Enforce) never does. BestEffort is upstream's behaviour.
+UPSTREAM_BUDGETS = EvictionPolicyConfig(budget_mode=BUDGET_BEST_EFFORT)
+
+
+def _upstream_budgets(scheduler_name: str) -> EvictionPolicyConfig:
+    return UPSTREAM_BUDGETS
 
 
 @dataclass(slots=True)
@@ -41,9 +54,11 @@ def evaluate(
     bound: Sequence[Mapping[str, Any]],
     pod: Mapping[str, Any],
     namespace_labels: Mapping[str, Mapping[str, str]],
+    pdbs: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
     """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects)."""
-    engine = Engine(seed=0, services={"pdbs": []})
+    services = {"pdbs": [pdb_from_dict(p) for p in pdbs], EVICTION_POLICY_SERVICE: _upstream_budgets}
+    engine = Engine(seed=0, services=services)
     engine.set_profiles([profile])
     engine.set_namespace_labels(namespace_labels)
     for node in nodes:
@@ -62,7 +77,7 @@ def evaluate(
     except (SchedulingError, FrameworkError) as exc:
         return Decision("error", message=str(exc))
     table = engine.cache.table
-    rows = result.feasible_rows if result.feasible_rows is not None else []
+    rows = list(result.feasible_rows) if result.feasible_rows is not None else []
     feasible = [table.nodes[int(r)].name for r in rows]
     decision = Decision("bound", feasible=feasible, best={result.node_name})
     if result.scores is not None:

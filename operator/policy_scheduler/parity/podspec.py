@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy_scheduler.parity.profiles import GPU
+from policy_scheduler.scheduler.resources import canonical
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -76,7 +77,7 @@ def container(rng: random.Random, name: str, *, heavy: bool = False, ports: bool
         resources["limits"] = requests  # the API server copies limits into requests
     elif requests:
         resources["requests"] = requests
-    if chance(rng, 0.15):
+    if chance(rng, 0.08):
         gpus = str(pick(rng, 1, 1, 2))
         resources.setdefault("requests", {})[GPU] = gpus
         resources.setdefault("limits", {})[GPU] = gpus
@@ -98,12 +99,35 @@ def _port(rng: random.Random, host_port: int) -> dict[str, Any]:
 
 def init_containers(rng: random.Random) -> list[dict[str, Any]]:
     """An init container or a sidecar (restartable init container), each with requests."""
-    c = {"name": "init", "image": "busybox:1.36", "resources": {"requests": _requests(rng, chance(rng, 0.3))}}
+    requests = _requests(rng, chance(rng, 0.3)) or {"cpu": "200m"}
+    c: dict[str, Any] = {"name": "init", "image": "busybox:1.36", "resources": {"requests": requests}}
     if chance(rng, 0.5):
         c["restartPolicy"] = "Always"
-    if not c["resources"]["requests"]:
-        c["resources"] = {"requests": {"cpu": "200m"}}
     return [c]
+
+
+def _total(containers: list[dict[str, Any]], resource: str) -> int:
+    """Requests, or the limits the API server copies into missing requests."""
+    total = 0
+    for c in containers:
+        res = c.get("resources", {})
+        total += canonical(
+            resource, res.get("requests", {}).get(resource) or res.get("limits", {}).get(resource, 0)
+        )
+    return total
+
+
+def pod_level_resources(
+    rng: random.Random, containers: list[dict[str, Any]], inits: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """spec.resources.requests (PodLevelResources, beta and on in v1.35): at least what the
+    containers ask for together, as validation demands."""
+    cpu = _total(containers, "cpu") + _total(inits, "cpu") + pick(rng, 0, 250, 1000)
+    memory = _total(containers, "memory") + _total(inits, "memory") + pick(rng, 0, 2**28, 2**30)
+    requests: dict[str, str] = {"cpu": f"{cpu}m"} if cpu else {}
+    if memory and chance(rng, 0.7):
+        requests["memory"] = str(memory)
+    return {"requests": requests or {"cpu": "100m"}}
 
 
 # ---- tolerations and node affinity ---------------------------------------------------------

@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy_scheduler.parity.api import JSON, ClusterApi
+from policy_scheduler.parity.cacheorder import CacheOrder
 from policy_scheduler.parity.compare import Reference, Verdict, judge
 from policy_scheduler.parity.generator import Scenario, priority_class_manifests
 from policy_scheduler.parity.ours import Decision, evaluate
+from policy_scheduler.parity.pdbsync import settled
 from policy_scheduler.parity.profiles import resolved_profiles
 from policy_scheduler.parity.schedlog import SchedulerLog
 
 POLL = 0.005
+PDB_INFORMER_DELAY = 0.05
 DECISION_TIMEOUT = 15.0
 REBIND_WINDOW = 2.0
 
@@ -39,6 +42,7 @@ class PodResult:
     verdict: Verdict
     # the state the pod was judged on: running pod manifests with spec.nodeName set
     state: list[dict[str, Any]] = field(default_factory=list)
+    pdbs: list[dict[str, Any]] = field(default_factory=list)  # with the status they had
     followup: bool = False  # the second attempt of a preemptor
 
 
@@ -70,6 +74,7 @@ class Runner:
         self.log = log
         self.alive = alive
         self.profiles = resolved_profiles()
+        self.order = CacheOrder()
         for pc in priority_class_manifests():
             api.create(pc, exist_ok=True)
 
@@ -96,6 +101,8 @@ class Runner:
     def _setup(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
             self.api.create(ns)
+        for pdb in scenario.pdbs:
+            self.api.create(pdb)
         for node in scenario.nodes:
             self.api.create(node)
         names = {n["metadata"]["name"] for n in scenario.nodes}
@@ -106,6 +113,7 @@ class Runner:
         self._wait("kube-scheduler to see the running pods", lambda: keys <= self.log.scheduled_added)
         self._nodes = self.api.nodes()
         self._namespace_labels = self.api.namespace_labels()
+        self._pdbs: list[JSON] = []
 
     def _teardown(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
@@ -117,13 +125,22 @@ class Runner:
         names = {n["metadata"]["name"] for n in scenario.nodes}
         self._wait("kube-scheduler to forget the nodes", lambda: names <= self.log.nodes_deleted)
 
-    def _state(self) -> list[JSON]:
-        """Bound pods once kwok has started them (preemption ranks victims by start time)."""
-        deadline = time.monotonic() + 5.0
+    def _state(self, scenario: Scenario) -> list[JSON]:
+        """Bound pods once kwok has started them (preemption ranks victims by start time) and
+        the scenario's budgets once the disruption controller has counted them."""
+        deadline = time.monotonic() + 10.0
         while True:
             pods = self.api.bound_pods()
-            if all(p.get("status", {}).get("startTime") for p in pods) or time.monotonic() > deadline:
+            started = all(p.get("status", {}).get("startTime") for p in pods)
+            self._pdbs = [self.api.get(pdb) for pdb in scenario.pdbs]
+            namespaces = {pdb["metadata"]["namespace"] for pdb in scenario.pdbs}
+            members = [p for p in pods if p["metadata"]["namespace"] in namespaces]
+            if started and all(settled(pdb, members) for pdb in self._pdbs):
+                if self._pdbs:
+                    time.sleep(PDB_INFORMER_DELAY)  # kube-scheduler's PDB informer has no log line
                 return pods
+            if time.monotonic() > deadline:
+                raise HarnessError("pods not started or budgets not settled after 10s")
             time.sleep(0.02)
 
     def _one_pod(
@@ -131,15 +148,18 @@ class Runner:
     ) -> list[PodResult]:
         key = _key(pod)
         profile = self.profiles[scenario.scheduler_name]
-        bound = self._state()
+        bound = self._state(scenario)
         api_pod = self.api.create(pod)  # the stored object (defaults, admission) is what we judge
-        ours = evaluate(profile, self._nodes, bound, api_pod, self._namespace_labels)
         ref = self._reference(key)
-        results = [PodResult(key, ref, ours, judge(ref, ours), _frozen_state(bound, manifests))]
+        # kube-scheduler's cache order as it was when the pod entered its queue
+        bound = self._in_cache_order(bound, self.log.pods[key].added_at, manifests)
+        ours = evaluate(profile, self._nodes, bound, api_pod, self._namespace_labels, self._pdbs)
+        state = _frozen_state(bound, manifests)
+        results = [PodResult(key, ref, ours, judge(ref, ours), state, _frozen_pdbs(self._pdbs))]
         if ref.outcome == "preempt":
             for victim in ref.victims:
                 manifests.pop(victim, None)
-            followup = self._after_preemption(key, api_pod, profile, manifests)
+            followup = self._after_preemption(scenario, key, api_pod, profile, manifests)
             if followup is not None:
                 results.append(followup)
         if self.log.pods[key].attempts and self.log.pods[key].attempts[-1].outcome == "bound":
@@ -147,6 +167,14 @@ class Runner:
         else:
             self._drop(pod)
         return results
+
+    def _in_cache_order(
+        self, bound: list[JSON], upto: int, manifests: Mapping[str, dict[str, Any]]
+    ) -> list[JSON]:
+        known = {k: str(m["spec"].get("nodeName", "")) for k, m in manifests.items()}
+        known.update((_key(p), p["spec"]["nodeName"]) for p in bound)
+        self.order.consume(self.log.cache_ops, upto, known)
+        return [dict(p) for p in self.order.sort(bound)]
 
     def _drop(self, pod: dict[str, Any]) -> None:
         """Delete a pod kube-scheduler left pending, and wait until its queue forgot it."""
@@ -183,7 +211,7 @@ class Runner:
         return ref
 
     def _after_preemption(
-        self, key: str, api_pod: JSON, profile: Any, manifests: dict[str, dict[str, Any]]
+        self, scenario: Scenario, key: str, api_pod: JSON, profile: Any, manifests: dict[str, dict[str, Any]]
     ) -> PodResult | None:
         """Judge the preemptor's next attempt if kube-scheduler makes it soon. (It may not:
         a victim deleted while the preemption is still in flight leaves the preemptor in
@@ -198,14 +226,31 @@ class Runner:
         except HarnessError:
             return None
         final = podlog.attempts[-1]
-        bound = [p for p in self._state() if _key(p) != key]
+        bound = [p for p in self._state(scenario) if _key(p) != key]
+        bound = self._in_cache_order(bound, len(self.log.cache_ops), manifests)
         retry = copy.deepcopy(api_pod)
         retry.setdefault("status", {})["nominatedNodeName"] = podlog.attempts[0].preemption_node
-        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels)
+        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels, self._pdbs)
         ref = Reference(
             final.outcome, final.node, final.feasible, dict(final.scores), final.plugin_scores, final.message
         )
-        return PodResult(key, ref, ours, judge(ref, ours), _frozen_state(bound, manifests), followup=True)
+        state = _frozen_state(bound, manifests)
+        return PodResult(key, ref, ours, judge(ref, ours), state, _frozen_pdbs(self._pdbs), followup=True)
+
+
+def _frozen_pdbs(pdbs: list[JSON]) -> list[dict[str, Any]]:
+    """The budgets as manifests with the status they had (simulate reads status)."""
+    keep = ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]},
+            "spec": p["spec"],
+            "status": {k: v for k, v in (p.get("status") or {}).items() if k in keep},
+        }
+        for p in pdbs
+    ]
 
 
 def _frozen_state(bound: list[JSON], manifests: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:

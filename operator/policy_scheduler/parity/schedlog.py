@@ -1,6 +1,6 @@
 """Read kube-scheduler's klog text log as it grows: cache events and scheduling attempts.
 
-The reference runs with -v=2 and --vmodule=schedule_one=10,eventhandlers=3,scheduling_queue=4,
+The reference runs with -v=2 and --vmodule=schedule_one=10,eventhandlers=4,scheduling_queue=4,
 so the log names every node and pod its cache sees, every final and per-plugin score, every
 binding, failure, PreEnqueue rejection and preemption.
 """
@@ -52,6 +52,7 @@ class PodLog:
     preemption_done: bool = False
     gated: bool = False
     added: bool = False
+    added_at: int = 0  # len(cache_ops) when the pod entered the queue
     deleted_unscheduled: bool = False
 
     def current(self) -> Attempt:
@@ -72,6 +73,8 @@ class SchedulerLog:
         self.scheduled_added: set[str] = set()
         self.scheduled_deleted: set[str] = set()
         self.pods: dict[str, PodLog] = defaultdict(PodLog)
+        # (op, pod key, node or "") in log order: what changed the cache's pod lists
+        self.cache_ops: list[tuple[str, str, str]] = []
         self.errors: list[str] = []
 
     def poll(self) -> None:
@@ -107,12 +110,18 @@ class SchedulerLog:
 
     def _scheduled_added(self, kv: dict[str, str]) -> None:
         self.scheduled_added.add(kv["pod"])
+        self.cache_ops.append(("add", kv["pod"], ""))
+
+    def _scheduled_updated(self, kv: dict[str, str]) -> None:
+        self.cache_ops.append(("update", kv["pod"], ""))
 
     def _scheduled_deleted(self, kv: dict[str, str]) -> None:
         self.scheduled_deleted.add(kv["pod"])
+        self.cache_ops.append(("delete", kv["pod"], ""))
 
     def _unscheduled_added(self, kv: dict[str, str]) -> None:
-        self.pods[kv["pod"]].added = True
+        podlog = self.pods[kv["pod"]]
+        podlog.added, podlog.added_at = True, len(self.cache_ops)
 
     def _unscheduled_deleted(self, kv: dict[str, str]) -> None:
         self.pods[kv["pod"]].deleted_unscheduled = True
@@ -130,6 +139,7 @@ class SchedulerLog:
     def _bound(self, kv: dict[str, str]) -> None:
         attempt = self.pods[kv["pod"]].current()
         attempt.outcome, attempt.node, attempt.feasible = "bound", kv["node"], int(kv["feasibleNodes"])
+        self.cache_ops.append(("assume", kv["pod"], kv["node"]))
 
     def _no_fit(self, kv: dict[str, str]) -> None:
         attempt = self.pods[kv["pod"]].current()
@@ -159,6 +169,7 @@ _HANDLERS = {
     "Add event for node": SchedulerLog._node_added,
     "Delete event for node": SchedulerLog._node_deleted,
     "Add event for scheduled pod": SchedulerLog._scheduled_added,
+    "Update event for scheduled pod": SchedulerLog._scheduled_updated,
     "Delete event for scheduled pod": SchedulerLog._scheduled_deleted,
     "Add event for unscheduled pod": SchedulerLog._unscheduled_added,
     "Delete event for unscheduled pod": SchedulerLog._unscheduled_deleted,

@@ -51,8 +51,10 @@ class _QueueFacade:
         info.pod = current
         self.queue.add_unschedulable_if_not_present(info, scheduling_cycle)
 
-    def move_all_to_active_or_backoff(self, event: Any, old: Any, new: Any) -> None:
-        self.queue.move_all_to_active_or_backoff(event, old, new)
+    def move_all_to_active_or_backoff(
+        self, event: Any, old: Any, new: Any, precheck: Callable[[Pod], bool] | None = None
+    ) -> None:
+        self.queue.move_all_to_active_or_backoff(event, old, new, precheck)
 
     def activate_nominated(self, pod: Pod, node_name: str) -> None:
         """Record the nomination from preemption ("" clears a stale one)."""
@@ -228,9 +230,23 @@ class Engine:
             self.scheduler.start_binding(task)
         return True
 
+    def expire_assumed_pods(self) -> list[Pod]:
+        """Forget assumed pods whose binding finished but never showed up in the watch."""
+        expired = self.cache.cleanup_expired_assumed_pods()
+        for pod in expired:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+        return expired
+
+    async def _expire_assumed_periodically(self, interval: float = 1.0) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.expire_assumed_pods()
+
     async def run(self, should_schedule: Callable[[], bool] = lambda: True) -> None:
         """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost."""
-        flushers = asyncio.get_running_loop().create_task(self.queue.run_flushers())
+        loop = asyncio.get_running_loop()
+        flushers = loop.create_task(self.queue.run_flushers())
+        expiry = loop.create_task(self._expire_assumed_periodically())
         try:
             while True:
                 try:
@@ -250,6 +266,7 @@ class Engine:
                 await asyncio.sleep(0)
         finally:
             flushers.cancel()
+            expiry.cancel()
             await self.scheduler.drain_binding()
 
     def close(self) -> None:

@@ -178,8 +178,9 @@ class Pod:
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None
-    _requests: dict[str, int] | None = field(default=None, repr=False, compare=False)
-    _non_zero: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+    # Caches, not init fields: dataclasses.replace(pod, containers=...) must not copy stale values.
+    _requests: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _non_zero: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -24,13 +24,16 @@ ABSENT = -1  # label code for "node lacks this label key"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Deprecated, but GetZoneKey still prefers them over the topology.kubernetes.io labels.
+BETA_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 _INITIAL_CAPACITY = 64
 
 
 def zone_key(labels: dict[str, str]) -> str:
     """utilnode.GetZoneKey: region and zone joined; empty when the node has neither."""
-    region = labels.get(REGION_LABEL, "")
-    zone = labels.get(ZONE_LABEL, "")
+    region = labels[BETA_REGION_LABEL] if BETA_REGION_LABEL in labels else labels.get(REGION_LABEL, "")
+    zone = labels[BETA_ZONE_LABEL] if BETA_ZONE_LABEL in labels else labels.get(ZONE_LABEL, "")
     if not region and not zone:
         return ""
     return f"{region}:\x00:{zone}"
@@ -256,11 +259,13 @@ class NodeTable:
         self.pods[dst] = self.pods[src]
         self.images[dst] = self.images[src]
         self.zone_of_row[dst] = self.zone_of_row[src]
-        for users in self.host_ports.values():
+        for key, users in list(self.host_ports.items()):
             if src in users:
                 users[dst] = users.pop(src)
             else:
                 users.pop(dst, None)
+                if not users:  # the removed node was its only user
+                    del self.host_ports[key]
         self.index[self.nodes[dst].name] = dst
         for pod in self.pods[dst].values():
             # Listeners key by row: tell them the pods moved.

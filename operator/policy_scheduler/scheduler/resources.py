@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import TYPE_CHECKING
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+# Quantities saturate at the API's maxAllowed; larger values would overflow the int64 columns.
+MAX_QUANTITY = (1 << 63) - 1
 
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -45,9 +48,11 @@ def parse_quantity(value: str | int | float) -> Decimal:
     """Parse a resource.Quantity string into an exact Decimal."""
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuantityError(f"invalid quantity {value!r}")
     if isinstance(value, int | float):
         return Decimal(str(value))
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value)  # no surrounding whitespace, as ParseQuantity
     if not match:
         raise QuantityError(f"invalid quantity {value!r}")
     number, exponent, suffix = match.groups()
@@ -65,7 +70,7 @@ def canonical(resource: str, value: str | int | float) -> int:
     amount = parse_quantity(value)
     if resource == CPU:
         amount *= 1000
-    return int(amount.to_integral_value(rounding=ROUND_CEILING))
+    return min(int(amount.to_integral_value(rounding=ROUND_CEILING)), MAX_QUANTITY)
 
 
 def canonical_list(values: dict[str, str | int | float] | None) -> dict[str, int]:
@@ -79,7 +84,9 @@ def _add(into: dict[str, int], more: dict[str, int]) -> None:
 
 def _max_into(into: dict[str, int], other: dict[str, int]) -> None:
     for name, value in other.items():
-        if value > into.get(name, 0):
+        # maxResourceList: a key not seen yet is set even to zero (its presence matters for
+        # the pod-level non-zero defaults).
+        if name not in into or value > into[name]:
             into[name] = value
 
 

@@ -15,16 +15,23 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult, QueuedPodInfo
-from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError, ScoreOutcome
+from policy_scheduler.scheduler.framework.runtime import (
+    PASSED,
+    FilterOutcome,
+    Framework,
+    FrameworkError,
+    ScoreOutcome,
+)
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.nodetable import Rows
+from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +45,11 @@ REASON_SCHEDULER_ERROR = "SchedulerError"
 
 class SchedulingError(RuntimeError):
     """Anything that is not "the pod does not fit": reported with reason SchedulerError."""
+
+
+class NoNodesAvailableError(SchedulingError):
+    """ErrNoNodesAvailable: upstream reports it as an UnschedulableAndUnresolvable status, so the
+    pod's reason is Unschedulable, not SchedulerError."""
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -56,7 +68,9 @@ class SchedulingQueue(Protocol):
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, scheduling_cycle: int) -> None: ...
 
-    def move_all_to_active_or_backoff(self, event: object, old: object, new: object) -> None: ...
+    def move_all_to_active_or_backoff(
+        self, event: object, old: object, new: object, precheck: Callable[[Pod], bool] | None = None
+    ) -> None: ...
 
     def activate_nominated(self, pod: Pod, node_name: str) -> None: ...
 
@@ -121,6 +135,64 @@ class BindingTask:
     started: float = field(default_factory=time.monotonic)
 
 
+# Chunked filtering: the first chunk covers to_find plus a margin for rejected nodes; later
+# chunks follow the pass rate seen so far. After _MAX_CHUNKS - 1 guesses the rest goes at once.
+_CHUNK_MARGIN = 32
+_MAX_CHUNKS = 4
+
+
+def _first_chunk(to_find: int, count: int) -> int:
+    size = to_find + to_find // 8 + _CHUNK_MARGIN
+    return count if size * 2 > count else size
+
+
+def _next_chunk(to_find: int, found: int, evaluated: int) -> int:
+    missing = to_find + 1 - found  # one past to_find proves where the search stops
+    if found == 0:
+        return 2 * evaluated
+    return int(missing * evaluated / found * 1.25) + _CHUNK_MARGIN
+
+
+class _Rejections:
+    """Rows rejected by Filter in one cycle, kept as filter outcomes.
+
+    Only a pod that fits nowhere needs the per-node statuses (FitError, preemption), so the
+    Diagnosis entries are built then, not on every successful cycle.
+    """
+
+    __slots__ = ("_parts", "nominated_row")
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[FilterOutcome, npt.NDArray[np.intp]]] = []
+        self.nominated_row: int | None = None  # rejected first, and maybe again in the search
+
+    def add(self, outcome: FilterOutcome, prefix: int) -> None:
+        """Record the failed rows among the first `prefix` rows of `outcome`."""
+        failed = np.flatnonzero(outcome.status_ref[:prefix] != PASSED)
+        if len(failed):
+            self._parts.append((outcome, failed))
+
+    def count(self) -> int:
+        """How many distinct nodes were rejected."""
+        total = sum(len(failed) for _, failed in self._parts)
+        row = self.nominated_row
+        if row is not None and any(np.any(o.rows[failed] == row) for o, failed in self._parts[1:]):
+            total -= 1
+        return total
+
+    def fill(self, diagnosis: Diagnosis, table: NodeTable) -> None:
+        """Add node_to_status entries (in evaluation order) and the rejecting plugins."""
+        nodes = table.nodes
+        for outcome, failed in self._parts:
+            refs, inverse = np.unique(outcome.status_ref[failed], return_inverse=True)
+            statuses = [outcome.statuses[int(ref)] for ref in refs]
+            for status in statuses:
+                diagnosis.add_plugin_status(status)
+            names = [nodes[row].name for row in outcome.rows[failed].tolist()]
+            diagnosis.node_to_status.update(zip(names, [statuses[k] for k in inverse.tolist()], strict=True))
+        self._parts = []
+
+
 class Scheduler:
     def __init__(
         self,
@@ -178,6 +250,9 @@ class Scheduler:
             info.pending_plugins = set(fit.diagnosis.pending_plugins)
             self._fail(framework, info, REASON_UNSCHEDULABLE, str(fit), nominated, started, "unschedulable")
             return None
+        except NoNodesAvailableError as exc:
+            self._fail(framework, info, REASON_UNSCHEDULABLE, str(exc), None, started, "unschedulable")
+            return None
         except (SchedulingError, FrameworkError) as exc:
             self._fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), None, started, "error")
             return None
@@ -216,22 +291,32 @@ class Scheduler:
         assumed = self.cache.assume_pod(pod, node_name)
         self.queue.delete_nominated(pod)
         status = framework.run_reserve(state, assumed, node_name)
-        if not status.is_success:
-            framework.run_unreserve(state, assumed, node_name)
-            self.cache.forget_pod(assumed)
-            self._fail(framework, info, self._reason(status), status.message, None, started, "error")
-            return None
-        status = framework.run_permit(state, assumed, node_name)
+        if status.is_success:
+            status = framework.run_permit(state, assumed, node_name)
         if status.code not in (Code.SUCCESS, Code.WAIT):
             framework.run_unreserve(state, assumed, node_name)
             self.cache.forget_pod(assumed)
-            self._fail(framework, info, self._reason(status), status.message, None, started, "unschedulable")
+            message = status.message
+            if status.is_rejected:
+                message = self._one_node_rejection(info, node_name, status)
+            result = "unschedulable" if status.is_rejected else "error"
+            self._fail(framework, info, self._reason(status), message, None, started, result)
             return None
         return BindingTask(info, framework, state, assumed, node_name, started)
 
     @staticmethod
     def _reason(status: Status) -> str:
         return REASON_UNSCHEDULABLE if status.is_rejected else REASON_SCHEDULER_ERROR
+
+    @staticmethod
+    def _one_node_rejection(info: QueuedPodInfo, node_name: str, status: Status) -> str:
+        """A rejection at Reserve or Permit is a FitError over the one chosen node, as upstream;
+        its plugin goes into the pod's unschedulable plugins for the queueing hints."""
+        diagnosis = Diagnosis(node_to_status={node_name: status})
+        diagnosis.add_plugin_status(status)
+        info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
+        info.pending_plugins = set(diagnosis.pending_plugins)
+        return fit_error_message(1, diagnosis)
 
     def _fail(
         self,
@@ -253,11 +338,12 @@ class Scheduler:
     def schedule_pod(self, framework: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
         table = self.cache.table
         if len(table) == 0:
-            raise SchedulingError(NO_NODES_AVAILABLE)
-        feasible, diagnosis = self.find_nodes_that_fit(framework, state, pod)
+            raise NoNodesAvailableError(NO_NODES_AVAILABLE)
+        feasible, diagnosis, rejected = self._find_nodes_that_fit(framework, state, pod)
         if len(feasible) == 0:
+            rejected.fill(diagnosis, table)
             raise FitError(pod.key, len(table), diagnosis)
-        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        evaluated = len(feasible) + rejected.count()
         if len(feasible) == 1:
             return ScheduleResult(table.nodes[int(feasible[0])].name, evaluated, 1, None, feasible)
         started = time.perf_counter()
@@ -278,8 +364,17 @@ class Scheduler:
     def find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: Pod
     ) -> tuple[Rows, Diagnosis]:
+        feasible, diagnosis, rejected = self._find_nodes_that_fit(framework, state, pod)
+        rejected.fill(diagnosis, self.cache.table)
+        return feasible, diagnosis
+
+    def _find_nodes_that_fit(
+        self, framework: Framework, state: CycleState, pod: Pod
+    ) -> tuple[Rows, Diagnosis, _Rejections]:
+        """findNodesThatFitPod; the per-node statuses stay in `_Rejections` until a FitError needs them."""
         table = self.cache.table
         diagnosis = Diagnosis()
+        rejected = _Rejections()
         narrowed, status, plugins = framework.run_pre_filter(state, pod)
         diagnosis.unschedulable_plugins = set(plugins)
         empty: Rows = np.empty(0, dtype=np.intp)
@@ -289,30 +384,32 @@ class Scheduler:
             diagnosis.absent_nodes_status = status
             diagnosis.pre_filter_msg = status.message
             diagnosis.add_plugin_status(status)
-            return empty, diagnosis
+            return empty, diagnosis, rejected
 
         if pod.nominated_node_name and pod.nominated_node_name in table:
             row = np.asarray([table.row(pod.nominated_node_name)], dtype=np.intp)
             outcome = framework.run_filters_with_nominated_pods(state, pod, row)
             if outcome.passed[0]:
-                return row, diagnosis
-            self._record_rejections(outcome.rows, outcome, diagnosis, ~outcome.passed)
+                return row, diagnosis, rejected
+            rejected.add(outcome, 1)
+            rejected.nominated_row = int(row[0])
 
         rows = table.order()
         if narrowed is not None and narrowed.node_names is not None:
-            allowed = narrowed.node_names
-            rows = np.asarray([r for r in rows if table.nodes[r].name in allowed], dtype=np.intp)
+            allowed = np.zeros(len(table), dtype=np.bool_)
+            allowed[[table.index[name] for name in narrowed.node_names if name in table.index]] = True
+            rows = rows[allowed[rows]]
             names = " ".join(sorted(plugins))
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",)
             )
-        feasible, processed = self._find_nodes_that_pass_filters(framework, state, pod, rows, diagnosis)
+        feasible, processed = self._find_nodes_that_pass_filters(framework, state, pod, rows, rejected)
         if len(table):
             self.next_start_node_index = (self.next_start_node_index + processed) % len(table)
-        return feasible, diagnosis
+        return feasible, diagnosis, rejected
 
     def _find_nodes_that_pass_filters(
-        self, framework: Framework, state: CycleState, pod: Pod, rows: Rows, diagnosis: Diagnosis
+        self, framework: Framework, state: CycleState, pod: Pod, rows: Rows, rejected: _Rejections
     ) -> tuple[Rows, int]:
         count = len(rows)
         if count == 0:
@@ -324,33 +421,40 @@ class Scheduler:
         rotated = np.concatenate([rows[start:], rows[:start]]) if start else rows
         if not framework.has_filter_plugins:
             return rotated[:to_find], min(to_find, count)
+        # Filter the rotated order in chunks until more than to_find nodes passed: the result is
+        # the one filtering every node would give, without filtering nodes that cannot matter.
         started = time.perf_counter()
-        outcome = framework.run_filters_with_nominated_pods(state, pod, rotated)
+        outcomes: list[FilterOutcome] = []
+        passes: list[npt.NDArray[np.bool_]] = []
+        found = evaluated = 0
+        size = _first_chunk(to_find, count)
+        while evaluated < count and found <= to_find:
+            if len(outcomes) == _MAX_CHUNKS - 1:
+                size = count  # enough guessing: take the rest
+            chunk = rotated[evaluated : evaluated + size]
+            outcome = framework.run_filters_with_nominated_pods(state, pod, chunk)
+            failure = outcome.error()
+            if failure is not None:
+                framework.timed("Filter", started)
+                raise SchedulingError(failure.message)
+            outcomes.append(outcome)
+            passes.append(outcome.status_ref == PASSED)
+            evaluated += len(outcome.rows)
+            found += int(np.count_nonzero(passes[-1]))
+            size = _next_chunk(to_find, found, evaluated)
         framework.timed("Filter", started)
-        failure = outcome.error()
-        if failure is not None:
-            raise SchedulingError(failure.message)
-        passed = outcome.passed
-        found = np.cumsum(passed)
-        processed = count
-        if found[-1] > to_find:
+        passed = passes[0] if len(passes) == 1 else np.concatenate(passes)
+        processed = evaluated
+        if found > to_find:
             # Stop where the to_find-th feasible node was found, as the upstream search does.
-            processed = int(np.searchsorted(found, to_find)) + 1
-        window = slice(0, processed)
-        self._record_rejections(rotated[window], outcome, diagnosis, ~passed[window])
-        return rotated[window][passed[window]], processed
-
-    def _record_rejections(
-        self, rows: Rows, outcome: object, diagnosis: Diagnosis, failed: np.ndarray
-    ) -> None:
-        from policy_scheduler.scheduler.framework.runtime import FilterOutcome
-
-        assert isinstance(outcome, FilterOutcome)
-        table = self.cache.table
-        for i in np.flatnonzero(failed):
-            status = outcome.status_at(int(i))
-            diagnosis.node_to_status[table.nodes[int(rows[i])].name] = status
-            diagnosis.add_plugin_status(status)
+            processed = int(np.searchsorted(np.cumsum(passed), to_find)) + 1
+        offset = 0
+        for outcome in outcomes:
+            if offset >= processed:
+                break
+            rejected.add(outcome, min(len(outcome.rows), processed - offset))
+            offset += len(outcome.rows)
+        return rotated[:processed][passed[:processed]], processed
 
     # ---- the binding cycle (asynchronous) ----------------------------------------------------------
 
@@ -362,8 +466,10 @@ class Scheduler:
 
     async def binding_cycle(self, task: BindingTask) -> None:
         framework, state, pod, node = task.framework, task.state, task.assumed, task.node_name
+        permit_rejected = False
         try:
             status = await framework.wait_on_permit(pod)
+            permit_rejected = status.is_rejected
             if status.is_success:
                 started = time.perf_counter()
                 status = await framework.run_pre_bind(state, pod, node)
@@ -380,11 +486,19 @@ class Scheduler:
         if not status.is_success:
             framework.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod)
-            # The assumed pod freed its place: pods waiting for room may fit now.
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
-            self._fail(
-                framework, task.info, self._reason(status), status.message, None, task.started, "error"
-            )
+            message = self._one_node_rejection(task.info, node, status) if permit_rejected else status.message
+            reason = self._reason(status)
+            # The assumed pod freed its place: pods waiting for room may fit now. After a rejection
+            # upstream announces it once the pod is back in the queue, and not to the pod itself.
+            if status.is_rejected:
+                self._fail(framework, task.info, reason, message, None, task.started, "unschedulable")
+                key = pod.key
+                self.queue.move_all_to_active_or_backoff(
+                    ASSIGNED_POD_DELETE, pod, None, lambda other: other.key != key
+                )
+            else:
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+                self._fail(framework, task.info, reason, message, None, task.started, "error")
             return
         self.cache.finish_binding(pod)
         framework.run_post_bind(state, pod, node)

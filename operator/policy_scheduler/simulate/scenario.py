@@ -162,9 +162,27 @@ def _is_ours(doc: _Doc) -> bool:
     return True
 
 
+def _class_of_mirror(mirror: Mapping[str, Any]) -> PriorityClassInfo:
+    name = str((mirror.get("metadata") or {}).get("name", ""))
+    spec = mirror.get("spec") or {}
+    value = spec.get("value")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ScenarioError(f"PriorityClassMirror {name}: spec.value: expected an integer, got {value!r}")
+    return PriorityClassInfo(
+        name,
+        value,
+        global_default=bool(spec.get("globalDefault", False)),
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+    )
+
+
 def _apply_priority_admission(scenario: Scenario) -> None:
     """What the Priority admission plugin does: resolve priorityClassName, else the global default."""
     classes = {pc.name: pc for pc in SYSTEM_PRIORITY_CLASSES}
+    # A PriorityClassMirror stands for the native class the operator keeps in sync.
+    for mirror in scenario.priority_class_mirrors:
+        pc = _class_of_mirror(mirror)
+        scenario.priority_classes.setdefault(pc.name, pc)
     classes.update(scenario.priority_classes)
     defaults = [pc for pc in scenario.priority_classes.values() if pc.global_default]
     if len(defaults) > 1:

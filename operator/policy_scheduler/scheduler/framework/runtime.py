@@ -41,6 +41,7 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 
 PASSED = -1  # status_ref of a row that passed every filter
+MAX_PERMIT_WAIT_SECONDS = 15 * 60.0  # upstream's maxTimeout for Permit waits
 _CODE_NAMES = {
     Code.SUCCESS: "Success",
     Code.ERROR: "Error",
@@ -54,6 +55,42 @@ _CODE_NAMES = {
 
 class FrameworkError(RuntimeError):
     pass
+
+
+def plugin_failure(status: Status, plugin: str, message: str) -> Status:
+    """A failed plugin's status: rejections keep their reasons, anything else becomes an Error
+    whose message wraps the plugin's, as upstream's fmt.Errorf("running ... %q: %w")."""
+    if status.is_rejected:
+        return status.with_plugin(plugin)
+    return Status(Code.ERROR, (message.format(plugin=plugin, error=status.message),), plugin)
+
+
+def go_duration(seconds: float) -> str:
+    """time.Duration.String(), for messages upstream formats with %v (e.g. "50ms", "1m30s")."""
+    ns = round(seconds * 1e9)
+    sign, u = ("-" if ns < 0 else ""), abs(ns)
+
+    def frac(value: int, digits: int) -> str:
+        whole, rest = divmod(value, 10**digits)
+        tail = str(rest).rjust(digits, "0").rstrip("0")
+        return f"{whole}.{tail}" if tail else str(whole)
+
+    if u == 0:
+        return "0s"
+    if u < 1_000:
+        return f"{sign}{u}ns"
+    if u < 1_000_000:
+        return f"{sign}{frac(u, 3)}µs"
+    if u < 1_000_000_000:
+        return f"{sign}{frac(u, 6)}ms"
+    secs = u // 1_000_000_000
+    text = frac(u % 60_000_000_000, 9) + "s"
+    minutes = secs // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        if minutes // 60:
+            text = f"{minutes // 60}h{text}"
+    return sign + text
 
 
 @dataclass(slots=True)
@@ -90,6 +127,7 @@ class WaitingPod:
     pod: Pod
     deadlines: dict[str, float]
     result: asyncio.Future[Status] | None = None
+    waits: dict[str, float] = field(default_factory=dict)  # plugin -> wait in seconds, for messages
     outcome: Status | None = None
 
     def allow(self, plugin: str) -> None:
@@ -117,10 +155,8 @@ class WaitingPod:
                 return await asyncio.wait_for(asyncio.shield(self.result), max(0.0, deadline - clock()))
             except TimeoutError:
                 if plugin in self.deadlines and clock() >= self.deadlines[plugin]:
-                    timeout = self.deadlines[plugin]
-                    self.reject(
-                        plugin, f"rejected due to timeout after waiting {timeout:.0f}s at plugin {plugin}"
-                    )
+                    waited = go_duration(self.waits.get(plugin, 0.0))
+                    self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
         return self.outcome
 
 
@@ -259,7 +295,8 @@ class Framework:
                 if status.code == Code.UNSCHEDULABLE:
                     returned = status
                     continue
-                return None, error(f"running PreFilter plugin {plugin.name!r}: {status.message}"), set()
+                # %q quoting, as upstream's message
+                return None, error(f'running PreFilter plugin "{plugin.name}": {status.message}'), set()
             if narrowed is not None and narrowed.node_names is not None:
                 with_nodes.add(plugin.name)
             result = narrowed if result is None else result.merge(narrowed)
@@ -277,29 +314,40 @@ class Framework:
         """RunFilterPlugins over many nodes: per node, the first failing plugin decides."""
         status_ref = np.full(len(rows), PASSED, dtype=np.int32)
         statuses: list[Status] = []
+        alive: Rows | None = None  # positions still passing; None while that is every row
+        if len(rows) == 0:
+            return FilterOutcome(rows, status_ref, statuses)
         for plugin in self.points.filter:
             if plugin.name in state.skip_filter:
                 continue
-            alive = np.flatnonzero(status_ref == PASSED)
-            if len(alive) == 0:
-                break
-            result = plugin.filter(state, pod, rows[alive])
+            result = plugin.filter(state, pod, rows if alive is None else rows[alive])
             failed = ~result.passed
             if not failed.any():
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
             offset = len(statuses)
-            statuses.extend(s.with_plugin(plugin.name) for s in result.statuses)
-            status_ref[alive[failed]] = offset + result.status_index[failed]
+            statuses.extend(
+                plugin_failure(s, plugin.name, 'running "{plugin}" filter plugin: {error}')
+                for s in result.statuses
+            )
+            positions = np.flatnonzero(failed) if alive is None else alive[failed]
+            status_ref[positions] = offset + result.status_index[failed]
+            alive = np.flatnonzero(status_ref == PASSED)
+            if len(alive) == 0:
+                break
         return FilterOutcome(rows, status_ref, statuses)
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
         """RunFilterPluginsWithNominatedPods in batch: nodes with nominated pods of equal or higher
-        priority must pass both with those pods placed and without them."""
+        priority must pass both with those pods placed and without them.
+
+        Upstream runs the pass with the nominated pods first, so when it fails its status is the
+        node's status even if the pass without them failed too.
+        """
         outcome = self.run_filters(state, pod, rows)
         nominator = self.handle.nominator
         table = self.handle.table
-        for i in self._passed_with_nominations(rows, outcome):
+        for i in self._rows_with_nominations(rows):
             row = rows[i]
             node_name = table.nodes[int(row)].name
             nominated = [
@@ -315,21 +363,20 @@ class Framework:
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
 
-    def _passed_with_nominations(self, rows: Rows, outcome: FilterOutcome) -> list[int]:
-        """Positions of passed rows whose node may have nominated pods, in row order.
+    def _rows_with_nominations(self, rows: Rows) -> list[int]:
+        """Positions of rows whose node may have nominated pods, in row order.
 
         Only nodes with nominations need the second pass; asking the nominator about each of
         thousands of nodes per cycle would cost more than the filters themselves.
         """
-        passed = outcome.status_ref == PASSED
         list_nodes = getattr(self.handle.nominator, "nominated_node_names", None)
         if list_nodes is None:  # a nominator that cannot list its nodes: ask about every row
-            return np.flatnonzero(passed).tolist()
+            return list(range(len(rows)))
         index = self.handle.table.index
         nominated = [index[name] for name in list_nodes() if name in index]
         if not nominated:
             return []
-        return np.flatnonzero(passed & np.isin(rows, nominated)).tolist()
+        return np.flatnonzero(np.isin(rows, nominated)).tolist()
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
         table = self.handle.table
@@ -392,7 +439,7 @@ class Framework:
                 state.skip_score.add(plugin.name)
                 continue
             if not status.is_success:
-                return error(f"running PreScore plugin {plugin.name!r}: {status.message}")
+                return error(f'running PreScore plugin "{plugin.name}": {status.message}')
         return SUCCESS
 
     def run_score(self, state: CycleState, pod: Pod, rows: Rows) -> ScoreOutcome:
@@ -418,7 +465,7 @@ class Framework:
         for plugin in self.points.reserve:
             status = plugin.reserve(state, pod, node_name)
             if not status.is_success:
-                return status.with_plugin(plugin.name)
+                return plugin_failure(status, plugin.name, 'running Reserve plugin "{plugin}": {error}')
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -427,14 +474,16 @@ class Framework:
 
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         deadlines: dict[str, float] = {}
+        waits: dict[str, float] = {}
         for plugin in self.points.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code == Code.WAIT:
-                deadlines[plugin.name] = time.monotonic() + timeout
+                waits[plugin.name] = min(timeout, MAX_PERMIT_WAIT_SECONDS)
+                deadlines[plugin.name] = time.monotonic() + waits[plugin.name]
             elif not status.is_success:
-                return status.with_plugin(plugin.name)
+                return plugin_failure(status, plugin.name, 'running Permit plugin "{plugin}": {error}')
         if deadlines:
-            self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, deadlines)
+            self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, deadlines, waits=waits)
             return Status(Code.WAIT)
         return SUCCESS
 
@@ -456,7 +505,7 @@ class Framework:
             if status.code == Code.SKIP:
                 continue
             if not status.is_success:
-                return status.with_plugin(plugin.name)
+                return plugin_failure(status, plugin.name, 'running PreBind plugin "{plugin}": {error}')
         return SUCCESS
 
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
@@ -464,7 +513,9 @@ class Framework:
             status = await plugin.bind(state, pod, node_name)
             if status.code == Code.SKIP:
                 continue
-            return status.with_plugin(plugin.name)
+            if status.is_success:
+                return status.with_plugin(plugin.name)
+            return plugin_failure(status, plugin.name, 'running Bind plugin "{plugin}": {error}')
         return SKIP
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:

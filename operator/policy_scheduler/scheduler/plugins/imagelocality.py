@@ -91,7 +91,7 @@ class ImageLocality(ScorePlugin):
         containers = (*pod.init_containers, *pod.containers)
         sums = np.zeros(len(rows), dtype=np.int64)
         wanted = Counter(normalize_image_name(c.image) for c in containers)
-        if total_nodes:
+        if total_nodes and any(table.image_node_count.get(image, 0) > 0 for image in wanted):
             self._sizes.sync(table.images)
         for image, times in wanted.items():
             holders = table.image_node_count.get(image, 0)

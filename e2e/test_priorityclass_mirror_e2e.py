@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kubectl import Kubectl, condition, namespace, pod, wait_for
@@ -30,6 +31,22 @@ def native(kubectl: Kubectl, name: str) -> dict[str, Any] | None:
         return None
     obj: dict[str, Any] = json.loads(result.stdout)
     return obj
+
+
+def native_where(
+    kubectl: Kubectl, name: str, check: Callable[[dict[str, Any]], bool]
+) -> Callable[[], dict[str, Any] | None]:
+    """A probe for wait_for: the native class once `check` holds for it."""
+
+    def probe() -> dict[str, Any] | None:
+        obj = native(kubectl, name)
+        return obj if obj is not None and check(obj) else None
+
+    return probe
+
+
+def origin(obj: dict[str, Any]) -> str | None:
+    return (obj["metadata"].get("annotations") or {}).get(ORIGIN_ANNOTATION)
 
 
 def synced_status(kubectl: Kubectl, name: str, **expected: Any) -> dict[str, Any] | None:
@@ -75,7 +92,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     kubectl.patch("priorityclassmirror", name, {"spec": {"description": "second"}})
     wait_for(
         "description patched",
-        lambda: (pc := native(kubectl, name)) and pc.get("description") == "second" and pc,
+        native_where(kubectl, name, lambda p: p.get("description") == "second"),
         timeout=30,
     )
     assert native(kubectl, name)["metadata"]["uid"] == first_uid  # type: ignore[index]
@@ -84,7 +101,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     kubectl.patch("priorityclassmirror", name, {"spec": {"value": 4321}})
     pc = wait_for(
         "recreated with the new value",
-        lambda: (p := native(kubectl, name)) and p["value"] == 4321 and p,
+        native_where(kubectl, name, lambda p: p["value"] == 4321),
         timeout=30,
     )
     assert pc["metadata"]["uid"] != first_uid
@@ -100,7 +117,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     kubectl.delete("priorityclass", name, wait=True)
     wait_for(
         "repaired",
-        lambda: (p := native(kubectl, name)) and p["metadata"]["uid"] != pc["metadata"]["uid"],
+        native_where(kubectl, name, lambda p: p["metadata"]["uid"] != pc["metadata"]["uid"]),
         timeout=30,
     )
 
@@ -126,11 +143,8 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
     kubectl.apply(mirror(name, 77, description="managed now"))
     pc = wait_for(
         "adopted",
-        lambda: (
-            (p := native(kubectl, name))
-            and p["metadata"].get("annotations", {}).get(ORIGIN_ANNOTATION) == "adopted"
-            and p.get("description") == "managed now"
-            and p
+        native_where(
+            kubectl, name, lambda p: origin(p) == "adopted" and p.get("description") == "managed now"
         ),
         timeout=30,
     )
@@ -141,7 +155,7 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
 
     # An adopted class whose value changes is recreated, still as adopted (no owner).
     kubectl.patch("priorityclassmirror", name, {"spec": {"value": 78}})
-    pc = wait_for("recreated", lambda: (p := native(kubectl, name)) and p["value"] == 78 and p, timeout=30)
+    pc = wait_for("recreated", native_where(kubectl, name, lambda p: p["value"] == 78), timeout=30)
     assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "adopted"
     assert pc["metadata"]["labels"]["team"] == "platform"
     assert not pc["metadata"].get("ownerReferences")
@@ -151,11 +165,7 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
     kubectl.delete("priorityclassmirror", name)
     released = wait_for(
         "released",
-        lambda: (
-            (p := native(kubectl, name))
-            and ORIGIN_ANNOTATION not in (p["metadata"].get("annotations") or {})
-            and p
-        ),
+        native_where(kubectl, name, lambda p: origin(p) is None),
         timeout=30,
     )
     assert released["metadata"]["uid"] == kept_uid and released["value"] == 78

@@ -1,0 +1,340 @@
+"""manifests/rbac.yaml is enough, and no broader than needed, on a real API server (RBAC on).
+
+The operator runs as the policy-scheduler ServiceAccount (a TokenRequest token), with leader
+election, against CRDs that an admin installed beforehand (the ServiceAccount may not write
+CRDs). It must then serve a profile, bind pods, write pod conditions and events, hold its
+Lease, keep PriorityClassMirrors in sync, preempt through the Eviction API and write our CRs'
+status, all without a single 403.
+
+This module starts a cluster of its own: on the shared one, the session's operator (admin,
+no leader election) would serve the same profiles and could do the work in its place.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fixtures_operator import OperatorProcess, free_port
+from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from policy_scheduler.devcluster.build import build_all, missing_binaries
+from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.policy.crdgen import render_crds
+
+ROOT = Path(__file__).resolve().parents[1]
+NS = "policy-scheduler"
+SA = "policy-scheduler"
+SA_USER = f"system:serviceaccount:{NS}:{SA}"
+IDENTITY = "rbac-e2e"
+SCHEDULER = "rbac-scheduler"
+WORK_NS = "rbac-e2e"
+API = "scheduling.policy-scheduler.io/v1alpha1"
+# A refusal as our client, kopf or kubernetes-asyncio log it (403 apart from timestamps and ids).
+FORBIDDEN = re.compile(r"forbidden|not enough permissions|(?<![\d,.:-])403(?![\d-])", re.IGNORECASE)
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+
+
+class ServiceAccountOperator(OperatorProcess):
+    """`policy-scheduler run` without --install-crds (the ServiceAccount cannot write CRDs)."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.log_path = log_path
+        cmd = [
+            sys.executable,
+            "-m",
+            "policy_scheduler.cli",
+            "--log-level",
+            "INFO",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-host",
+            "127.0.0.1",
+            "--metrics-port",
+            str(self.port),
+            *extra,
+        ]
+        self.log = log_path.open("w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def forbidden_lines(self) -> list[str]:
+        self.log.flush()
+        lines = self.log_path.read_text().splitlines()
+        return [line for line in lines if FORBIDDEN.search(TIMESTAMP.sub("", line))]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
+    if missing_binaries():
+        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+            build_all()
+    dev = DevCluster(tmp_path_factory.mktemp("rbac-cluster"), nodes=2)
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: DevCluster) -> Kubectl:
+    kubectl = Kubectl(cluster.kubeconfig)
+    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
+    kubectl.run(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=policy-scheduler",
+    )
+
+    # Established comes a moment before the group is in discovery, which kubectl caches.
+    def discovered() -> bool:
+        result = kubectl.run("get", "--raw", f"/apis/{API}", check=False)
+        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
+
+    wait_for("our API group in discovery", discovered, timeout=30)
+    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+        kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
+    return kubectl
+
+
+def service_account_kubeconfig(admin: Kubectl, path: Path) -> Path:
+    """The admin kubeconfig's cluster with a token of the ServiceAccount (TokenRequest API)."""
+    token = admin.run("create", "token", SA, "-n", NS, "--duration=1h").stdout.strip()
+    assert token, "TokenRequest returned no token"
+    config = yaml.safe_load(admin.kubeconfig.read_text())
+    config["users"] = [{"name": SA, "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = SA
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def operator(admin: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceAccountOperator]:
+    workdir = tmp_path_factory.mktemp("rbac-operator")
+    kubeconfig = service_account_kubeconfig(admin, workdir / "kubeconfig")
+    whoami = json.loads(Kubectl(kubeconfig).run("auth", "whoami", "-o", "json").stdout)
+    assert whoami["status"]["userInfo"]["username"] == SA_USER
+    process = ServiceAccountOperator(
+        kubeconfig, workdir / "operator.log", "--lease-namespace", NS, "--identity", IDENTITY
+    )
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
+
+
+def assert_no_forbidden(operator: ServiceAccountOperator) -> None:
+    lines = operator.forbidden_lines()
+    assert not lines, "the operator was refused something:\n" + "\n".join(lines[:20])
+
+
+# ---- what the ServiceAccount may and may not do ----------------------------------------------------
+
+
+def can_i(admin: Kubectl, verb: str, resource: str, *extra: str) -> bool:
+    # A private discovery cache: kubectl's shared one is keyed by host:port, and ports are reused
+    # by the many short-lived dev clusters, so it may describe another cluster without our CRDs.
+    cache = admin.kubeconfig.parent / "kubectl-cache"
+    result = admin.run(
+        "auth", "can-i", verb, resource, "--as", SA_USER, "--cache-dir", str(cache), *extra, check=False
+    )
+    answer = result.stdout.strip()
+    assert answer in ("yes", "no"), f"can-i {verb} {resource}: {result.stdout} {result.stderr}"
+    assert "doesn't have a resource type" not in result.stderr, result.stderr
+    return answer == "yes"
+
+
+ALLOWED = [
+    ("list", "pods", "-A"),
+    ("watch", "nodes"),
+    ("list", "namespaces"),
+    ("create", "pods", "--subresource=binding", "-n", "default"),
+    ("patch", "pods", "--subresource=status", "-n", "default"),
+    ("create", "pods", "--subresource=eviction", "-n", "default"),
+    ("delete", "pods", "-n", "default"),
+    ("list", "poddisruptionbudgets.policy", "-A"),
+    ("create", "priorityclasses.scheduling.k8s.io"),
+    ("delete", "priorityclasses.scheduling.k8s.io"),
+    ("create", "events.events.k8s.io", "-n", "default"),
+    ("watch", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("list", "schedulingprofiles.scheduling.policy-scheduler.io"),
+    ("patch", "priorityclassmirrors.scheduling.policy-scheduler.io", "--subresource=status"),
+    ("patch", "evictionpolicies.scheduling.policy-scheduler.io", "--subresource=status"),
+    ("create", "leases.coordination.k8s.io", "-n", NS),
+    ("update", "leases.coordination.k8s.io/policy-scheduler", "-n", NS),
+]
+DENIED = [
+    ("delete", "nodes"),
+    ("patch", "nodes"),
+    ("get", "secrets", "-A"),
+    ("list", "configmaps", "-A"),
+    ("update", "pods", "-n", "default"),
+    ("patch", "pods", "-n", "default"),
+    ("create", "pods", "-n", "default"),
+    ("deletecollection", "pods", "-n", "default"),
+    ("create", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("patch", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("update", "schedulingprofiles.scheduling.policy-scheduler.io"),
+    ("patch", "schedulingprofiles.scheduling.policy-scheduler.io"),
+    ("delete", "priorityclassmirrors.scheduling.policy-scheduler.io"),
+    ("update", "priorityclasses.scheduling.k8s.io"),
+    ("create", "events", "-n", "default"),  # core/v1 events: only events.k8s.io is used
+    ("create", "leases.coordination.k8s.io", "-n", "default"),
+    ("update", "leases.coordination.k8s.io/someone-else", "-n", NS),
+    ("delete", "leases.coordination.k8s.io/policy-scheduler", "-n", NS),
+    ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
+    ("create", "serviceaccounts", "--subresource=token", "-n", NS),
+    ("impersonate", "serviceaccounts", "-A"),
+]
+
+
+@pytest.mark.parametrize("check", ALLOWED, ids=lambda c: " ".join(c))
+def test_service_account_may(admin: Kubectl, check: tuple[str, ...]) -> None:
+    assert can_i(admin, *check)
+
+
+@pytest.mark.parametrize("check", DENIED, ids=lambda c: " ".join(c))
+def test_service_account_may_not(admin: Kubectl, check: tuple[str, ...]) -> None:
+    assert not can_i(admin, *check)
+
+
+# ---- the operator at work as the ServiceAccount -------------------------------------------------
+
+
+def events_for(admin: Kubectl, pod_name: str) -> list[dict[str, Any]]:
+    items = admin.items("events.events.k8s.io", WORK_NS)
+    return [e for e in items if e["regarding"]["name"] == pod_name]
+
+
+def test_schedules_writes_status_events_and_holds_the_lease(
+    operator: ServiceAccountOperator, admin: Kubectl
+) -> None:
+    admin.apply(namespace(WORK_NS), profile("rbac", SCHEDULER))
+    admin.create(pod("fits", WORK_NS, SCHEDULER), pod("too-big", WORK_NS, SCHEDULER, cpu="1000"))
+
+    bound = wait_for(
+        "pod bound", lambda: admin.get("pod", "fits", WORK_NS)["spec"].get("nodeName"), timeout=60
+    )
+    assert bound.startswith("kwok-node-")
+
+    def unschedulable() -> dict[str, Any] | None:
+        cond = condition(admin.get("pod", "too-big", WORK_NS), "PodScheduled")
+        return cond if cond and cond["status"] == "False" else None
+
+    assert wait_for("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
+
+    def reasons(name: str) -> set[str]:
+        return {e["reason"] for e in events_for(admin, name) if e.get("reportingInstance") == IDENTITY}
+
+    wait_for("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
+    wait_for("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
+
+    def ready() -> bool:
+        obj = admin.get("schedulingprofile", "rbac")
+        cond = condition(obj, "Ready")
+        return bool(cond and cond["status"] == "True" and (obj["status"].get("scheduled") or 0) >= 1)
+
+    wait_for("profile Ready (status written)", ready, timeout=60)
+    lease = admin.get("lease", "policy-scheduler", NS)
+    assert lease["spec"]["holderIdentity"] == IDENTITY
+    assert_no_forbidden(operator)
+
+
+def mirror(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "PriorityClassMirror",
+        "metadata": {"name": name},
+        "spec": {"value": value},
+    }
+
+
+def native_class(admin: Kubectl, name: str) -> dict[str, Any] | None:
+    out = admin.run("get", "priorityclass", name, "-o", "json", "--ignore-not-found").stdout
+    return json.loads(out) if out.strip() else None
+
+
+def test_priority_mirrors_preemption_and_eviction_policy_status(
+    operator: ServiceAccountOperator, admin: Kubectl
+) -> None:
+    admin.apply(
+        mirror("rbac-low", 10),
+        mirror("rbac-high", 1000),
+        {"apiVersion": API, "kind": "EvictionPolicy", "metadata": {"name": "rbac-enforce"}, "spec": {}},
+        profile("rbac", SCHEDULER, evictionPolicyName="rbac-enforce"),
+    )
+    for name, value in (("rbac-low", 10), ("rbac-high", 1000)):
+        pc = wait_for(f"native {name}", functools.partial(native_class, admin, name), timeout=60)
+        assert pc["value"] == value
+
+    def accepted() -> bool:
+        cond = condition(admin.get("evictionpolicy", "rbac-enforce"), "Accepted")
+        return bool(cond and cond["status"] == "True")
+
+    wait_for("EvictionPolicy status written", accepted, timeout=60)
+
+    # Two 32-cpu nodes: one filler each leaves room for no 20-cpu urgent pod without preemption.
+    admin.create(
+        *(
+            pod(
+                f"filler-{i}",
+                WORK_NS,
+                SCHEDULER,
+                cpu="20",
+                priority_class="rbac-low",
+                labels={"app": "filler"},
+            )
+            for i in range(2)
+        )
+    )
+    wait_for(
+        "fillers bound",
+        lambda: all(admin.get("pod", f"filler-{i}", WORK_NS)["spec"].get("nodeName") for i in range(2)),
+        timeout=60,
+    )
+    admin.create(pod("urgent", WORK_NS, SCHEDULER, cpu="20", priority_class="rbac-high"))
+    wait_for(
+        "urgent bound after preemption",
+        lambda: admin.get("pod", "urgent", WORK_NS)["spec"].get("nodeName"),
+        timeout=90,
+    )
+
+    def evicted() -> dict[str, Any] | None:
+        status = admin.get("evictionpolicy", "rbac-enforce").get("status") or {}
+        return status if (status.get("counters") or {}).get("evicted", 0) >= 1 else None
+
+    status = wait_for("eviction counted in EvictionPolicy status", evicted, timeout=60)
+    assert status["recentEvictions"][0]["result"] == "Evicted"
+    remaining = [
+        p
+        for p in admin.items("pods", WORK_NS, selector="app=filler")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+    assert len(remaining) == 1
+
+    # A mirror's deletion deletes the class it created.
+    admin.delete("priorityclassmirror", "rbac-high")
+    wait_for("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
+    assert_no_forbidden(operator)
+
+
+def test_no_forbidden_in_the_whole_log(operator: ServiceAccountOperator) -> None:
+    assert operator.proc.poll() is None, f"operator exited:\n{operator.tail()}"
+    assert_no_forbidden(operator)

@@ -1,0 +1,5 @@
+import sys
+
+from policy_scheduler.parity.cli import main
+
+sys.exit(main())

@@ -1,0 +1,370 @@
+"""Evictor decisions with a fake request layer: classification, grace periods, rate limits and
+what happens after a refusal. Pure logic only; e2e/test_preemption.py runs it for real."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+import pytest
+
+from policy_scheduler.kube import evictor as ev
+from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.evictor import (
+    EvictionRecord,
+    EvictionSettings,
+    Evictor,
+    Limiter,
+    Outcome,
+    RateLimits,
+    classify,
+    eviction_body,
+    grace_period,
+)
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+
+
+def status_body(message: str, causes: list[str] | None = None) -> bytes:
+    doc: dict[str, Any] = {"kind": "Status", "message": message}
+    if causes:
+        doc["details"] = {"causes": [{"reason": c} for c in causes]}
+    return json.dumps(doc).encode()
+
+
+PDB_429 = status_body(
+    "Cannot evict pod as it would violate the pod's disruption budget.", ["DisruptionBudget"]
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (201, b"{}", Outcome.EVICTED),
+        (200, b"{}", Outcome.EVICTED),
+        (404, status_body('pods "x" not found'), Outcome.GONE),
+        (
+            409,
+            status_body("Precondition failed: UID in precondition: a, UID in object meta: b"),
+            Outcome.GONE,
+        ),
+        (409, status_body("the object has been modified"), Outcome.TRANSIENT),
+        (429, PDB_429, Outcome.BUDGET),
+        (429, status_body("Too many requests, please try again later."), Outcome.THROTTLED),
+        (
+            500,
+            status_body(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+            ),
+            Outcome.MULTIPLE_BUDGETS,
+        ),
+        (500, status_body("etcdserver: request timed out"), Outcome.TRANSIENT),
+        (503, b"not json", Outcome.TRANSIENT),
+        (403, status_body("forbidden"), Outcome.FAILED),
+    ],
+)
+def test_classify(status: int, body: bytes, expected: Outcome) -> None:
+    assert classify(status, body) is expected
+
+
+@pytest.mark.parametrize(
+    ("pod_grace", "max_grace", "expected"),
+    [(30, None, None), (None, None, None), (30, 5, 5), (2, 5, 2), (None, 5, 5), (0, 5, 0)],
+)
+def test_grace_period(pod_grace: int | None, max_grace: int | None, expected: int | None) -> None:
+    assert grace_period(pod_grace, max_grace) == expected
+
+
+def test_eviction_body() -> None:
+    assert eviction_body("ns", "web", "u1", 5) == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "deleteOptions": {"preconditions": {"uid": "u1"}, "gracePeriodSeconds": 5},
+    }
+    assert eviction_body("ns", "web", "u1", None)["deleteOptions"] == {"preconditions": {"uid": "u1"}}
+
+
+# ---- the limiter ---------------------------------------------------------------------------------------
+
+
+def test_limiter_burst_then_rate() -> None:
+    limiter = Limiter(RateLimits(evictions_per_minute=6, burst=2, max_in_flight=100))
+    assert limiter.try_acquire("a", "n1", 0.0) == 0
+    assert limiter.try_acquire("a", "n1", 0.0) == 0
+    assert limiter.try_acquire("a", "n1", 0.0) == pytest.approx(10.0)  # one token per 10 s
+    assert limiter.try_acquire("a", "n1", 4.0) == pytest.approx(6.0)
+    assert limiter.try_acquire("a", "n1", 10.0) == 0
+
+
+def test_limiter_scoped_buckets_take_all_or_nothing() -> None:
+    limiter = Limiter(
+        RateLimits(evictions_per_minute=60, burst=10, max_in_flight=100, per_namespace_per_minute=1)
+    )
+    assert limiter.try_acquire("a", "n1", 0.0) == 0
+    assert limiter.try_acquire("a", "n1", 0.0) == pytest.approx(60.0)  # namespace a is spent
+    assert limiter.try_acquire("b", "n1", 0.0) == 0  # and the refusal took no total token
+    assert limiter.total.tokens == pytest.approx(8.0)
+
+
+def test_limiter_per_node() -> None:
+    limiter = Limiter(RateLimits(evictions_per_minute=60, burst=10, per_node_per_minute=2))
+    assert limiter.try_acquire("a", "n1", 0.0) == 0
+    assert limiter.try_acquire("b", "n1", 0.0) == 0
+    assert limiter.try_acquire("c", "n1", 0.0) == pytest.approx(30.0)
+    assert limiter.try_acquire("c", "n2", 0.0) == 0
+
+
+def test_limiter_max_in_flight() -> None:
+    limiter = Limiter(RateLimits(evictions_per_minute=600, burst=100, max_in_flight=1))
+    assert limiter.try_acquire("a", "n1", 0.0) == 0
+    limiter.evicted("v1", until=100.0)
+    assert limiter.try_acquire("a", "n1", 1.0) == math.inf
+    assert limiter.gone("v1")
+    assert limiter.try_acquire("a", "n1", 1.0) == 0
+    limiter.evicted("v2", until=5.0)
+    assert limiter.try_acquire("a", "n1", 6.0) == 0  # a pod that never went away stops counting
+
+
+# ---- the evictor with a fake API ---------------------------------------------------------------------
+
+
+class FakeApi:
+    """Answers by (method, path suffix); records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.answers: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+
+    def answer(self, method: str, suffix: str, *answers: tuple[int, bytes]) -> None:
+        self.answers[(method, suffix)] = list(answers)
+
+    async def request(
+        self, api: Any, method: str, path: str, *, body: Any = None, **_: Any
+    ) -> tuple[int, bytes]:
+        self.calls.append((method, path, body))
+        for (m, suffix), answers in self.answers.items():
+            if m == method and path.endswith(suffix) and answers:
+                return answers.pop(0) if len(answers) > 1 else answers[0]
+        if method == "GET":
+            name = path.rsplit("/", 1)[1]
+            pod = self.pods.get(name)
+            return (200, json.dumps(pod).encode()) if pod else (404, b"{}")
+        return 201, b"{}"
+
+    def posted(self) -> list[str]:
+        return [path for method, path, _ in self.calls if method == "POST"]
+
+
+def pod(name: str, uid: str, priority: int = 0, node: str = "") -> Pod:
+    return Pod(name=name, namespace="ns", uid=uid, priority=priority, node_name=node)
+
+
+class Harness:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, config: EvictionPolicyConfig, limits: RateLimits | None = None
+    ) -> None:
+        self.api = FakeApi()
+        self.preemptor = pod("high", "p-uid", 1000)
+        self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
+        self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}
+        self.requeued: list[str] = []
+        self.records: list[EvictionRecord] = []
+        self.cleared: list[str] = []
+        self.patched: list[dict[str, Any]] = []
+
+        async def fake_clear(api: Any, ns: str, name: str, node: str) -> bool:
+            self.cleared.append(f"{ns}/{name}={node}")
+            return True
+
+        async def fake_patch(api: Any, ns: str, name: str, body: dict[str, Any], **_: Any) -> bool:
+            self.patched.append(body)
+            return True
+
+        monkeypatch.setattr(ev, "set_nominated_node", fake_clear)
+        monkeypatch.setattr(ev, "patch_status", fake_patch)
+        monkeypatch.setattr(ev, "REQUEUE_INITIAL", 0.01)
+        settings = EvictionSettings("policy", config, limits)
+        self.evictor = Evictor(
+            None,
+            EventRecorder(None, instance="test"),
+            is_leader=lambda: True,
+            policy_lookup=lambda _: settings,
+            pod_lookup=self.pods.get,
+            requeue=lambda p: self.requeued.append(p.key),
+            on_record=lambda _policy, record: self.records.append(record),
+            request_fn=self.api.request,
+            nomination_settle=0.05,
+        )
+
+    def victim(self, name: str, uid: str, grace: int | None = 30, terminating: bool = False) -> Pod:
+        spec: dict[str, Any] = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+        meta: dict[str, Any] = {"uid": uid}
+        if terminating:
+            meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+        self.api.pods[name] = {"metadata": meta, "spec": spec}
+        return pod(name, uid, 10, "n1")
+
+    async def run(self, *victims: Pod) -> None:
+        self.evictor.submit(self.preemptor, victims, "n1", "sched")
+        await self.evictor.drain()
+        await asyncio.sleep(0.05)  # delayed requeues
+
+    def results(self) -> list[tuple[str, str]]:
+        return [(r.name, r.result) for r in self.records]
+
+
+async def test_evicts_with_condition_capped_grace_and_requeues(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(max_grace_period_seconds=5))
+    a, b = h.victim("a", "ua", grace=30), h.victim("b", "ub", grace=2)
+    await h.run(a, b)
+    posts = [(path, body) for method, path, body in h.api.calls if method == "POST"]
+    assert [p for p, _ in posts] == [
+        "/api/v1/namespaces/ns/pods/a/eviction",
+        "/api/v1/namespaces/ns/pods/b/eviction",
+    ]
+    assert [body["deleteOptions"]["gracePeriodSeconds"] for _, body in posts] == [5, 2]
+    condition = h.patched[0]["status"]["conditions"][0]
+    assert (condition["type"], condition["reason"]) == ("DisruptionTarget", "PreemptionByScheduler")
+    assert condition["message"] == "sched: preempting to accommodate a higher priority pod"
+    assert h.results() == [("a", "Evicted"), ("b", "Evicted")]
+    assert h.requeued == ["ns/high"] and h.cleared == []
+    assert not h.evictor.in_progress(h.preemptor)
+
+
+async def test_in_progress_gates_while_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.evictor.submit(h.preemptor, [h.victim("a", "ua")], "n1", "sched")
+    assert h.evictor.in_progress(h.preemptor)
+    h.evictor.submit(h.preemptor, [h.victim("b", "ub")], "n1", "sched")  # ignored: one at a time
+    await h.evictor.drain()
+    assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
+
+
+async def test_enforce_budget_refusal_abandons_the_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(budget_mode="Enforce"))
+    h.api.answer("POST", "/a/eviction", (429, PDB_429))
+    await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
+    assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]  # b is left alone
+    assert not any(method == "DELETE" for method, _, _ in h.api.calls)
+    assert h.results() == [("a", "BlockedByBudget")]
+    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+
+
+async def test_best_effort_deletes_after_a_budget_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(budget_mode="BestEffort"))
+    h.api.answer("POST", "/a/eviction", (429, PDB_429))
+    await h.run(h.victim("a", "ua", grace=7))
+    deletes = [(path, body) for method, path, body in h.api.calls if method == "DELETE"]
+    assert deletes == [("/api/v1/namespaces/ns/pods/a", {"preconditions": {"uid": "ua"}})]
+    assert h.results() == [("a", "BlockedByBudget"), ("a", "Evicted")]
+    assert h.cleared == []
+
+
+async def test_multiple_budgets_is_a_failure_under_enforce(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.api.answer(
+        "POST",
+        "/a/eviction",
+        (
+            500,
+            status_body(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+            ),
+        ),
+    )
+    await h.run(h.victim("a", "ua"))
+    assert h.results() == [("a", "Failed")]
+    assert h.cleared == ["ns/high="]
+
+
+async def test_transient_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    monkeypatch.setattr(ev.Backoff, "next", lambda self: 0.0)
+    h.api.answer("POST", "/a/eviction", (503, b""), (429, status_body("Too many requests")), (201, b"{}"))
+    await h.run(h.victim("a", "ua"))
+    assert len(h.api.posted()) == 3
+    assert h.results() == [("a", "Evicted")]
+
+
+async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    gone = pod("gone", "ug", 10, "n1")
+    replaced = h.victim("replaced", "new-uid")
+    replaced.uid = "old-uid"
+    terminating = h.victim("t", "ut", terminating=True)
+    await h.run(gone, replaced, terminating)
+    assert h.api.posted() == [] and h.records == []
+    assert h.requeued == ["ns/high"]
+
+
+async def test_nothing_is_evicted_for_a_preemptor_that_is_gone_or_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.pods[h.preemptor.key] = pod("high", "p-uid", 1000, node="n2")
+    await h.run(h.victim("a", "ua"))
+    h.pods.clear()
+    await h.run(h.victim("a", "ua"))
+    assert h.api.calls == [] and h.requeued == []
+
+
+async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True))
+    h.evictor.submit(h.preemptor, [h.victim("a", "ua"), h.victim("b", "ub")], "n1", "sched")
+    assert not h.evictor.in_progress(h.preemptor)  # nothing to wait for while it reports
+    await h.evictor.drain()
+    assert h.api.calls == []
+    assert h.results() == [("a", "WouldEvict"), ("b", "WouldEvict")]
+    assert h.cleared == ["ns/high="] and h.requeued == []
+    assert h.evictor.in_progress(h.preemptor)  # held: clearing the nomination must not loop
+
+
+async def test_dry_run_hold_ends_with_a_requeue(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True))
+    h.evictor.dry_run_retry = 0.05
+    await h.run(h.victim("a", "ua"))
+    await asyncio.sleep(0.1)
+    assert h.requeued == ["ns/high"] and not h.evictor.in_progress(h.preemptor)
+
+
+async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(), RateLimits(evictions_per_minute=1, burst=1))
+    h.evictor.max_rate_wait = 0.05
+    await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
+    assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
+    assert h.results() == [("a", "Evicted"), ("b", "RateLimited")]
+    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+
+
+async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(
+        monkeypatch, EvictionPolicyConfig(), RateLimits(evictions_per_minute=600, burst=10, max_in_flight=1)
+    )
+    a, b = h.victim("a", "ua"), h.victim("b", "ub")
+    h.evictor.submit(h.preemptor, [a, b], "n1", "sched")
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if h.api.posted():
+            break
+    await asyncio.sleep(0.05)
+    assert len(h.api.posted()) == 1  # b waits for a to go
+    h.evictor.pod_deleted(a)
+    await h.evictor.drain()
+    assert len(h.api.posted()) == 2
+    assert h.results() == [("a", "Evicted"), ("b", "RateLimited"), ("b", "Evicted")]
+
+
+async def test_dry_run_clears_again_after_a_repeat_and_reports_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True))
+    victims = [h.victim("a", "ua")]
+    h.evictor.submit(h.preemptor, victims, "n1", "sched")
+    h.evictor.submit(h.preemptor, victims, "n1", "sched")  # preempted again before the clear
+    await h.evictor.drain()
+    h.evictor.submit(h.preemptor, victims, "n1", "sched")  # a later retry, same decision
+    await h.evictor.drain()
+    assert h.cleared == ["ns/high="] * 3
+    assert h.results() == [("a", "WouldEvict")]
