@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import subprocess
@@ -13,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from kubectl import Kubectl, condition, namespace, profile, wait_for
 
+from kubectl import Kubectl, condition, namespace, profile, wait_for
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.cli import scenario_seed
-from policy_scheduler.parity.generator import KWOK_ANNOTATION, generate
+from policy_scheduler.parity.generator import KWOK_ANNOTATION, Scenario, generate
 from policy_scheduler.parity.kubesched import KubeScheduler
 from policy_scheduler.parity.report import Tally, describe
 from policy_scheduler.parity.runner import Runner
@@ -28,18 +30,76 @@ SCENARIOS = 30
 SEED = 4
 
 
-def test_random_scenarios_agree_with_kube_scheduler(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
+def test_random_scenarios_agree_with_kube_scheduler(
+    dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path
+) -> None:
     run_id = f"e{secrets.token_hex(2)}"
     tally = Tally()
     with KubeScheduler(kubeconfig, tmp_path) as log:
         runner = Runner(ClusterApi.from_kubeconfig(kubeconfig), log)
         for k in range(SCENARIOS):
-            tally.add(runner.run(generate(scenario_seed(SEED, k), f"{run_id}-{k}-")))
+            # Pod-level resources are left out: a known difference, pinned by the xfail below.
+            scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-", pod_level=False)
+            tally.add(runner.run(scenario))
     report = "\n".join(describe(r, p) for r, p in tally.disagreements)
     assert tally.scenarios == SCENARIOS
     assert tally.judged >= SCENARIOS and tally.scored > 0, tally.summary()
     assert tally.inconclusive == 0, tally.summary()
     assert tally.full == tally.judged, f"{tally.summary()}\n{report}"
+
+
+def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory, "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "parity-e2e": label},
+            "annotations": {KWOK_ANNOTATION: "fake"},
+        },
+        "spec": {},
+        "status": {"capacity": resources, "allocatable": dict(resources)},
+    }
+
+
+@pytest.mark.xfail(
+    strict=True, reason="NodeResourcesFit scores pod-level requests; v1.35.4 does not (docs/parity.md)"
+)
+def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
+    run = f"pl{secrets.token_hex(2)}-"
+    ns = f"{run}ns"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": ns},
+        "spec": {
+            "schedulerName": "parity-weights",  # no NodeResourcesBalancedAllocation: Fit decides
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"parity-e2e": run},
+            "resources": {"requests": {"cpu": "3"}},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                }
+            ],
+        },
+    }
+    scenario = Scenario(
+        seed=0,
+        scheduler_name="parity-weights",
+        prefix=run,
+        namespaces=[namespace(ns)],
+        nodes=[_bare_node(f"{run}n1", "4", "64Gi", run), _bare_node(f"{run}n2", "8", "4Gi", run)],
+        pending=[pod],
+    )
+    with KubeScheduler(kubeconfig, tmp_path) as log:
+        result = Runner(ClusterApi.from_kubeconfig(kubeconfig), log).run(scenario)
+    (judged,) = result.pods
+    assert judged.reference.node == f"{run}n1"  # v1.35.4 scores the containers' 100m
+    assert judged.verdict.full, describe(result, judged)
 
 
 # ---- simulate vs the operator ----------------------------------------------------------------
@@ -79,37 +139,96 @@ def _scenario(run: str, ns: str, scheduler: str) -> tuple[list[dict[str, Any]], 
     n0, n1, n2 = (f"{run}-n{i}" for i in range(3))
     nodes = [
         _node(n0, run, "zone-a", "8", "16Gi", labels={"disk": "ssd"}),
-        _node(n1, run, "zone-b", "4", "8Gi", taints=[{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]),
-        _node(n2, run, "zone-c", "16", "32Gi", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]),
+        _node(
+            n1,
+            run,
+            "zone-b",
+            "4",
+            "8Gi",
+            taints=[{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}],
+        ),
+        _node(
+            n2,
+            run,
+            "zone-c",
+            "16",
+            "32Gi",
+            taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}],
+        ),
     ]
     infra = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}]
     web = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
     pods = [
         _pod("a", ns, scheduler, run, "web", "1"),
         _pod(
-            "b", ns, scheduler, run, "web", "500m",
+            "b",
+            ns,
+            scheduler,
+            run,
+            "web",
+            "500m",
             tolerations=[{"key": "spot", "operator": "Exists", "effect": "PreferNoSchedule"}],
-            affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": 100, "podAffinityTerm": web}]}},
+            affinity={
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": web}
+                    ]
+                }
+            },
         ),
         _pod("c", ns, scheduler, run, "db", "2", tolerations=infra),
         _pod(
-            "d", ns, scheduler, run, "web", "1", tolerations=infra,
-            topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                        "whenUnsatisfiable": "DoNotSchedule",
-                                        "labelSelector": {"matchLabels": {"app": "web"}}}],
+            "d",
+            ns,
+            scheduler,
+            run,
+            "web",
+            "1",
+            tolerations=infra,
+            topologySpreadConstraints=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ],
         ),
         _pod(
-            "e", ns, scheduler, run, "cache", "250m", tolerations=infra,
-            affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+            "e",
+            ns,
+            scheduler,
+            run,
+            "cache",
+            "250m",
+            tolerations=infra,
+            affinity={
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "db"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            },
         ),
     ]
     return nodes, pods
 
 
 def _simulate(path: Path, seed: int) -> dict[str, str | None]:
-    cmd = [sys.executable, "-m", "policy_scheduler.cli", "simulate", str(path), "-o", "json", "--seed", str(seed)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "policy_scheduler.cli",
+        "simulate",
+        str(path),
+        "-o",
+        "json",
+        "--seed",
+        str(seed),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
     return {p["name"]: p["node"] for p in json.loads(out)["pods"]}
 
@@ -123,7 +242,9 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
     scenario_file.write_text(yaml.safe_dump_all([namespace(ns), prof, *nodes, *pods], sort_keys=False))
 
     predictions = [_simulate(scenario_file, seed) for seed in range(6)]
-    assert all(p == predictions[0] for p in predictions), f"ties: the scenario is not seed-free: {predictions}"
+    assert all(p == predictions[0] for p in predictions), (
+        f"ties: the scenario is not seed-free: {predictions}"
+    )
     predicted = predictions[0]
     assert all(predicted.values()), predicted
 
@@ -131,15 +252,21 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
     kubectl.create(*nodes)
     try:
         kubectl.apply(prof)
-        wait_for("profile Ready", lambda: (condition(kubectl.get("schedulingprofile", run), "Ready") or {}).get(
-            "status") == "True", timeout=30)
+        wait_for(
+            "profile Ready",
+            lambda: (condition(kubectl.get("schedulingprofile", run), "Ready") or {}).get("status") == "True",
+            timeout=30,
+        )
         placed: dict[str, str | None] = {}
+
+        def node_of(name: str) -> str | None:
+            node: str | None = kubectl.get("pod", name, ns)["spec"].get("nodeName")
+            return node
+
         for p in pods:  # one at a time, as simulate orders pods of equal priority
             kubectl.create(p)
             name = p["metadata"]["name"]
-            placed[name] = wait_for(
-                f"{name} bound", lambda name=name: kubectl.get("pod", name, ns)["spec"].get("nodeName"), timeout=30
-            )
+            placed[name] = wait_for(f"{name} bound", functools.partial(node_of, name), timeout=30)
         assert placed == predicted
     finally:
         kubectl.delete("namespace", ns)

@@ -227,7 +227,7 @@ def test_pod_of_another_scheduler_is_tracked_but_not_queued() -> None:
 
 
 def test_deleting_a_pending_pod_removes_it_from_the_queue() -> None:
-    engine, hooks, *_ = make_engine()
+    engine, *_ = make_engine()
     p = pod("p")
     engine.pod_added(p)
     engine.pod_deleted(p)

@@ -921,7 +921,8 @@ def test_reserve_or_permit_rejection_is_a_one_node_fit_error(reserve_status: Sta
     i = info(p)
     assert sched.schedule_one(i) is None
     reason = (reserve_status if plugin == "Res" else permit_status).message
-    assert hooks.failures == [("p", REASON_UNSCHEDULABLE, f"0/1 nodes are available: 1 {reason}.", None)]
+    # "" asks the status writer to clear status.nominatedNodeName too (upstream's clearNominatedNode).
+    assert hooks.failures == [("p", REASON_UNSCHEDULABLE, f"0/1 nodes are available: 1 {reason}.", "")]
     assert i.unschedulable_plugins == {plugin}
     assert FakeReserve.unreserved == ["Res:p@n1"]
     assert not cache.is_assumed(p)
@@ -954,3 +955,15 @@ def test_permit_timeout_in_binding_cycle_is_a_fit_error() -> None:
     assert len(queue.moves) == 1
     precheck = queue.moves[0][3]
     assert precheck is not None and not precheck(p) and precheck(pod("other"))
+
+
+def test_rejected_nominated_node_counts_in_the_rotation() -> None:
+    # processedNodes = len(feasible) + len(NodeToStatus): a rejected nominated node that the
+    # search did not reach again still counts, as upstream.
+    names = [f"n{i:03d}" for i in range(200)]
+    cache = make_cache(*names)
+    fw = make_framework(cache, {"filter": [filt("No150", ["n150"])], "score": [scorer("Equal")]})
+    sched, _, _ = make_scheduler(cache, fw)
+    result = schedule(sched, pod("p", nominated_node_name="n150"))
+    assert (result.feasible_nodes, result.evaluated_nodes) == (100, 101)
+    assert sched.next_start_node_index == 101

@@ -42,11 +42,13 @@ from policy_scheduler.kube.evictor import Evictor, preemption_services
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import NAMESPACES, NODES, PDBS, PODS, Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.owner_index import OWNER_RESOURCES, OwnerIndex
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,9 @@ class Operator:
             lambda scheduler: self.policies.policy_for_scheduler(scheduler),
             self.evictor.in_progress,
         )
+        # PodTopologySpread's default constraints select pods by their Services and controllers.
+        self.owners = OwnerIndex()
+        services[OWNER_SELECTORS_SERVICE] = self.owners.owner_selectors
         self.engine = Engine(
             hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
         )
@@ -101,6 +106,18 @@ class Operator:
         )
         self.policies = EvictionPolicyStore(self.profiles, self.status)
         self.pdbs = Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api)
+        self.owner_informers: list[Informer[Any, Any]] = [
+            Informer(
+                api,
+                path,
+                item_type,
+                convert,
+                on_add=self.owners.add,
+                on_update=self.owners.update,
+                on_delete=self.owners.delete,
+            )
+            for path, item_type, convert in OWNER_RESOURCES
+        ]
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.profile_selector = parse_selector(getattr(args, "profile_selector", "") or "")
         self.pods: Informer[structs.Pod, Pod] = Informer(
@@ -147,7 +164,9 @@ class Operator:
         self.engine.set_namespace_labels(self.namespace_labels)
 
     def synced(self) -> bool:
-        return all(i.has_synced.is_set() for i in (self.pods, self.nodes, self.namespaces))
+        return all(i.has_synced.is_set() for i in (self.pods, self.nodes, self.namespaces)) and all(
+            i.has_synced.is_set() for i in self.owner_informers
+        )
 
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata", {})
@@ -192,6 +211,7 @@ class Operator:
         self.reporter.start()
         for informer in (self.namespaces, self.nodes, self.pods, self.pdbs):
             tasks.append(informer.start())
+        tasks.extend(informer.start() for informer in self.owner_informers)
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         mirrors = mirror_registrar(
@@ -251,7 +271,8 @@ class Operator:
 
     async def _wait_synced(self) -> None:
         await asyncio.gather(
-            *(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces, self.pdbs))
+            *(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces, self.pdbs)),
+            *(i.has_synced.wait() for i in self.owner_informers),
         )
         # The initial lists created most long-lived objects at once: move them out of the
         # collector's generations so later collections don't rescan them (big clusters).

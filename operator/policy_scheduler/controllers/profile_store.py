@@ -32,6 +32,7 @@ class ProfileRecord:
     error: str | None = None  # why the latest generation was rejected
     conflict: str | None = None  # why the accepted version is not in force
     transitions: dict[str, str] | None = None  # condition type -> lastTransitionTime
+    spec: dict[str, Any] | None = None  # the latest spec, re-validated when references change
 
 
 Compiler = Callable[[dict[str, Any]], ResolvedProfile]
@@ -58,6 +59,13 @@ class ProfileStore:
         if record is None or record.uid != uid:
             record = self.records[name] = ProfileRecord(name, uid, generation, created)
         record.generation = generation
+        record.spec = spec
+        self._validate(record)
+        self._publish()
+        return record
+
+    def _validate(self, record: ProfileRecord) -> None:
+        name, generation, spec = record.name, record.generation, record.spec or {}
         try:
             resolved = self.compile_spec(spec)
             policy = resolved.eviction_policy_name
@@ -76,8 +84,6 @@ class ProfileStore:
                 record.accepted = resolved
                 metrics.policy_reloads.labels(KIND, "accepted").inc()
             record.accepted_generation = generation
-        self._publish()
-        return record
 
     def delete(self, name: str) -> None:
         if self.records.pop(name, None) is not None:
@@ -85,11 +91,10 @@ class ProfileStore:
             self._publish()
 
     def recheck(self) -> None:
-        """Re-validate references (e.g. after an EvictionPolicy appeared or went away)."""
+        """Re-validate every profile's latest spec (an EvictionPolicy appeared or went away):
+        a profile rejected for a missing policy is accepted once the policy exists."""
         for record in list(self.records.values()):
-            policy = record.accepted.eviction_policy_name if record.accepted else None
-            if policy and not self.eviction_policy_known(policy):
-                record.error = f"spec.evictionPolicyName: no EvictionPolicy named {policy!r}"
+            self._validate(record)
         self._publish()
 
     def _publish(self) -> None:

@@ -28,6 +28,8 @@ from policy_scheduler.kube.backoff import Backoff
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, is_transient, request
 from policy_scheduler.kube.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from policy_scheduler.kube.podstatus import patch_status, rfc3339, set_nominated_node
+from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import PREEMPTION_IN_PROGRESS_SERVICE
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
@@ -352,7 +354,7 @@ class Evictor:
 
     # ---- called by the scheduler and the informers (synchronous) --------------------------------
 
-    def on_preempt(self, pod: Pod, result: Any, framework: Any) -> None:
+    def on_preempt(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         """PodReporter's on_preempt: (pod, PostFilterResult, Framework)."""
         self.submit(pod, tuple(result.victims), result.nominated_node_name, framework.scheduler_name)
 
@@ -387,9 +389,6 @@ class Evictor:
         self._held.pop(pod.uid, None)
         if any([limiter.gone(pod.uid) for limiter in self._limiters.values()]):
             self._notify()
-
-    def start(self) -> None:
-        """Nothing runs until a submit; kept for symmetry with the other background writers."""
 
     async def stop(self) -> None:
         tasks = list(self._tasks)

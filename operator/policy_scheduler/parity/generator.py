@@ -97,7 +97,9 @@ def priority_class_manifests() -> list[dict[str, Any]]:
     ]
 
 
-def generate(seed: int, prefix: str = "") -> Scenario:
+def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario:
+    """Scenario `seed`; `pod_level=False` leaves out pod-level resources (a known difference,
+    docs/parity.md) without changing anything else about the scenario."""
     rng = random.Random(seed)
     scenario = Scenario(seed=seed, scheduler_name=pick(rng, *SCHEDULER_NAMES), prefix=prefix)
     ns_names = [f"{prefix}ns-a"] + ([f"{prefix}ns-b"] if chance(rng, 0.4) else [])
@@ -109,11 +111,11 @@ def generate(seed: int, prefix: str = "") -> Scenario:
     scenario.nodes = [_node(rng, f"{prefix}n{i}", zones) for i in range(rng.randint(3, 8))]
     universe = ps.Universe(tuple(n["metadata"]["name"] for n in scenario.nodes), tuple(ns_names), zones)
     for i in range(rng.randint(0, 10)):
-        pod = _pod(rng, f"r{i}", universe, pending=False)
+        pod = _pod(rng, f"r{i}", universe, pending=False, pod_level=pod_level)
         pod["spec"]["nodeName"] = pick(rng, *universe.node_names)
         scenario.running.append(pod)
     for i in range(rng.randint(1, 8)):
-        pod = _pod(rng, f"p{i}", universe, pending=True)
+        pod = _pod(rng, f"p{i}", universe, pending=True, pod_level=pod_level)
         pod["spec"]["schedulerName"] = scenario.scheduler_name
         scenario.pending.append(pod)
     if chance(rng, 0.3):
@@ -172,7 +174,7 @@ def _node(rng: random.Random, name: str, zones: tuple[str, ...]) -> dict[str, An
     }
 
 
-def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool) -> dict[str, Any]:
+def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool, pod_level: bool) -> dict[str, Any]:
     app = pick(rng, *ps.APPS)
     labels = {"app": app}
     if chance(rng, 0.5):
@@ -186,7 +188,9 @@ def _pod(rng: random.Random, name: str, u: ps.Universe, *, pending: bool) -> dic
     if chance(rng, 0.12):
         spec["initContainers"] = ps.init_containers(rng)
     if chance(rng, 0.08):
-        spec["resources"] = ps.pod_level_resources(rng, containers, spec.get("initContainers", []))
+        resources = ps.pod_level_resources(rng, containers, spec.get("initContainers", []))
+        if pod_level:
+            spec["resources"] = resources
     if chance(rng, 0.55 if pending else 0.5):
         spec["priorityClassName"] = (
             pick(rng, *ps.PRIORITY_CLASSES) if pending else pick(rng, "parity-low", "parity-mid")

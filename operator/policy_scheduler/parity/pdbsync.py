@@ -15,6 +15,8 @@ def _ready(pod: Mapping[str, Any]) -> bool:
 
 
 def _selects(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    if pod["metadata"]["namespace"] != pdb["metadata"]["namespace"]:
+        return False
     wanted = pdb["spec"]["selector"].get("matchLabels") or {}
     labels = pod["metadata"].get("labels") or {}
     return all(labels.get(k) == v for k, v in wanted.items())

@@ -39,6 +39,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
+CLEAR = ""  # nominated node value that clears a pod's nomination
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
@@ -240,7 +241,7 @@ class Scheduler:
         started = time.monotonic()
         state = CycleState()
         if pod.malformed:
-            self._fail(framework, info, REASON_UNSCHEDULABLE, pod.malformed, None, started, "unschedulable")
+            self._fail(framework, info, REASON_UNSCHEDULABLE, pod.malformed, CLEAR, started, "unschedulable")
             return None
         try:
             result = self.schedule_pod(framework, state, pod)
@@ -251,10 +252,10 @@ class Scheduler:
             self._fail(framework, info, REASON_UNSCHEDULABLE, str(fit), nominated, started, "unschedulable")
             return None
         except NoNodesAvailableError as exc:
-            self._fail(framework, info, REASON_UNSCHEDULABLE, str(exc), None, started, "unschedulable")
+            self._fail(framework, info, REASON_UNSCHEDULABLE, str(exc), CLEAR, started, "unschedulable")
             return None
         except (SchedulingError, FrameworkError) as exc:
-            self._fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), None, started, "error")
+            self._fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), CLEAR, started, "error")
             return None
         return self._assume_reserve_permit(framework, state, info, result.node_name, started)
 
@@ -270,11 +271,12 @@ class Scheduler:
             log.error("post filter failed", extra={"pod": pod.key, "error": status.message})
         elif not status.is_success and status.reasons:
             diagnosis.post_filter_msg = status.message
-        if result is not None and result.nominated_node_name:
+        if result is None:
+            return None  # upstream's ModeNoop: a nomination stays as it is
+        if result.nominated_node_name:
             self._clear_lower_nominations(pod, result.nominated_node_name)
             self.hooks.preempting(pod, result, framework)
-            return result.nominated_node_name
-        return None
+        return result.nominated_node_name  # "" clears a stale nomination
 
     def _clear_lower_nominations(self, pod: Pod, node_name: str) -> None:
         """prepareCandidate: lower-priority pods nominated to this node lose the nomination,
@@ -300,7 +302,7 @@ class Scheduler:
             if status.is_rejected:
                 message = self._one_node_rejection(info, node_name, status)
             result = "unschedulable" if status.is_rejected else "error"
-            self._fail(framework, info, self._reason(status), message, None, started, result)
+            self._fail(framework, info, self._reason(status), message, CLEAR, started, result)
             return None
         return BindingTask(info, framework, state, assumed, node_name, started)
 
@@ -328,9 +330,11 @@ class Scheduler:
         started: float,
         result: str,
     ) -> None:
-        # A new nomination from preemption, or clear a stale one (upstream's NominatingInfo).
-        if nominated or info.pod.nominated_node_name:
-            self.queue.activate_nominated(info.pod, nominated or "")
+        # upstream's NominatingInfo: None keeps the nomination, CLEAR ("") drops it, a name sets it.
+        if nominated == CLEAR and not info.pod.nominated_node_name:
+            nominated = None  # nothing to clear: no needless status write
+        if nominated is not None:
+            self.queue.activate_nominated(info.pod, nominated)
         self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle)
         self.hooks.failed(info.pod, reason, message, nominated, framework)
         self.hooks.cycle_finished(framework, result, time.monotonic() - started)
@@ -403,8 +407,11 @@ class Scheduler:
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",)
             )
-        feasible, processed = self._find_nodes_that_pass_filters(framework, state, pod, rows, rejected)
+        feasible, _ = self._find_nodes_that_pass_filters(framework, state, pod, rows, rejected)
         if len(table):
+            # processedNodes = len(feasible) + len(NodeToStatus): a rejected nominated node counts
+            # even when the search stopped before reaching it again.
+            processed = len(feasible) + rejected.count()
             self.next_start_node_index = (self.next_start_node_index + processed) % len(table)
         return feasible, diagnosis, rejected
 

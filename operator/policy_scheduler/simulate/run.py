@@ -6,11 +6,13 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
+from policy_scheduler.kube.owner_index import OwnerIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
 from policy_scheduler.simulate.scenario import Scenario
 
 
@@ -64,6 +66,12 @@ class _RecordingHooks:
     ) -> None:
         outcome = self.outcomes[pod.key]
         outcome.message = message
+        if nominated_node == "" and outcome.nominated_node:
+            outcome.nominated_node = None
+            assert self.engine is not None
+            current = self.engine.unassigned.get(pod.key)
+            if current is not None:
+                self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=""))
         if nominated_node:
             outcome.nominated_node = nominated_node
             # The API server would record status.nominatedNodeName; the next attempt sees it.
@@ -101,7 +109,8 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
     clock = FakeClock()
     hooks = _RecordingHooks(outcomes)
     binder = _MemoryBinder()
-    engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services={"pdbs": scenario.pdbs})
+    services = {"pdbs": scenario.pdbs, OWNER_SELECTORS_SERVICE: OwnerIndex(scenario.owners).owner_selectors}
+    engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
     hooks.engine = binder.engine = engine
     engine.set_profiles(profiles)
     engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})

@@ -23,6 +23,8 @@ from policy_scheduler.apiobjects.convert import (
     priority_class_from_dict,
 )
 from policy_scheduler.apiobjects.errors import ConversionError
+from policy_scheduler.apiobjects.owners import KINDS as OWNER_KINDS
+from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
 from policy_scheduler.scheduler.model import Node, Pod
 
 # Classes the API server always has (scheduling.k8s.io system classes).
@@ -43,6 +45,8 @@ class Scenario:
     pods: list[Pod] = field(default_factory=list)  # input order; bound ones have node_name
     priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
     pdbs: list[PDBInfo] = field(default_factory=list)
+    # Services, ReplicationControllers, ReplicaSets, StatefulSets: PodTopologySpread's default selector.
+    owners: list[OwnerInfo] = field(default_factory=list)
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
     # Our CRs as plain dicts (validated by the policy layer when the engine is built).
     profiles: list[dict[str, Any]] = field(default_factory=list)
@@ -95,11 +99,11 @@ def _documents(path: Path) -> Iterator[_Doc]:
 
 def load_scenario(paths: Iterable[str | Path]) -> Scenario:
     scenario = Scenario()
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], str] = {}  # (kind, name) -> where it was read, for messages
     for path in paths:
         for doc in _documents(Path(path)):
             _add(scenario, doc, seen)
-    _apply_priority_admission(scenario)
+    _apply_priority_admission(scenario, seen)
     return scenario
 
 
@@ -109,19 +113,19 @@ def _identity(doc: _Doc) -> tuple[str, str]:
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise ScenarioError(f"{doc.where()}: metadata.name: required")
     name = str(meta["name"])
-    if kind in ("Pod", "PodDisruptionBudget"):
+    if kind in ("Pod", "PodDisruptionBudget", *OWNER_KINDS):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
 
 
-def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
+def _add(scenario: Scenario, doc: _Doc, seen: dict[tuple[str, str], str]) -> None:
     kind = doc.body.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ScenarioError(f"{doc.where()}: kind: required")
     ident = _identity(doc)
     if ident in seen:
         raise ScenarioError(f"{doc.where()}: metadata.name: duplicate {ident[0]} {ident[1]!r}")
-    seen.add(ident)
+    seen[ident] = doc.where()
     try:
         if kind == "Node":
             scenario.nodes.append(node_from_dict(doc.body))
@@ -135,6 +139,8 @@ def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
         elif kind == "Namespace":
             ns = namespace_from_dict(doc.body)
             scenario.namespaces[ns.name] = ns
+        elif kind in OWNER_KINDS:
+            scenario.owners.append(owner_from_dict(doc.body))
         elif kind == "SchedulingProfile" and _is_ours(doc):
             scenario.profiles.append(dict(doc.body))
         elif kind == "EvictionPolicy" and _is_ours(doc):
@@ -146,6 +152,7 @@ def _add(scenario: Scenario, doc: _Doc, seen: set[tuple[str, str]]) -> None:
                 f"{doc.where()}: kind: unsupported kind {kind!r} "
                 f"(apiVersion {doc.body.get('apiVersion')!r}); "
                 "simulate reads Node, Pod, PriorityClass, PodDisruptionBudget, Namespace, "
+                "Service, ReplicationController, ReplicaSet, StatefulSet, "
                 "SchedulingProfile, EvictionPolicy, PriorityClassMirror"
             )
     except ConversionError as exc:
@@ -176,26 +183,27 @@ def _class_of_mirror(mirror: Mapping[str, Any]) -> PriorityClassInfo:
     )
 
 
-def _apply_priority_admission(scenario: Scenario) -> None:
+def _apply_priority_admission(scenario: Scenario, where: Mapping[tuple[str, str], str]) -> None:
     """What the Priority admission plugin does: resolve priorityClassName, else the global default."""
     classes = {pc.name: pc for pc in SYSTEM_PRIORITY_CLASSES}
     # A PriorityClassMirror stands for the native class the operator keeps in sync.
     for mirror in scenario.priority_class_mirrors:
-        pc = _class_of_mirror(mirror)
-        scenario.priority_classes.setdefault(pc.name, pc)
+        mirrored = _class_of_mirror(mirror)
+        scenario.priority_classes.setdefault(mirrored.name, mirrored)
     classes.update(scenario.priority_classes)
     defaults = [pc for pc in scenario.priority_classes.values() if pc.global_default]
     if len(defaults) > 1:
         names = ", ".join(sorted(pc.name for pc in defaults))
-        raise ScenarioError(f"PriorityClass: globalDefault: more than one global default class ({names})")
+        second = where.get(("PriorityClass", defaults[1].name), "PriorityClass")
+        raise ScenarioError(f"{second}: globalDefault: more than one global default class ({names})")
     default = defaults[0] if defaults else None
     for i, pod in enumerate(scenario.pods):
         if pod.priority_class_name:
             pc = classes.get(pod.priority_class_name)
             if pc is None:
+                origin = where.get(("Pod", pod.key), f"Pod {pod.key}")
                 raise ScenarioError(
-                    f"Pod {pod.key}: spec.priorityClassName: "
-                    f"no PriorityClass named {pod.priority_class_name!r}"
+                    f"{origin}: spec.priorityClassName: no PriorityClass named {pod.priority_class_name!r}"
                 )
         elif default is not None:
             pc = default
