@@ -38,8 +38,7 @@ def test_random_scenarios_agree_with_kube_scheduler(
     with KubeScheduler(kubeconfig, tmp_path) as log:
         runner = Runner(ClusterApi.from_kubeconfig(kubeconfig), log)
         for k in range(SCENARIOS):
-            # Pod-level resources are left out: a known difference, pinned by the xfail below.
-            scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-", pod_level=False)
+            scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
             tally.add(runner.run(scenario))
     report = "\n".join(describe(r, p) for r, p in tally.disagreements)
     assert tally.scenarios == SCENARIOS
@@ -63,9 +62,6 @@ def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="NodeResourcesFit scores pod-level requests; v1.35.4 does not (docs/parity.md)"
-)
 def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
     run = f"pl{secrets.token_hex(2)}-"
     ns = f"{run}ns"

@@ -423,7 +423,16 @@ def test_filter_rows_subset_and_error_status() -> None:
     assert outcome.rows.tolist() == [2, 1]
     assert outcome.passed.tolist() == [True, False]
     err = outcome.error()
-    assert err == Status(Code.ERROR, ('running "A" filter plugin: injecting failure for pod test-pod',), "A")
+    assert err == Status(Code.ERROR, ("injecting failure for pod test-pod",), "A")
+
+
+@pytest.mark.parametrize("code", [Code.SKIP, Code.WAIT, Code.ERROR])
+def test_filter_statuses_other_than_rejections_become_errors(code: Code) -> None:
+    odd = filt("Odd", {"n1": code})
+    table = make_table("n1", "n2")
+    outcome = make_framework(table, {"filter": [odd]}).run_filters(CycleState(), POD, all_rows(table))
+    assert outcome.passed.tolist() == [False, True]
+    assert outcome.error() == Status(Code.ERROR, ("injecting failure for pod test-pod",), "Odd")
 
 
 def test_filter_with_in_tree_plugins_reports_the_first_plugin_in_profile_order() -> None:
@@ -590,8 +599,12 @@ def test_weight_zero_in_refs_means_one() -> None:
 def test_score_out_of_range_after_normalize_is_an_error(bad: int) -> None:
     table = make_table("a", "b")
     fw = make_framework(table, {"score": [scorer("Bad", {"a": bad, "b": 1})]})
-    with pytest.raises(FrameworkError, match=r"'Bad'.*\[0, 100\]"):
+    with pytest.raises(FrameworkError) as caught:
         fw.run_score(CycleState(), POD, all_rows(table))
+    assert str(caught.value) == (
+        f'applying score defaultWeights on Score plugins: plugin "Bad" returns an invalid score {bad}, '
+        "it should in the range of [0, 100] after normalizing"
+    )
 
 
 def test_normalize_brings_scores_into_range() -> None:

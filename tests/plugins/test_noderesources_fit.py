@@ -837,3 +837,16 @@ def test_score_all_uses_non_zero_requests() -> None:
     most = plugin(NodeResourcesFit, table, {"scoringStrategy": MOST})
     # (200m / 1000m * 100 + 400Mi / 1000Mi * 100) / 2 = (20 + 40) / 2
     assert score_all(most, make_pod({}), table) == [30]
+
+
+def test_fit_score_ignores_pod_level_requests_like_v1_35_4() -> None:
+    """Upstream's Fit scorer is built without the PodLevelResources gate: scoring sees the
+    containers only, while filtering honours spec.resources (pod-level requests)."""
+    from policy_scheduler.scheduler.model import Container, Pod
+    from policy_scheduler.scheduler.plugins.noderesources_scoring import ResourceSpec, pod_resource_requests
+
+    pod = Pod("p", containers=(Container("c", requests={"cpu": 100, "memory": 128 << 20}),), pod_requests={"cpu": 3000})
+    specs = [ResourceSpec("cpu", 1), ResourceSpec("memory", 1)]
+    assert pod.requests["cpu"] == 3000  # what Filter checks
+    assert pod_resource_requests(pod, specs, False, pod_level=False) == [100, 128 << 20]  # what Fit scores
+    assert pod_resource_requests(pod, specs, True) == [3000, 128 << 20]  # BalancedAllocation's view

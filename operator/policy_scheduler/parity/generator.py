@@ -119,11 +119,14 @@ def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario
         pod["spec"]["schedulerName"] = scenario.scheduler_name
         scenario.pending.append(pod)
     if chance(rng, 0.3):
-        scenario.pdbs = [_pdb(rng, f"pdb{i}", universe) for i in range(pick(rng, 1, 1, 2))]
+        # one budget per app at most: the disruption controller keeps only one of several
+        # budgets that select a pod up to date, so overlapping budgets go stale
+        apps = rng.sample(ps.APPS, pick(rng, 1, 1, 2))
+        scenario.pdbs = [_pdb(rng, f"pdb{i}", app, universe) for i, app in enumerate(apps)]
     return scenario
 
 
-def _pdb(rng: random.Random, name: str, u: ps.Universe) -> dict[str, Any]:
+def _pdb(rng: random.Random, name: str, app: str, u: ps.Universe) -> dict[str, Any]:
     """An integer minAvailable: the only kind the disruption controller can compute for pods
     without a controller (so its status is settled and known when a pod is judged)."""
     return {
@@ -132,7 +135,7 @@ def _pdb(rng: random.Random, name: str, u: ps.Universe) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": pick(rng, *u.namespaces)},
         "spec": {
             "minAvailable": pick(rng, 0, 1, 1, 2, 3),
-            "selector": {"matchLabels": {"app": pick(rng, *ps.APPS)}},
+            "selector": {"matchLabels": {"app": app}},
         },
     }
 

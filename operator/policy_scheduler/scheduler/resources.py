@@ -147,6 +147,16 @@ def pod_requests(pod: Pod) -> dict[str, int]:
     return _requests(pod, {})
 
 
+def pod_container_requests(pod: Pod, *, non_zero: bool) -> dict[str, int]:
+    """PodRequests with SkipPodLevelResources: containers (with the 100m/200Mi defaults when
+    `non_zero`) plus overhead. NodeResourcesFit's scorer in v1.35.4 is built without the
+    PodLevelResources gate, so it sees pods this way; BalancedAllocation does not."""
+    defaults = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST} if non_zero else {}
+    reqs = _aggregate(pod, defaults)
+    _add(reqs, pod.overhead)
+    return reqs
+
+
 def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     """The (milli-cpu, memory) kube-scheduler scores with: unset requests get 100m / 200Mi."""
     pod_level = _pod_level(pod)

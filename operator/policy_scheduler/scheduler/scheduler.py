@@ -443,6 +443,8 @@ class Scheduler:
             failure = outcome.error()
             if failure is not None:
                 framework.timed("Filter", started)
+                if failure.plugin:  # RunFilterPlugins' wrapping of a plugin's error
+                    raise SchedulingError(f'running "{failure.plugin}" filter plugin: {failure.message}')
                 raise SchedulingError(failure.message)
             outcomes.append(outcome)
             passes.append(outcome.status_ref == PASSED)

@@ -326,8 +326,10 @@ class Framework:
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
             offset = len(statuses)
+            # Anything but a rejection is an Error; its message is wrapped where it is reported
+            # ('running "X" filter plugin: ...'), as the preemption dry run does too.
             statuses.extend(
-                plugin_failure(s, plugin.name, 'running "{plugin}" filter plugin: {error}')
+                s.with_plugin(plugin.name) if s.is_rejected else Status(Code.ERROR, s.reasons, plugin.name)
                 for s in result.statuses
             )
             positions = np.flatnonzero(failed) if alive is None else alive[failed]
@@ -450,9 +452,11 @@ class Framework:
                 continue
             scores = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
             if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
-                raise FrameworkError(
-                    f"plugin {plugin.name!r} returned an invalid score, should be in range "
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                bad = int(scores[(scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)][0])
+                raise FrameworkError(  # upstream's text; the first bad score in node order
+                    f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" returns an '
+                    f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                    "after normalizing"
                 )
             weighted = scores * weight
             by_plugin[plugin.name] = weighted

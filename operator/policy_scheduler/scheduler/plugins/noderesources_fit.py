@@ -187,7 +187,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     # ---- score -----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
-        state.write(PRE_SCORE_KEY, _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False))))
+        state.write(PRE_SCORE_KEY, _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
@@ -195,7 +195,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pod_requests = (
             pre.pod_requests
             if isinstance(pre, _PreScoreState)
-            else tuple(pod_resource_requests(pod, self.resources, False))
+            else tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
         )
         requested, allocatable = requested_and_allocatable(
             self.table, rows, self.resources, pod_requests, False

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
 from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.resources import pod_container_requests
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -122,8 +123,16 @@ def go_round(x: FloatArray) -> IntArray:
 # ---- pod and node quantities (resourceAllocationScorer) ----------------------------------------
 
 
-def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
-    """calculatePodResourceRequestList: cpu/memory use the 100m/200Mi defaults unless use_requested."""
+def pod_resource_requests(
+    pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool, *, pod_level: bool = True
+) -> list[int]:
+    """calculatePodResourceRequestList: cpu/memory use the 100m/200Mi defaults unless use_requested.
+
+    `pod_level=False` is SkipPodLevelResources, which v1.35.4's NodeResourcesFit scorer has
+    in effect (its scorer never gets the PodLevelResources gate)."""
+    if not pod_level:
+        reqs = pod_container_requests(pod, non_zero=not use_requested)
+        return [reqs.get(spec.name, 0) for spec in resources]
     cpu, memory = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
     if not use_requested:
         cpu, memory = pod.non_zero_requests
