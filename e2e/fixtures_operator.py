@@ -15,7 +15,6 @@ import pytest
 
 from kubectl import Kubectl
 
-
 # Profiles labelled with this are served only by the operators their test starts itself.
 ISOLATED_LABEL = "e2e-isolated"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
 from kubectl import Kubectl, namespace, pod, profile, wait_for
 
@@ -33,9 +34,16 @@ def _holder(kubectl: Kubectl) -> str:
 def operators(kubeconfig: Path, tmp_path: Path) -> Any:
     procs = [
         OperatorProcess(
-            kubeconfig, tmp_path / f"op-{name}.log",
-            "--lease-namespace", NS, "--lease-name", LEASE, "--identity", f"op-{name}",
-            "--profile-selector", f"{ISOLATED_LABEL}=leader",
+            kubeconfig,
+            tmp_path / f"op-{name}.log",
+            "--lease-namespace",
+            NS,
+            "--lease-name",
+            LEASE,
+            "--identity",
+            f"op-{name}",
+            "--profile-selector",
+            f"{ISOLATED_LABEL}=leader",
         )
         for name in ("a", "b")
     ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
 
+from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
 from policy_scheduler.devcluster.cluster import DevCluster
 
 NS = "e2e-live"
@@ -38,7 +38,9 @@ def _pod(name: str, cpu: str) -> dict[str, Any]:
 
 
 def _node_of(kubectl: Kubectl, name: str) -> str:
-    return str(wait_for(f"{name} bound", lambda: kubectl.get("pod", name, NS)["spec"].get("nodeName"), timeout=30))
+    return str(
+        wait_for(f"{name} bound", lambda: kubectl.get("pod", name, NS)["spec"].get("nodeName"), timeout=30)
+    )
 
 
 def _generation_observed(kubectl: Kubectl, generation: int) -> dict[str, Any]:
@@ -110,4 +112,8 @@ def test_profile_apply_patch_break_delete_without_restart(
     wait_for("pod told its profile is gone", told, timeout=30)
     kubectl.create(_pod("after-delete", "1"))
     with pytest.raises(AssertionError):
-        wait_for("pod bound without a profile", lambda: kubectl.get("pod", "after-delete", NS)["spec"].get("nodeName"), timeout=5)
+        wait_for(
+            "pod bound without a profile",
+            lambda: kubectl.get("pod", "after-delete", NS)["spec"].get("nodeName"),
+            timeout=5,
+        )

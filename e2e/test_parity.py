@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from kubectl import Kubectl, condition, namespace, profile, wait_for
@@ -63,6 +62,8 @@ def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
 
 
 def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
+    """The first disagreement the harness found (docs/parity.md): v1.35.4's NodeResourcesFit
+    scores the containers' requests even when pod-level requests are set."""
     run = f"pl{secrets.token_hex(2)}-"
     ns = f"{run}ns"
     pod = {

@@ -25,7 +25,11 @@ class FakeClock:
 
 
 def node(name: str, cpu: int = 4000) -> Node:
-    return Node(name, labels={"kubernetes.io/hostname": name}, allocatable={"cpu": cpu, "memory": 1 << 32, "pods": 110})
+    return Node(
+        name,
+        labels={"kubernetes.io/hostname": name},
+        allocatable={"cpu": cpu, "memory": 1 << 32, "pods": 110},
+    )
 
 
 def pod(name: str, node_name: str = "", cpu: int = 100, port: int = 0, uid: str = "") -> Pod:
@@ -43,7 +47,11 @@ def table_state(table: NodeTable) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for row, n in enumerate(table.nodes):
         out[n.name] = {
-            "requested": {r: int(table.requested[i, row]) for i, r in enumerate(table.resource_names) if table.requested[i, row]},
+            "requested": {
+                r: int(table.requested[i, row])
+                for i, r in enumerate(table.resource_names)
+                if table.requested[i, row]
+            },
             "non_zero": table.non_zero_requested[:, row].tolist(),
             "pods": sorted(table.pods[row]),
             "count": int(table.pod_count[row]),

@@ -38,7 +38,9 @@ class Hooks:
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         self.scheduled_on[pod.name] = node_name
 
-    def failed(self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None) -> None:
+    def failed(
+        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
+    ) -> None:
         self.failures.append((pod.name, reason, message))
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
@@ -65,7 +67,9 @@ class WatchingBinder:
         self.engine.pod_updated(pending, dataclasses.replace(pending, node_name=node_name))
 
 
-def make_engine(*profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000) -> tuple[Engine, Hooks, WatchingBinder, Clock]:
+def make_engine(
+    *profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000
+) -> tuple[Engine, Hooks, WatchingBinder, Clock]:
     hooks, binder, clock = Hooks(), WatchingBinder(), Clock()
     engine = Engine(hooks=hooks, binder=binder, seed=7, clock=clock)
     binder.engine = engine
@@ -76,7 +80,9 @@ def make_engine(*profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000) -> 
 
 
 def pod(name: str, cpu: int = 100, scheduler: str = "default-scheduler", **kw: Any) -> Pod:
-    return Pod(name, uid=name, scheduler_name=scheduler, containers=(Container("c", requests={"cpu": cpu}),), **kw)
+    return Pod(
+        name, uid=name, scheduler_name=scheduler, containers=(Container("c", requests={"cpu": cpu}),), **kw
+    )
 
 
 def run_all(engine: Engine) -> int:
@@ -127,7 +133,9 @@ def test_removed_profile_drops_its_pods_and_reports_them() -> None:
     engine.pod_added(pod("pb", scheduler="b"))
     engine.set_profiles([profile("a")])
     assert [p.name for p in engine.queue.pending_pods()] == ["pa"]
-    assert hooks.failures == [("pb", REASON_UNSCHEDULABLE, "no SchedulingProfile serves schedulerName 'b' any more")]
+    assert hooks.failures == [
+        ("pb", REASON_UNSCHEDULABLE, "no SchedulingProfile serves schedulerName 'b' any more")
+    ]
     assert not engine.responsible_for(pod("pb", scheduler="b"))
     run_all(engine)
     assert set(hooks.scheduled_on) == {"pa"}
@@ -213,7 +221,9 @@ def test_malformed_pod_is_reported_with_its_message() -> None:
     bad = pod("bad", malformed='spec.containers[0].resources.requests.cpu: invalid quantity "lots"')
     engine.pod_added(bad)
     assert run_all(engine) == 1
-    assert hooks.failures == [("bad", REASON_UNSCHEDULABLE, 'spec.containers[0].resources.requests.cpu: invalid quantity "lots"')]
+    assert hooks.failures == [
+        ("bad", REASON_UNSCHEDULABLE, 'spec.containers[0].resources.requests.cpu: invalid quantity "lots"')
+    ]
     assert hooks.scheduled_on == {}
     assert engine.cache.get_pod(bad.key) is None
 

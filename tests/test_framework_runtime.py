@@ -124,8 +124,12 @@ class FakeScore(ScorePlugin):
         return default_normalize(scores, self.reverse) if self.normalize else scores
 
 
-def scorer(name: str, scores: Mapping[str, int], normalize: bool = False, reverse: bool = False) -> type[Plugin]:
-    return type(name, (FakeScore,), {"name": name, "scores": dict(scores), "normalize": normalize, "reverse": reverse})
+def scorer(
+    name: str, scores: Mapping[str, int], normalize: bool = False, reverse: bool = False
+) -> type[Plugin]:
+    return type(
+        name, (FakeScore,), {"name": name, "scores": dict(scores), "normalize": normalize, "reverse": reverse}
+    )
 
 
 class SkippingPreScore(PreScorePlugin, ScorePlugin):
@@ -187,7 +191,9 @@ def binder(name: str, status: Status) -> type[Plugin]:
 def make_table(*names: str, allocatable: Mapping[str, int] | None = None) -> NodeTable:
     table = NodeTable()
     for name in names:
-        table.set_node(Node(name, labels={"kubernetes.io/hostname": name}, allocatable=dict(allocatable or {})))
+        table.set_node(
+            Node(name, labels={"kubernetes.io/hostname": name}, allocatable=dict(allocatable or {}))
+        )
     return table
 
 
@@ -279,7 +285,10 @@ def test_one_instance_per_plugin_across_points() -> None:
         pytest.param(
             [prefilter("A"), prefilter("FakePreFilter2", ["node2"]), prefilter("FakePreFilter3", ["node1"])],
             set(),
-            Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3] simultaneously",)),
+            Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                ("node(s) didn't satisfy plugin(s) [FakePreFilter2 FakePreFilter3] simultaneously",),
+            ),
             {"FakePreFilter2", "FakePreFilter3"},
             id="non-intersecting",
         ),
@@ -293,7 +302,10 @@ def test_one_instance_per_plugin_across_points() -> None:
         pytest.param(
             [prefilter("Zed", ["n1", "n2"]), prefilter("Alpha", ["n3"]), prefilter("Never", ["n9"])],
             set(),
-            Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) [Alpha Zed] simultaneously",)),
+            Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                ("node(s) didn't satisfy plugin(s) [Alpha Zed] simultaneously",),
+            ),
             {"Alpha", "Zed"},
             id="sorted names and stop at the first empty intersection",
         ),
@@ -335,7 +347,10 @@ def test_pre_filter_unschedulable_continues_unresolvable_stops() -> None:
         make_table("n1"),
         {
             "preFilter": [
-                prefilter("First", status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("injected unschedulable status",))),
+                prefilter(
+                    "First",
+                    status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("injected unschedulable status",)),
+                ),
                 prefilter("Second"),
             ]
         },
@@ -349,7 +364,12 @@ def test_pre_filter_unschedulable_continues_unresolvable_stops() -> None:
 def test_pre_filter_error_is_wrapped_like_upstream() -> None:
     fw = make_framework(
         make_table("n1"),
-        {"preFilter": [prefilter("FakePreFilter", status=Status(Code.ERROR, ("injected error status",))), prefilter("Later")]},
+        {
+            "preFilter": [
+                prefilter("FakePreFilter", status=Status(Code.ERROR, ("injected error status",))),
+                prefilter("Later"),
+            ]
+        },
     )
     result, status, _ = fw.run_pre_filter(CycleState(), POD)
     assert result is None
@@ -369,7 +389,9 @@ def test_pre_filter_skip_sets_skip_filter_and_filter_is_not_run() -> None:
             raise AssertionError("a skipped plugin's Filter must not run")
 
     other = filt("FakeFilter1", {"node1": Code.UNSCHEDULABLE})
-    fw = make_framework(make_table("node1", "node2", "node3"), {"preFilter": [PreAndFilter], "filter": [other, PreAndFilter]})
+    fw = make_framework(
+        make_table("node1", "node2", "node3"), {"preFilter": [PreAndFilter], "filter": [other, PreAndFilter]}
+    )
     state = CycleState()
     state.skip_filter = {"stale"}
     _, status, _ = fw.run_pre_filter(state, POD)
@@ -437,9 +459,17 @@ def test_filter_statuses_other_than_rejections_become_errors(code: Code) -> None
 
 def test_filter_with_in_tree_plugins_reports_the_first_plugin_in_profile_order() -> None:
     table = NodeTable()
-    table.set_node(Node("tainted-small", taints=(Taint("k", "v"),), allocatable={"cpu": 100, "memory": 1 << 30, "pods": 10}))
+    table.set_node(
+        Node(
+            "tainted-small",
+            taints=(Taint("k", "v"),),
+            allocatable={"cpu": 100, "memory": 1 << 30, "pods": 10},
+        )
+    )
     table.set_node(Node("small", allocatable={"cpu": 100, "memory": 1 << 30, "pods": 10}))
-    table.set_node(Node("unschedulable", unschedulable=True, allocatable={"cpu": 4000, "memory": 1 << 30, "pods": 10}))
+    table.set_node(
+        Node("unschedulable", unschedulable=True, allocatable={"cpu": 4000, "memory": 1 << 30, "pods": 10})
+    )
     table.set_node(Node("big", allocatable={"cpu": 4000, "memory": 1 << 30, "pods": 10}))
     profile = resolve_profile(ProfileConfig(), implemented_plugin_names())
     handle = Handle(table)
@@ -486,7 +516,13 @@ class Crowded(FilterPlugin):
 
 
 def cpu_pod(name: str, cpu: int, priority: int = 0, labels: dict[str, str] | None = None) -> Pod:
-    return Pod(name, uid=name, priority=priority, labels=dict(labels or {}), containers=(Container("c", requests={"cpu": cpu}),))
+    return Pod(
+        name,
+        uid=name,
+        priority=priority,
+        labels=dict(labels or {}),
+        containers=(Container("c", requests={"cpu": cpu}),),
+    )
 
 
 def _fit_framework(nominator: PodNominator) -> tuple[NodeTable, Framework]:
@@ -501,7 +537,9 @@ def _fit_framework(nominator: PodNominator) -> tuple[NodeTable, Framework]:
     [(10, "Insufficient cpu"), (5, "Insufficient cpu"), (4, None)],
     ids=["higher priority nominated pod counts", "equal priority counts", "lower priority ignored"],
 )
-def test_nominated_pods_of_equal_or_higher_priority_take_room(nominated_priority: int, want_n1: str | None) -> None:
+def test_nominated_pods_of_equal_or_higher_priority_take_room(
+    nominated_priority: int, want_n1: str | None
+) -> None:
     nominator = PodNominator()
     table, fw = _fit_framework(nominator)
     nominator.add_nominated_pod(cpu_pod("nominated", 800, nominated_priority), "n1")
@@ -615,7 +653,9 @@ def test_normalize_brings_scores_into_range() -> None:
 
 def test_pre_score_skip_skips_score() -> None:
     table = make_table("node1", "node2")
-    fw = make_framework(table, {"preScore": [SkippingPreScore], "score": [SkippingPreScore, scorer("Other", {"node1": 5})]})
+    fw = make_framework(
+        table, {"preScore": [SkippingPreScore], "score": [SkippingPreScore, scorer("Other", {"node1": 5})]}
+    )
     state = CycleState()
     assert fw.run_pre_score(state, POD, all_rows(table)).is_success
     assert state.skip_score == {"SkippingPreScore"}
@@ -658,10 +698,17 @@ def test_reserve_order_and_unreserve_in_reverse() -> None:
 def test_reserve_and_permit_errors_are_wrapped_like_upstream() -> None:
     fw = make_framework(
         make_table("n1"),
-        {"reserve": [reserve("R1", Status(Code.ERROR, ("boom",)))], "permit": [permit("P1", Status(Code.ERROR, ("bang",)))]},
+        {
+            "reserve": [reserve("R1", Status(Code.ERROR, ("boom",)))],
+            "permit": [permit("P1", Status(Code.ERROR, ("bang",)))],
+        },
     )
-    assert fw.run_reserve(CycleState(), POD, "n1") == Status(Code.ERROR, ('running Reserve plugin "R1": boom',), "R1")
-    assert fw.run_permit(CycleState(), POD, "n1") == Status(Code.ERROR, ('running Permit plugin "P1": bang',), "P1")
+    assert fw.run_reserve(CycleState(), POD, "n1") == Status(
+        Code.ERROR, ('running Reserve plugin "R1": boom',), "R1"
+    )
+    assert fw.run_permit(CycleState(), POD, "n1") == Status(
+        Code.ERROR, ('running Permit plugin "P1": bang',), "P1"
+    )
 
 
 def test_reserve_all_succeed() -> None:
@@ -694,7 +741,10 @@ def test_permit_success_without_waiting() -> None:
 
 
 def test_permit_wait_is_allowed_by_every_waiting_plugin() -> None:
-    fw = make_framework(make_table("n1"), {"permit": [permit("P1", Status(Code.WAIT), 10), permit("P2", Status(Code.WAIT), 10)]})
+    fw = make_framework(
+        make_table("n1"),
+        {"permit": [permit("P1", Status(Code.WAIT), 10), permit("P2", Status(Code.WAIT), 10)]},
+    )
     assert fw.run_permit(CycleState(), POD, "n1").code == Code.WAIT
 
     async def scenario() -> Status:
@@ -729,11 +779,14 @@ def test_permit_wait_rejected_by_plugin() -> None:
 
 def test_permit_wait_times_out_with_upstream_message() -> None:
     fw = make_framework(
-        make_table("n1"), {"permit": [permit("Slow", Status(Code.WAIT), 0.05), permit("Slower", Status(Code.WAIT), 30)]}
+        make_table("n1"),
+        {"permit": [permit("Slow", Status(Code.WAIT), 0.05), permit("Slower", Status(Code.WAIT), 30)]},
     )
     fw.run_permit(CycleState(), POD, "n1")
     status = asyncio.run(asyncio.wait_for(fw.wait_on_permit(POD), 2))
-    assert status == Status(Code.UNSCHEDULABLE, ("rejected due to timeout after waiting 50ms at plugin Slow",), "Slow")
+    assert status == Status(
+        Code.UNSCHEDULABLE, ("rejected due to timeout after waiting 50ms at plugin Slow",), "Slow"
+    )
     assert fw.waiting_pod(POD.uid) is None
 
 
@@ -770,7 +823,11 @@ def test_go_duration(seconds: float, text: str) -> None:
 @pytest.mark.parametrize(
     ("plugins", "want", "calls"),
     [
-        ([("B1", SKIP), ("B2", SUCCESS), ("B3", SUCCESS)], Status(Code.SUCCESS, (), "B2"), ["bind:B1", "bind:B2"]),
+        (
+            [("B1", SKIP), ("B2", SUCCESS), ("B3", SUCCESS)],
+            Status(Code.SUCCESS, (), "B2"),
+            ["bind:B1", "bind:B2"],
+        ),
         ([("B1", SKIP), ("B2", SKIP)], SKIP, ["bind:B1", "bind:B2"]),
         (
             [("B1", Status(Code.ERROR, ("api down",))), ("B2", SUCCESS)],

@@ -68,8 +68,12 @@ def row_view(table: NodeTable, row: int) -> dict[str, Any]:
     ports = {key: dict(users[row]) for key, users in table.host_ports.items() if row in users}
     return {
         "node": table.nodes[row],
-        "allocatable": {n: int(table.allocatable[i, row]) for i, n in enumerate(names) if table.allocatable[i, row]},
-        "requested": {n: int(table.requested[i, row]) for i, n in enumerate(names) if table.requested[i, row]},
+        "allocatable": {
+            n: int(table.allocatable[i, row]) for i, n in enumerate(names) if table.allocatable[i, row]
+        },
+        "requested": {
+            n: int(table.requested[i, row]) for i, n in enumerate(names) if table.requested[i, row]
+        },
         "non_zero": (int(table.non_zero_requested[0, row]), int(table.non_zero_requested[1, row])),
         "pod_count": int(table.pod_count[row]),
         "unschedulable": bool(table.unschedulable[row]),
@@ -165,7 +169,9 @@ def _random_cluster(rng: random.Random, count: int) -> tuple[list[Node], list[Po
         if rng.random() < 0.7:
             labels[ZONE] = f"z{rng.randrange(3)}"
         taints = tuple(Taint(f"t{rng.randrange(3)}", "", "NoSchedule") for _ in range(rng.randrange(3)))
-        images = tuple(ContainerImage((f"img{rng.randrange(5)}:1",), 100 + i) for _ in range(rng.randrange(3)))
+        images = tuple(
+            ContainerImage((f"img{rng.randrange(5)}:1",), 100 + i) for _ in range(rng.randrange(3))
+        )
         allocatable = {"cpu": 4000, "memory": 1 << 33, "pods": 110}
         if rng.random() < 0.3:
             allocatable[GPU] = 4
@@ -174,7 +180,9 @@ def _random_cluster(rng: random.Random, count: int) -> tuple[list[Node], list[Po
             requests = {"cpu": rng.randrange(0, 500, 50), "memory": rng.randrange(0, 1 << 30, 1 << 20)}
             if rng.random() < 0.2:
                 requests[GPU] = 1
-            ports = (tcp(8000 + rng.randrange(3), rng.choice(["", "10.0.0.1"])),) if rng.random() < 0.5 else ()
+            ports = (
+                (tcp(8000 + rng.randrange(3), rng.choice(["", "10.0.0.1"])),) if rng.random() < 0.5 else ()
+            )
             pods.append(pod(f"p{i}-{j}", f"n{i}", requests, ports))
     return nodes, pods
 
@@ -258,7 +266,12 @@ def test_extended_resource_on_pod_before_any_node_has_it() -> None:
 
 def test_label_columns_and_codes() -> None:
     table = build(
-        [node("a", {"zone": "z1", "x": "1"}), node("b", {"zone": "z2"}), node("c", {"zone": "z1"}), node("d")],
+        [
+            node("a", {"zone": "z1", "x": "1"}),
+            node("b", {"zone": "z2"}),
+            node("c", {"zone": "z1"}),
+            node("d"),
+        ],
         [],
     )
     codes = table.label_codes("zone")
@@ -464,7 +477,10 @@ def test_zone_key(labels: dict[str, str], want: str) -> None:
         ([], []),
         (ALL_NODES[:1], ["node-0"]),
         (ALL_NODES[:4], ["node-0", "node-1", "node-2", "node-3"]),
-        (ALL_NODES[:9], ["node-0", "node-1", "node-2", "node-3", "node-5", "node-6", "node-4", "node-7", "node-8"]),
+        (
+            ALL_NODES[:9],
+            ["node-0", "node-1", "node-2", "node-3", "node-5", "node-6", "node-4", "node-7", "node-8"],
+        ),
         (ALL_NODES[9:], ["node-9", "node-10"]),
     ],
     ids=["empty tree", "one node", "four nodes", "all nodes", "deprecated labels"],
@@ -527,7 +543,11 @@ def test_order_zone_emptied_and_readded_goes_last() -> None:
     ("existing", "updated", "want"),
     [
         # TestNodeTree_UpdateNode: a node changing zone is appended to its new zone.
-        (ALL_NODES[:7], node("node-0", {REGION: "region-1", ZONE: "zone-2"}), ["node-1", "node-2", "node-3", "node-5", "node-6", "node-4", "node-0"]),
+        (
+            ALL_NODES[:7],
+            node("node-0", {REGION: "region-1", ZONE: "zone-2"}),
+            ["node-1", "node-2", "node-3", "node-5", "node-6", "node-4", "node-0"],
+        ),
         (ALL_NODES[:1], node("node-0", {REGION: "region-1", ZONE: "zone-2"}), ["node-0"]),
         (ALL_NODES[:1], node("node-new", {REGION: "region-1", ZONE: "zone-2"}), ["node-0", "node-new"]),
     ],

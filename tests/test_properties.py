@@ -79,7 +79,12 @@ toleration_st = st.one_of(
         value=st.sampled_from(("", "x")),
         effect=st.sampled_from(("", *EFFECTS)),
     ),
-    st.builds(Toleration, key=st.sampled_from(("", *TAINT_KEYS)), operator=st.just("Exists"), effect=st.sampled_from(("", "NoSchedule"))),
+    st.builds(
+        Toleration,
+        key=st.sampled_from(("", *TAINT_KEYS)),
+        operator=st.just("Exists"),
+        effect=st.sampled_from(("", "NoSchedule")),
+    ),
     st.just(Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule")),
 )
 
@@ -95,7 +100,9 @@ requirement_st = st.one_of(
 term_st = st.builds(NodeSelectorTerm, st.lists(requirement_st, min_size=1, max_size=2).map(tuple))
 affinity_st = st.one_of(
     st.none(),
-    st.lists(term_st, min_size=1, max_size=2).map(lambda terms: Affinity(node_affinity=NodeAffinity(required=tuple(terms)))),
+    st.lists(term_st, min_size=1, max_size=2).map(
+        lambda terms: Affinity(node_affinity=NodeAffinity(required=tuple(terms)))
+    ),
 )
 port_st = st.builds(
     ContainerPort,
@@ -115,13 +122,19 @@ def pods_st(draw: st.DrawFn) -> list[Pod]:
         for resource, step in (("cpu", 250), ("memory", 256 << 20), ("example.com/gpu", 1)):
             if draw(st.booleans()):
                 requests[resource] = draw(st.integers(0, 4)) * step
-        ports = draw(st.lists(port_st, max_size=2, unique_by=lambda p: (p.host_port, p.protocol, p.host_ip))) if draw(st.booleans()) else []
+        ports = (
+            draw(st.lists(port_st, max_size=2, unique_by=lambda p: (p.host_port, p.protocol, p.host_ip)))
+            if draw(st.booleans())
+            else []
+        )
         pods.append(
             Pod(
                 f"pod-{i}",
                 uid=f"uid-{i}",
                 containers=(Container("c", requests=requests, ports=tuple(ports)),),
-                node_selector=draw(st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=1)),
+                node_selector=draw(
+                    st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=1)
+                ),
                 affinity=draw(affinity_st),
                 tolerations=tuple(draw(st.lists(toleration_st, max_size=2))),
             )
@@ -151,7 +164,9 @@ def selector_ok(pod: Pod, node: Node) -> bool:
     affinity = pod.affinity.node_affinity if pod.affinity else None
     if affinity is None or affinity.required is None:
         return True
-    return any(all(requirement_matches(r, node.labels) for r in term.match_expressions) for term in affinity.required)
+    return any(
+        all(requirement_matches(r, node.labels) for r in term.match_expressions) for term in affinity.required
+    )
 
 
 def tolerated(pod: Pod, taint: Taint) -> bool:
@@ -196,7 +211,12 @@ class NodeState:
         return not any(ports_conflict(want, have) for want in pod.host_ports() for have in used)
 
     def fits(self, pod: Pod) -> bool:
-        return selector_ok(pod, self.node) and taints_ok(pod, self.node) and self.resources_ok(pod) and self.ports_ok(pod)
+        return (
+            selector_ok(pod, self.node)
+            and taints_ok(pod, self.node)
+            and self.resources_ok(pod)
+            and self.ports_ok(pod)
+        )
 
 
 # ---- the properties -------------------------------------------------------------------------------------
@@ -204,7 +224,9 @@ class NodeState:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=nodes_st(), pods=pods_st(), seed=st.integers(0, 3))
-def test_placements_are_valid_and_pending_pods_fit_nowhere(nodes: list[Node], pods: list[Pod], seed: int) -> None:
+def test_placements_are_valid_and_pending_pods_fit_nowhere(
+    nodes: list[Node], pods: list[Pod], seed: int
+) -> None:
     outcomes = simulate(Scenario(nodes=nodes, pods=pods), [PROFILE], seed=seed)
     assert [o.name for o in outcomes] == [p.name for p in pods]
     by_name = {n.name: n for n in nodes}

@@ -110,7 +110,26 @@ def test_quantity_value_and_milli_value(text: str, value: int, milli: int) -> No
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-", " 1", "1 ", "1e", "Mi", "1 Mi", "1KI", "1mi", "1\n"],
+    [
+        "",
+        "1.1.M",
+        "1+1.0M",
+        "0.1mi",
+        "0.1am",
+        "aoeu",
+        ".5i",
+        "1i",
+        "-3.01i",
+        "-3.01e-",
+        " 1",
+        "1 ",
+        "1e",
+        "Mi",
+        "1 Mi",
+        "1KI",
+        "1mi",
+        "1\n",
+    ],
 )
 def test_invalid_quantities(text: str) -> None:
     with pytest.raises(QuantityError):
@@ -173,17 +192,28 @@ MEM = "memory"
     ("pod", "want"),
     [
         pytest.param(make([c({CPU: 1000})], [c({CPU: 4000})]), {CPU: 4000}, id="larger init container"),
-        pytest.param(make([c({CPU: 2000}), c({CPU: 3000})], [c({CPU: 2000})]), {CPU: 5000}, id="larger containers"),
+        pytest.param(
+            make([c({CPU: 2000}), c({CPU: 3000})], [c({CPU: 2000})]), {CPU: 5000}, id="larger containers"
+        ),
         pytest.param(
             make([c({CPU: 2000}), c({CPU: 3000})], [c({CPU: 2000})], overhead={CPU: 1000, MEM: GI}),
             {CPU: 6000, MEM: GI},
             id="pod overhead included",
         ),
-        pytest.param(make([c({CPU: 1000})], [c({CPU: 1000}, sidecar=True)]), {CPU: 2000}, id="restartable init container"),
+        pytest.param(
+            make([c({CPU: 1000})], [c({CPU: 1000}, sidecar=True)]),
+            {CPU: 2000},
+            id="restartable init container",
+        ),
         pytest.param(
             make(
                 [c({CPU: 1000})],
-                [c({CPU: 5000}), c({CPU: 1000}, sidecar=True), c({CPU: 2000}, sidecar=True), c({CPU: 3000}, sidecar=True)],
+                [
+                    c({CPU: 5000}),
+                    c({CPU: 1000}, sidecar=True),
+                    c({CPU: 2000}, sidecar=True),
+                    c({CPU: 3000}, sidecar=True),
+                ],
             ),
             {CPU: 7000},
             id="multiple restartable init containers",
@@ -211,26 +241,40 @@ MEM = "memory"
         pytest.param(make([c({})]), {}, id="requestless container"),
         # TestPodLevelResourceRequests
         pytest.param(make([], pod_level={MEM: 2 * MI}), {MEM: 2 * MI}, id="pod level memory"),
-        pytest.param(make([c({CPU: 2})], pod_level={MEM: 2 * MI}), {MEM: 2 * MI, CPU: 2}, id="pod level memory and container cpu"),
+        pytest.param(
+            make([c({CPU: 2})], pod_level={MEM: 2 * MI}),
+            {MEM: 2 * MI, CPU: 2},
+            id="pod level memory and container cpu",
+        ),
         pytest.param(
             make([c({"storage": 3 * MI})], pod_level={"storage": 2 * MI}),
             {"storage": 3 * MI},
             id="unsupported pod level resource at both levels",
         ),
         pytest.param(
-            make([c({MEM: 3 * MI})], pod_level={"storage": 2 * MI}), {MEM: 3 * MI}, id="unsupported pod level resource only"
+            make([c({MEM: 3 * MI})], pod_level={"storage": 2 * MI}),
+            {MEM: 3 * MI},
+            id="unsupported pod level resource only",
         ),
         pytest.param(
-            make([c({MEM: 3 * MI, CPU: 2})], pod_level={MEM: 6 * MI, CPU: 8}), {MEM: 6 * MI, CPU: 8}, id="both levels"
+            make([c({MEM: 3 * MI, CPU: 2})], pod_level={MEM: 6 * MI, CPU: 8}),
+            {MEM: 6 * MI, CPU: 8},
+            id="both levels",
         ),
         pytest.param(
-            make([c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4})]), {MEM: 5 * MI, CPU: 4}, id="init container"
+            make([c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4})]),
+            {MEM: 5 * MI, CPU: 4},
+            id="init container",
         ),
         pytest.param(
-            make([c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4}, sidecar=True)]), {MEM: 8 * MI, CPU: 6}, id="sidecar"
+            make([c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4}, sidecar=True)]),
+            {MEM: 8 * MI, CPU: 6},
+            id="sidecar",
         ),
         pytest.param(
-            make([c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4}, sidecar=True), c({MEM: 6 * MI, CPU: 8})]),
+            make(
+                [c({MEM: 3 * MI, CPU: 2})], [c({MEM: 5 * MI, CPU: 4}, sidecar=True), c({MEM: 6 * MI, CPU: 8})]
+            ),
             {MEM: 11 * MI, CPU: 12},
             id="init and sidecar",
         ),
@@ -273,13 +317,21 @@ def test_pod_requests(pod: Pod, want: dict[str, int]) -> None:
 @pytest.mark.parametrize(
     ("pod", "want"),
     [
-        pytest.param(make([c({})]), (DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST), id="requestless container"),
+        pytest.param(
+            make([c({})]), (DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST), id="requestless container"
+        ),
         pytest.param(make([c({CPU: 500, MEM: 500 * MI})]), (500, 500 * MI), id="1X container with requests"),
         pytest.param(
-            make([c({CPU: 500, MEM: 500 * MI}), c({CPU: 700, MEM: 800 * MI})]), (1200, 1300 * MI), id="2X containers"
+            make([c({CPU: 500, MEM: 500 * MI}), c({CPU: 700, MEM: 800 * MI})]),
+            (1200, 1300 * MI),
+            id="2X containers",
         ),
         pytest.param(
-            make([c({CPU: 500, MEM: 500 * MI})], [c({CPU: 500, MEM: 500 * MI})], pod_level={CPU: 1200, MEM: 1200 * MI}),
+            make(
+                [c({CPU: 500, MEM: 500 * MI})],
+                [c({CPU: 500, MEM: 500 * MI})],
+                pod_level={CPU: 1200, MEM: 1200 * MI},
+            ),
             (1200, 1200 * MI),
             id="init container with pod-level requests",
         ),
@@ -292,18 +344,34 @@ def test_pod_requests(pod: Pod, want: dict[str, int]) -> None:
             (1200, 1200 * MI),
             id="sidecar with pod-level requests",
         ),
-        pytest.param(make([c({})], [c({})], pod_level={MEM: 1200 * MI}), (DEFAULT_MILLI_CPU_REQUEST, 1200 * MI), id="pod-level memory"),
-        pytest.param(make([c({})], [c({})], pod_level={CPU: 500}), (500, DEFAULT_MEMORY_REQUEST), id="pod-level cpu"),
         pytest.param(
-            make([c({"ephemeral-storage": 800 * MI})], [c({"ephemeral-storage": 500 * MI})], pod_level={CPU: 500}),
+            make([c({})], [c({})], pod_level={MEM: 1200 * MI}),
+            (DEFAULT_MILLI_CPU_REQUEST, 1200 * MI),
+            id="pod-level memory",
+        ),
+        pytest.param(
+            make([c({})], [c({})], pod_level={CPU: 500}), (500, DEFAULT_MEMORY_REQUEST), id="pod-level cpu"
+        ),
+        pytest.param(
+            make(
+                [c({"ephemeral-storage": 800 * MI})],
+                [c({"ephemeral-storage": 500 * MI})],
+                pod_level={CPU: 500},
+            ),
             (500, DEFAULT_MEMORY_REQUEST),
             id="unsupported container resources and pod-level cpu",
         ),
         # Defaults apply per container, to a missing key only: an explicit zero stays zero.
         pytest.param(make([c({CPU: 0, MEM: 0})]), (0, 0), id="explicit zero requests"),
-        pytest.param(make([c({CPU: 300}), c({MEM: MI})]), (300 + DEFAULT_MILLI_CPU_REQUEST, MI + DEFAULT_MEMORY_REQUEST), id="per container defaults"),
         pytest.param(
-            make([c({CPU: 300})], [c({CPU: 1000})]), (1000, DEFAULT_MEMORY_REQUEST), id="init containers get defaults too"
+            make([c({CPU: 300}), c({MEM: MI})]),
+            (300 + DEFAULT_MILLI_CPU_REQUEST, MI + DEFAULT_MEMORY_REQUEST),
+            id="per container defaults",
+        ),
+        pytest.param(
+            make([c({CPU: 300})], [c({CPU: 1000})]),
+            (1000, DEFAULT_MEMORY_REQUEST),
+            id="init containers get defaults too",
         ),
         pytest.param(
             make([c({})], overhead={CPU: 50, MEM: 10}),
@@ -311,8 +379,12 @@ def test_pod_requests(pod: Pod, want: dict[str, int]) -> None:
             id="overhead counts in non-zero requests",
         ),
         # A key present with zero (here from an init container) is not "missing" for pod-level defaults.
-        pytest.param(make([c({})], [c({CPU: 0})], pod_level={MEM: MI}), (0, MI), id="pod level: zero cpu key kept"),
-        pytest.param(make([], overhead={CPU: 0}, pod_level={MEM: MI}), (0, MI), id="pod level: zero overhead key kept"),
+        pytest.param(
+            make([c({})], [c({CPU: 0})], pod_level={MEM: MI}), (0, MI), id="pod level: zero cpu key kept"
+        ),
+        pytest.param(
+            make([], overhead={CPU: 0}, pod_level={MEM: MI}), (0, MI), id="pod level: zero overhead key kept"
+        ),
     ],
 )
 def test_non_zero_requests(pod: Pod, want: tuple[int, int]) -> None:

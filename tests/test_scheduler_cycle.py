@@ -92,7 +92,9 @@ class Recording(FilterPlugin):
         return FilterResult.reject_where(failed, Status(self.code, (self.reason.format(pod=pod.name),)))
 
 
-def filt(name: str, fail: Sequence[str] = (), reason: str = ERR_REASON_FAKE, code: Code = Code.UNSCHEDULABLE) -> type[Recording]:
+def filt(
+    name: str, fail: Sequence[str] = (), reason: str = ERR_REASON_FAKE, code: Code = Code.UNSCHEDULABLE
+) -> type[Recording]:
     attrs = {"name": name, "fail": frozenset(fail), "reason": reason, "code": code, "calls": []}
     return type(name, (Recording,), attrs)
 
@@ -161,7 +163,11 @@ class FakePreFilter(PreFilterPlugin):
 
 
 def prefilter(name: str, nodes: Sequence[str] | None = None, status: Status = SUCCESS) -> type[Plugin]:
-    return type(name, (FakePreFilter,), {"name": name, "nodes": None if nodes is None else frozenset(nodes), "status": status})
+    return type(
+        name,
+        (FakePreFilter,),
+        {"name": name, "nodes": None if nodes is None else frozenset(nodes), "status": status},
+    )
 
 
 class FakeReserve(ReservePlugin):
@@ -202,7 +208,9 @@ class FakeQueue:
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, scheduling_cycle: int) -> None:
         self.unschedulable.append(info)
 
-    def move_all_to_active_or_backoff(self, event: object, old: object, new: object, precheck: Any = None) -> None:
+    def move_all_to_active_or_backoff(
+        self, event: object, old: object, new: object, precheck: Any = None
+    ) -> None:
         self.moves.append((event, old, new, precheck))
 
     def activate_nominated(self, pod: Pod, node_name: str) -> None:
@@ -224,7 +232,9 @@ class Hooks:
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         self.scheduled_on.append((pod.name, node_name))
 
-    def failed(self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None) -> None:
+    def failed(
+        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
+    ) -> None:
         self.failures.append((pod.name, reason, message, nominated_node))
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
@@ -241,7 +251,10 @@ PluginEntry = type[Plugin] | tuple[type[Plugin], int]
 
 
 def make_framework(
-    cache: Cache, plugins: Mapping[str, Sequence[PluginEntry]], percentage: int | None = None, nominator: Any = None
+    cache: Cache,
+    plugins: Mapping[str, Sequence[PluginEntry]],
+    percentage: int | None = None,
+    nominator: Any = None,
 ) -> Framework:
     registry: dict[str, type[Plugin]] = {"Sort": Sort, "Binder": Binder}
     points: dict[str, tuple[PluginRef, ...]] = {point: () for point in EXTENSION_POINTS}
@@ -277,13 +290,19 @@ def default_framework(cache: Cache, percentage: int | None = None) -> Framework:
 def make_cache(*names: str, allocatable: Mapping[str, int] | None = None) -> Cache:
     cache = Cache()
     for name in names:
-        cache.add_node(Node(name, labels={"kubernetes.io/hostname": name}, allocatable=dict(allocatable or {})))
+        cache.add_node(
+            Node(name, labels={"kubernetes.io/hostname": name}, allocatable=dict(allocatable or {}))
+        )
     return cache
 
 
 def make_scheduler(cache: Cache, framework: Framework, seed: int = 0) -> tuple[Scheduler, FakeQueue, Hooks]:
     queue, hooks = FakeQueue(), Hooks()
-    return Scheduler(cache, queue, {"test": framework}, hooks=hooks, rng=np.random.default_rng(seed)), queue, hooks
+    return (
+        Scheduler(cache, queue, {"test": framework}, hooks=hooks, rng=np.random.default_rng(seed)),
+        queue,
+        hooks,
+    )
 
 
 def pod(name: str, cpu: int = 0, mem: int = 0, **kw: Any) -> Pod:
@@ -372,7 +391,9 @@ def test_true_filter_equal_scores_evaluates_all() -> None:
 )
 def test_numeric_scores(scores: list[PluginEntry], pod_name: str, want: str) -> None:
     cache = make_cache("3", "2", "1")
-    sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [filt("TrueFilter")], "score": scores}))
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [filt("TrueFilter")], "score": scores})
+    )
     assert schedule(sched, pod(pod_name)).node_name == want
 
 
@@ -400,7 +421,9 @@ def test_no_pods_and_match_filter_each_reject_one_node() -> None:
 def test_prefilter_unresolvable_status() -> None:
     cache = make_cache("1", "2")
     status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("injected unschedulable status",))
-    fw = make_framework(cache, {"preFilter": [prefilter("FakePreFilter", status=status)], "filter": [filt("F")]})
+    fw = make_framework(
+        cache, {"preFilter": [prefilter("FakePreFilter", status=status)], "filter": [filt("F")]}
+    )
     sched, _, _ = make_scheduler(cache, fw)
     err = fit_error(sched, pod("test-prefilter"))
     assert err.diagnosis.node_to_status == {}
@@ -413,8 +436,12 @@ def test_prefilter_unresolvable_status() -> None:
 def test_prefilter_error_status() -> None:
     cache = make_cache("1", "2")
     status = Status(Code.ERROR, ("injected error status",))
-    sched, _, _ = make_scheduler(cache, make_framework(cache, {"preFilter": [prefilter("FakePreFilter", status=status)]}))
-    with pytest.raises(SchedulingError, match=r'^running PreFilter plugin "FakePreFilter": injected error status$'):
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"preFilter": [prefilter("FakePreFilter", status=status)]})
+    )
+    with pytest.raises(
+        SchedulingError, match=r'^running PreFilter plugin "FakePreFilter": injected error status$'
+    ):
         schedule(sched, pod("test-prefilter"))
 
 
@@ -422,7 +449,13 @@ def test_prefilter_narrowing_without_score_plugins_evaluates_one_node() -> None:
     cache = make_cache("node1", "node2", "node3")
     fw = make_framework(
         cache,
-        {"preFilter": [prefilter("FakePreFilter1"), prefilter("FakePreFilter2", ["node2"]), prefilter("FakePreFilter3", ["node1", "node2"])]},
+        {
+            "preFilter": [
+                prefilter("FakePreFilter1"),
+                prefilter("FakePreFilter2", ["node2"]),
+                prefilter("FakePreFilter3", ["node1", "node2"]),
+            ]
+        },
     )
     sched, _, _ = make_scheduler(cache, fw)
     result = schedule(sched, pod("test-prefilter"))
@@ -433,7 +466,13 @@ def test_prefilter_non_intersecting() -> None:
     cache = make_cache("node1", "node2", "node3")
     fw = make_framework(
         cache,
-        {"preFilter": [prefilter("FakePreFilter1"), prefilter("FakePreFilter2", ["node2"]), prefilter("FakePreFilter3", ["node1"])]},
+        {
+            "preFilter": [
+                prefilter("FakePreFilter1"),
+                prefilter("FakePreFilter2", ["node2"]),
+                prefilter("FakePreFilter3", ["node1"]),
+            ]
+        },
     )
     sched, _, _ = make_scheduler(cache, fw)
     err = fit_error(sched, pod("test-prefilter"))
@@ -446,7 +485,9 @@ def test_prefilter_non_intersecting() -> None:
 def test_prefilter_and_filter_both_reject() -> None:
     cache = make_cache("node1", "node2")
     fake_filter = filt("FakeFilter", ["node2"], reason="injecting failure for pod {pod}")
-    fw = make_framework(cache, {"preFilter": [prefilter("FakePreFilter", ["node2"])], "filter": [fake_filter]})
+    fw = make_framework(
+        cache, {"preFilter": [prefilter("FakePreFilter", ["node2"])], "filter": [fake_filter]}
+    )
     sched, _, _ = make_scheduler(cache, fw)
     err = fit_error(sched, pod("test-prefilter"))
     assert err.diagnosis.node_to_status == {
@@ -465,7 +506,9 @@ def test_prefilter_and_filter_both_reject() -> None:
 
 def test_prefilter_returning_an_unknown_node() -> None:
     cache = make_cache("1", "2")
-    fw = make_framework(cache, {"preFilter": [prefilter("FakePreFilter", ["invalid-node"])], "filter": [filt("TrueFilter")]})
+    fw = make_framework(
+        cache, {"preFilter": [prefilter("FakePreFilter", ["invalid-node"])], "filter": [filt("TrueFilter")]}
+    )
     sched, _, _ = make_scheduler(cache, fw)
     err = fit_error(sched, pod("test-prefilter"))
     assert err.diagnosis.node_to_status == {}
@@ -485,7 +528,11 @@ def test_prefilter_skip_skips_the_filter() -> None:
     cache = make_cache("node1", "node2", "node3")
     fw = make_framework(
         cache,
-        {"preFilter": [prefilter("FakePreFilter1"), SkipBoth], "filter": [filt("FakeFilter1", ["node1"]), SkipBoth], "score": [scorer("Equal")]},
+        {
+            "preFilter": [prefilter("FakePreFilter1"), SkipBoth],
+            "filter": [filt("FakeFilter1", ["node1"]), SkipBoth],
+            "score": [scorer("Equal")],
+        },
     )
     sched, _, _ = make_scheduler(cache, fw)
     result = schedule(sched, pod("test-prefilter"))
@@ -506,14 +553,21 @@ def test_without_score_plugins_one_node_is_evaluated() -> None:
 def test_filter_error_is_a_scheduling_error() -> None:
     cache = make_cache("1", "2")
     failing = filt("Broken", ["2"], reason="disk on fire", code=Code.ERROR)
-    sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [failing], "score": [scorer("Equal")]}))
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [failing], "score": [scorer("Equal")]})
+    )
     with pytest.raises(SchedulingError, match=r'^running "Broken" filter plugin: disk on fire$'):
         schedule(sched, pod("p"))
 
 
 def test_unresolvable_filter_status_is_kept() -> None:
     cache = make_cache("3")
-    fake = filt("FakeFilter", ["3"], reason="injecting failure for pod {pod}", code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    fake = filt(
+        "FakeFilter",
+        ["3"],
+        reason="injecting failure for pod {pod}",
+        code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    )
     sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [fake], "score": [NumericMap]}))
     err = fit_error(sched, pod("test-filter"))
     assert err.diagnosis.node_to_status["3"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -541,7 +595,11 @@ def _node(name: str, **kw: Any) -> Node:
     ("nodes", "existing", "the_pod", "want"),
     [
         pytest.param(
-            [_node("a"), _node("b"), _node("c")], [], pod("p", cpu=2000), "0/3 nodes are available: 3 Insufficient cpu.", id="cpu"
+            [_node("a"), _node("b"), _node("c")],
+            [],
+            pod("p", cpu=2000),
+            "0/3 nodes are available: 3 Insufficient cpu.",
+            id="cpu",
         ),
         pytest.param(
             [_node("a"), _node("b")],
@@ -554,7 +612,9 @@ def _node(name: str, **kw: Any) -> Node:
             [
                 _node("tainted", taints=(Taint("dedicated", "db", "NoSchedule"),)),
                 _node("labelled", labels={"disk": "hdd"}),
-                _node("small", allocatable={"cpu": 100, "memory": 1 << 20, "pods": 10}, labels={"disk": "ssd"}),
+                _node(
+                    "small", allocatable={"cpu": 100, "memory": 1 << 20, "pods": 10}, labels={"disk": "ssd"}
+                ),
                 _node("cordoned", unschedulable=True, labels={"disk": "ssd"}),
             ],
             [],
@@ -575,15 +635,27 @@ def _node(name: str, **kw: Any) -> Node:
             [_node("full", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 1}), _node("ports")],
             [
                 Pod("old", uid="old", node_name="full"),
-                Pod("web", uid="web", node_name="ports", containers=(Container("c", ports=(ContainerPort(80, 80),)),)),
+                Pod(
+                    "web",
+                    uid="web",
+                    node_name="ports",
+                    containers=(Container("c", ports=(ContainerPort(80, 80),)),),
+                ),
             ],
-            Pod("p", uid="p", scheduler_name="test", containers=(Container("c", ports=(ContainerPort(80, 80),)),)),
+            Pod(
+                "p",
+                uid="p",
+                scheduler_name="test",
+                containers=(Container("c", ports=(ContainerPort(80, 80),)),),
+            ),
             "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't have free ports for the requested pod ports.",
             id="pods and ports",
         ),
     ],
 )
-def test_fit_error_messages_with_in_tree_plugins(nodes: list[Node], existing: list[Pod], the_pod: Pod, want: str) -> None:
+def test_fit_error_messages_with_in_tree_plugins(
+    nodes: list[Node], existing: list[Pod], the_pod: Pod, want: str
+) -> None:
     cache = Cache()
     for n in nodes:
         cache.add_node(n)
@@ -598,7 +670,12 @@ def test_fit_error_messages_with_in_tree_plugins(nodes: list[Node], existing: li
     [
         (
             Diagnosis(
-                node_to_status={f"node{i}": Status(Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)) for i in range(3)},
+                node_to_status={
+                    f"node{i}": Status(
+                        Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
+                    )
+                    for i in range(3)
+                },
                 pre_filter_msg="Node(s) failed PreFilter plugin FalsePreFilter",
             ),
             3,
@@ -606,7 +683,12 @@ def test_fit_error_messages_with_in_tree_plugins(nodes: list[Node], existing: li
         ),
         (
             Diagnosis(
-                node_to_status={f"node{i}": Status(Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)) for i in range(3)},
+                node_to_status={
+                    f"node{i}": Status(
+                        Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
+                    )
+                    for i in range(3)
+                },
                 pre_filter_msg="Node(s) failed PreFilter plugin FalsePreFilter",
                 post_filter_msg="Error running PostFilter plugin FailedPostFilter",
             ),
@@ -614,7 +696,12 @@ def test_fit_error_messages_with_in_tree_plugins(nodes: list[Node], existing: li
             "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter. Error running PostFilter plugin FailedPostFilter",
         ),
         (
-            Diagnosis(node_to_status={f"node{i}": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)) for i in range(3)}),
+            Diagnosis(
+                node_to_status={
+                    f"node{i}": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",))
+                    for i in range(3)
+                }
+            ),
             3,
             "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
         ),
@@ -632,7 +719,9 @@ def test_fit_error_messages_with_in_tree_plugins(nodes: list[Node], existing: li
             "Error running PostFilter plugin FailedPostFilter",
         ),
         (
-            Diagnosis(node_to_status={"node1": Status(Code.UNSCHEDULABLE, ("Node failed Permit plugin Permit-1",))}),
+            Diagnosis(
+                node_to_status={"node1": Status(Code.UNSCHEDULABLE, ("Node failed Permit plugin Permit-1",))}
+            ),
             1,
             "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
         ),
@@ -679,7 +768,9 @@ def test_rotation_counts_rejected_nodes() -> None:
     # A pod that fits nowhere processes every node: the index comes back where it was.
     sched.next_start_node_index = 17
     everything = filt("Nothing", names)
-    sched2, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [everything], "score": [scorer("Equal")]}))
+    sched2, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [everything], "score": [scorer("Equal")]})
+    )
     sched2.next_start_node_index = 17
     fit_error(sched2, pod("p"))
     assert sched2.next_start_node_index == 17
@@ -711,7 +802,10 @@ def test_prefilter_narrowing_is_searched_in_tree_order_with_rotation() -> None:
         cache.add_node(Node(f"n{i}", labels={"topology.kubernetes.io/zone": zone}))
     allowed = ["n9", "n1", "n4", "n3"]
     recording = filt("Rec")
-    fw = make_framework(cache, {"preFilter": [prefilter("Narrow", allowed)], "filter": [recording], "score": [scorer("Equal")]})
+    fw = make_framework(
+        cache,
+        {"preFilter": [prefilter("Narrow", allowed)], "filter": [recording], "score": [scorer("Equal")]},
+    )
     sched, _, _ = make_scheduler(cache, fw)
     schedule(sched, pod("p"))
     # Tree order: a: n0 n3 n6 n9, b: n1 n4 n7, c: n2 n5 n8 -> n0 n1 n2 n3 n4 n5 n6 n7 n8 n9.
@@ -750,13 +844,18 @@ def test_rejected_nominated_node_counted_once_in_fit_error() -> None:
     cache = make_cache("n1", "n2", "n3")
     fw = make_framework(cache, {"filter": [filt("No", ["n1", "n2", "n3"])], "score": [scorer("Equal")]})
     sched, _, _ = make_scheduler(cache, fw)
-    assert str(fit_error(sched, pod("p", nominated_node_name="n2"))) == "0/3 nodes are available: 3 Nodes failed the fake plugin."
+    assert (
+        str(fit_error(sched, pod("p", nominated_node_name="n2")))
+        == "0/3 nodes are available: 3 Nodes failed the fake plugin."
+    )
 
 
 def test_unknown_nominated_node_is_ignored() -> None:
     cache = make_cache("n1", "n2")
     recording = filt("Rec")
-    sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [recording], "score": [scorer("Equal")]}))
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [recording], "score": [scorer("Equal")]})
+    )
     schedule(sched, pod("p", nominated_node_name="gone"))
     assert recording.calls == [["n1", "n2"]]
 
@@ -766,12 +865,20 @@ def test_single_feasible_node_skips_scoring() -> None:
     fw = make_framework(cache, {"filter": [filt("F", ["n1", "n3"])], "score": [scorer("Boom", explode=True)]})
     sched, _, _ = make_scheduler(cache, fw)
     result = schedule(sched, pod("p"))
-    assert (result.node_name, result.evaluated_nodes, result.feasible_nodes, result.scores) == ("n2", 3, 1, None)
+    assert (result.node_name, result.evaluated_nodes, result.feasible_nodes, result.scores) == (
+        "n2",
+        3,
+        1,
+        None,
+    )
 
 
 def test_highest_total_score_wins() -> None:
     cache = make_cache("a", "b", "c")
-    fw = make_framework(cache, {"score": [(scorer("S1", {"a": 10, "b": 30, "c": 20}), 1), (scorer("S2", {"a": 50, "c": 10}), 1)]})
+    fw = make_framework(
+        cache,
+        {"score": [(scorer("S1", {"a": 10, "b": 30, "c": 20}), 1), (scorer("S2", {"a": 50, "c": 10}), 1)]},
+    )
     sched, _, _ = make_scheduler(cache, fw)
     for seed in range(5):
         sched.rng = np.random.default_rng(seed)
@@ -848,7 +955,9 @@ def test_binding_failure_forgets_the_pod() -> None:
     asyncio.run(sched.binding_cycle(task))
     assert not cache.is_assumed(p)
     assert int(cache.table.requested[cache.table.resource_index["cpu"], 0]) == 0
-    assert hooks.failures == [("p", REASON_SCHEDULER_ERROR, 'running Bind plugin "DefaultBinder": conflict', None)]
+    assert hooks.failures == [
+        ("p", REASON_SCHEDULER_ERROR, 'running Bind plugin "DefaultBinder": conflict', None)
+    ]
     assert len(queue.unschedulable) == 1 and len(queue.moves) == 1
 
 
@@ -857,7 +966,9 @@ def test_schedule_one_fit_error_records_plugins() -> None:
     sched, queue, hooks = make_scheduler(cache, default_framework(cache))
     i = info(pod("p", cpu=5000))
     assert sched.schedule_one(i) is None
-    assert hooks.failures == [("p", REASON_UNSCHEDULABLE, "0/1 nodes are available: 1 Insufficient cpu.", None)]
+    assert hooks.failures == [
+        ("p", REASON_UNSCHEDULABLE, "0/1 nodes are available: 1 Insufficient cpu.", None)
+    ]
     assert i.unschedulable_plugins == {"NodeResourcesFit"}
     assert queue.unschedulable == [i]
     assert hooks.cycles == ["unschedulable"]
@@ -867,7 +978,7 @@ def test_schedule_one_malformed_pod() -> None:
     cache = make_cache("n1", allocatable=ALLOC)
     sched, queue, hooks = make_scheduler(cache, default_framework(cache))
     p = pod("p")
-    p.malformed = "spec.containers[0].resources.requests.cpu: invalid quantity \"x\""
+    p.malformed = 'spec.containers[0].resources.requests.cpu: invalid quantity "x"'
     assert sched.schedule_one(info(p)) is None
     assert hooks.failures == [("p", REASON_UNSCHEDULABLE, p.malformed, None)]
     assert len(queue.unschedulable) == 1
@@ -915,7 +1026,9 @@ def _reserve_permit_scheduler(
     ],
     ids=["reserve", "permit"],
 )
-def test_reserve_or_permit_rejection_is_a_one_node_fit_error(reserve_status: Status, permit_status: Status, plugin: str) -> None:
+def test_reserve_or_permit_rejection_is_a_one_node_fit_error(
+    reserve_status: Status, permit_status: Status, plugin: str
+) -> None:
     sched, queue, hooks, cache = _reserve_permit_scheduler(reserve_status, permit_status)
     p = pod("p", cpu=100, nominated_node_name="n1")
     i = info(p)

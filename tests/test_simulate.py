@@ -47,8 +47,20 @@ def test_json_contract_keys_and_input_order(capsys: pytest.CaptureFixture[str]) 
     for p in pods:
         assert list(p) == JSON_KEYS
     got = by_name(pods)
-    assert got["running"] == {"namespace": "apps", "name": "running", "node": "node-a", "nominatedNode": None, "message": None}
-    assert got["ssd-pod"] == {"namespace": "apps", "name": "ssd-pod", "node": "node-a", "nominatedNode": None, "message": None}
+    assert got["running"] == {
+        "namespace": "apps",
+        "name": "running",
+        "node": "node-a",
+        "nominatedNode": None,
+        "message": None,
+    }
+    assert got["ssd-pod"] == {
+        "namespace": "apps",
+        "name": "ssd-pod",
+        "node": "node-a",
+        "nominatedNode": None,
+        "message": None,
+    }
     assert got["gpu-job"]["node"] == "node-c" and got["gpu-job"]["message"] is None
     huge = got["huge"]
     assert huge["node"] is None and huge["nominatedNode"] is None
@@ -82,7 +94,10 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[2] == "apps       ssd-pod    node-a"
     assert lines[3].startswith("default    huge       <pending>             0/3 nodes are available: ")
     assert lines[4] == "default    gpu-job    node-c"
-    assert lines[5] == "default    elsewhere  <pending>             no SchedulingProfile for schedulerName 'nobody'"
+    assert (
+        lines[5]
+        == "default    elsewhere  <pending>             no SchedulingProfile for schedulerName 'nobody'"
+    )
     assert len(lines) == 6 and out.endswith("\n")
 
 
@@ -126,7 +141,9 @@ def test_without_profile_objects_only_the_default_scheduler_runs(capsys: pytest.
     assert got["spread-out"]["node"] == "empty"
 
 
-def test_profile_objects_replace_the_default_profile(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_profile_objects_replace_the_default_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     only_binpack = tmp_path / "profile.yaml"
     only_binpack.write_text(
         (FIXTURES / "binpack-profiles.yaml").read_text().split("---\n", 1)[1], encoding="utf-8"
@@ -162,7 +179,9 @@ def test_priority_decides_who_gets_the_last_room(capsys: pytest.CaptureFixture[s
 
 def test_explicit_priority_is_kept_without_a_class(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  priority: 42\n  containers: [{name: c}]\n")
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  priority: 42\n  containers: [{name: c}]\n"
+    )
     assert load_scenario([path]).pods[0].priority == 42
 
 
@@ -179,7 +198,11 @@ BAD_INPUTS: list[tuple[str, str, list[str]]] = [
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: greedy, namespace: team}\n"
         "spec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: lots}}\n",
-        ["document 2", "Pod team/greedy", 'spec.containers[0].resources.requests.cpu: invalid quantity "lots"'],
+        [
+            "document 2",
+            "Pod team/greedy",
+            'spec.containers[0].resources.requests.cpu: invalid quantity "lots"',
+        ],
     ),
     (
         "node-quantity",

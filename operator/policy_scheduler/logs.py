@@ -35,7 +35,10 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "msg": record.getMessage(),
-            **{k: v if isinstance(v, int | float | bool | None) else str(v) for k, v in _extras(record).items()},
+            **{
+                k: v if isinstance(v, int | float | bool | None) else str(v)
+                for k, v in _extras(record).items()
+            },
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)

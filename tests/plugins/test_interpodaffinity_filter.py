@@ -1,7 +1,7 @@
 """InterPodAffinity PreFilter/Filter: ported from upstream filtering_test.go and plugin_test.go
 (kube-scheduler v1.35.4), plus index/incremental checks of the batch implementation."""
 
-# ruff: noqa: E501  (upstream case names and error messages are kept verbatim)
+
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """InterPodAffinity PreScore/Score/NormalizeScore: ported from upstream scoring_test.go
 (kube-scheduler v1.35.4), plus checks of the batch implementation."""
 
-# ruff: noqa: E501  (upstream case names are kept verbatim)
+
 
 from __future__ import annotations
 

@@ -845,7 +845,11 @@ def test_fit_score_ignores_pod_level_requests_like_v1_35_4() -> None:
     from policy_scheduler.scheduler.model import Container, Pod
     from policy_scheduler.scheduler.plugins.noderesources_scoring import ResourceSpec, pod_resource_requests
 
-    pod = Pod("p", containers=(Container("c", requests={"cpu": 100, "memory": 128 << 20}),), pod_requests={"cpu": 3000})
+    pod = Pod(
+        "p",
+        containers=(Container("c", requests={"cpu": 100, "memory": 128 << 20}),),
+        pod_requests={"cpu": 3000},
+    )
     specs = [ResourceSpec("cpu", 1), ResourceSpec("memory", 1)]
     assert pod.requests["cpu"] == 3000  # what Filter checks
     assert pod_resource_requests(pod, specs, False, pod_level=False) == [100, 128 << 20]  # what Fit scores

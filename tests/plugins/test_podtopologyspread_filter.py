@@ -1,4 +1,4 @@
-# ruff: noqa: E501  (the ported tables keep upstream's one builder chain per line)
+
 """PodTopologySpread PreFilter/Filter, AddPod/RemovePod and queueing hints.
 
 The tables are ported from kube-scheduler v1.35.4 podtopologyspread/filtering_test.go
@@ -64,7 +64,13 @@ zoneConstraint = {**nodeConstraint, "TopologyKey": "zone"}
 PRE_FILTER_STATE_CASES: list[Case] = [
     dict(
         name="clean cluster with one spreadConstraint",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(5, "zone", "DoNotSchedule", MakeLabelSelector().Label("foo", "bar").Obj(), None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(
+            5, "zone", "DoNotSchedule", MakeLabelSelector().Label("foo", "bar").Obj(), None, None, None, None
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -76,7 +82,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=5,
                     TopologyKey="zone",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("foo", "bar").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("foo", "bar").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -95,7 +103,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="normal case with one spreadConstraint",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -133,7 +145,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="normal case with null label selector",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -171,7 +187,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="normal case with one spreadConstraint, on a 3-zone cluster",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -212,7 +232,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="namespace mismatch doesn't count",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -250,7 +274,12 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="normal case with two spreadConstraints",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -305,7 +334,14 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="soft spreadConstraints should be bypassed",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -358,7 +394,13 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="different labelSelectors - simple version",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -406,7 +448,13 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="different labelSelectors - complex pods",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -459,9 +507,18 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two spreadConstraints, and with podAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("node", [
-            "node-x",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "node",
+            [
+                "node-x",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -548,7 +605,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=3,
                     TopologyKey="node",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("foo", "bar").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("foo", "bar").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -556,7 +615,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=5,
                     TopologyKey="rack",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("foo", "bar").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("foo", "bar").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -596,7 +657,24 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="default constraints and a service, but pod has constraints",
-        pod=MakePod().Name("p").Label("foo", "bar").Label("baz", "tar").SpreadConstraint(1, "zone", "DoNotSchedule", MakeLabelSelector().Label("baz", "tar").Obj(), None, None, None, None).SpreadConstraint(2, "planet", "ScheduleAnyway", MakeLabelSelector().Label("fot", "rok").Obj(), None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "bar")
+        .Label("baz", "tar")
+        .SpreadConstraint(
+            1, "zone", "DoNotSchedule", MakeLabelSelector().Label("baz", "tar").Obj(), None, None, None, None
+        )
+        .SpreadConstraint(
+            2,
+            "planet",
+            "ScheduleAnyway",
+            MakeLabelSelector().Label("fot", "rok").Obj(),
+            None,
+            None,
+            None,
+            None,
+        )
+        .Obj(),
         defaultConstraints=[
             dict(
                 MaxSkew=2,
@@ -619,7 +697,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=1,
                     TopologyKey="zone",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("baz", "tar").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("baz", "tar").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -657,7 +737,12 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="TpKeyToDomainsNum is calculated when MinDomains is enabled",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -712,9 +797,16 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="feature gate disabled with NodeAffinityPolicy",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -751,9 +843,16 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -790,9 +889,16 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -830,9 +936,18 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -869,9 +984,18 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -909,7 +1033,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="feature gate disabled with NodeTaintsPolicy",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -947,7 +1075,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy ignored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -985,7 +1117,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy honored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -1022,7 +1158,12 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy honored with tolerated taints",
-        pod=MakePod().Name("p").Label("foo", "").Toleration("node.kubernetes.io/unschedulable").SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Toleration("node.kubernetes.io/unschedulable")
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -1060,9 +1201,17 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1112,7 +1261,12 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Taints(taints).Obj(),
@@ -1162,12 +1316,26 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
-            MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("foo", "").Taints(taints).Obj(),
+            MakeNode()
+            .Name("node-b")
+            .Label("zone", "zone1")
+            .Label("node", "node-b")
+            .Label("foo", "")
+            .Taints(taints)
+            .Obj(),
             MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("foo", "").Obj(),
             MakeNode().Name("node-y").Label("zone", "zone2").Label("node", "node-y").Obj(),
         ],
@@ -1215,12 +1383,26 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: ignore/ignore, node: honor/honor",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
-            MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("foo", "").Taints(taints).Obj(),
+            MakeNode()
+            .Name("node-b")
+            .Label("zone", "zone1")
+            .Label("node", "node-b")
+            .Label("foo", "")
+            .Taints(taints)
+            .Obj(),
             MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("foo", "").Obj(),
             MakeNode().Name("node-y").Label("zone", "zone2").Label("node", "node-y").Label("foo", "").Obj(),
         ],
@@ -1269,9 +1451,23 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "a").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, [
-            "bar",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "a")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "DoNotSchedule",
+            fooSelector,
+            None,
+            None,
+            None,
+            [
+                "bar",
+            ],
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1290,7 +1486,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=1,
                     TopologyKey="zone",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Exists("foo").Label("bar", "a").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Exists("foo").Label("bar", "a").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -1310,9 +1508,22 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
-        pod=MakePod().Name("p").Label("foo", "a").SpreadConstraint(1, "zone", "DoNotSchedule", MakeLabelSelector().Obj(), None, None, None, [
-            "foo",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "a")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "DoNotSchedule",
+            MakeLabelSelector().Obj(),
+            None,
+            None,
+            None,
+            [
+                "foo",
+            ],
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1331,7 +1542,9 @@ PRE_FILTER_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=1,
                     TopologyKey="zone",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("foo", "a").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("foo", "a").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -1351,9 +1564,22 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="key in matchLabelKeys is ignored when LabelSelector is nil when feature gate enabled",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, [
-            "bar",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "DoNotSchedule",
+            None,
+            None,
+            None,
+            None,
+            [
+                "bar",
+            ],
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1392,9 +1618,22 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="no pod is matched when LabelSelector is nil when feature gate disabled",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, [
-            "bar",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "DoNotSchedule",
+            None,
+            None,
+            None,
+            None,
+            [
+                "bar",
+            ],
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1432,9 +1671,22 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="key in matchLabelKeys is ignored when it isn't exist in pod.labels",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, [
-            "bar",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "DoNotSchedule",
+            fooSelector,
+            None,
+            None,
+            None,
+            [
+                "bar",
+            ],
+        )
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1473,7 +1725,13 @@ PRE_FILTER_STATE_CASES: list[Case] = [
     ),
     dict(
         name="two spreadConstraints with the same topologyKey",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -1536,7 +1794,11 @@ PRE_FILTER_STATE_CASES: list[Case] = [
 ADD_POD_CASES: list[Case] = [
     dict(
         name="node a and b both impact current min match",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=None,
         nodeIdx=0,
@@ -1561,7 +1823,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="only node a impacts current min match",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Obj(),
@@ -1588,7 +1854,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod in a different namespace doesn't change topologyKeyToMinPodsMap",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Namespace("ns1").Node("node-a").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Obj(),
@@ -1615,7 +1885,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add pod on non-critical node won't trigger re-calculation",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-b2").Node("node-b").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Obj(),
@@ -1642,7 +1916,12 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="node a and x both impact topologyKeyToMinPodsMap on zone and node",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=None,
         nodeIdx=0,
@@ -1673,7 +1952,12 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="only node a impacts topologyKeyToMinPodsMap on zone and node",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-x1").Node("node-x").Label("foo", "").Obj(),
@@ -1706,7 +1990,12 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="node a impacts topologyKeyToMinPodsMap on node, node x impacts topologyKeyToMinPodsMap on zone",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Obj(),
@@ -1743,7 +2032,13 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on zone",
-        preemptor=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("bar", "").Obj(),
@@ -1787,7 +2082,13 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on both zone and node",
-        preemptor=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("bar", "").Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("bar", "").Obj(),
@@ -1831,9 +2132,17 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy disabled",
-        preemptor=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("foo", [
-            "bar",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "foo",
+            [
+                "bar",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=0,
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("zone", "zone1").Obj(),
         existingPods=[
@@ -1841,7 +2150,12 @@ ADD_POD_CASES: list[Case] = [
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -1849,9 +2163,12 @@ ADD_POD_CASES: list[Case] = [
                 zoneConstraint,
             ],
             CriticalPaths=[
-                (("zone2", 1), dict(
+                (
+                    ("zone2", 1),
+                    dict(
                         MatchNum=MAX_INT32,
-                    )),
+                    ),
+                ),
             ],
             TpValueToMatchNum=[
                 {
@@ -1863,9 +2180,17 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("foo", [
-            "bar",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "foo",
+            [
+                "bar",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=0,
         addedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("zone", "zone1").Obj(),
         existingPods=[
@@ -1873,7 +2198,12 @@ ADD_POD_CASES: list[Case] = [
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -1881,9 +2211,12 @@ ADD_POD_CASES: list[Case] = [
                 zoneConstraint,
             ],
             CriticalPaths=[
-                (("zone2", 1), dict(
+                (
+                    ("zone2", 1),
+                    dict(
                         MatchNum=MAX_INT32,
-                    )),
+                    ),
+                ),
             ],
             TpValueToMatchNum=[
                 {
@@ -1895,7 +2228,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling node affinity matched pod with NodeInclusionPolicy disabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         addedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -1903,7 +2240,12 @@ ADD_POD_CASES: list[Case] = [
             MakePod().Name("p-b2").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -1924,7 +2266,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling node affinity matched pod with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         addedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -1932,7 +2278,12 @@ ADD_POD_CASES: list[Case] = [
             MakePod().Name("p-b2").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -1953,7 +2304,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a label selector not matched pod when with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         addedPod=MakePod().Name("p-b1").Node("node-b").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -1961,7 +2316,12 @@ ADD_POD_CASES: list[Case] = [
             MakePod().Name("p-b2").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -1982,7 +2342,11 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling taint untolerated pod with NodeInclusionPolicy disabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         addedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -2011,7 +2375,12 @@ ADD_POD_CASES: list[Case] = [
     ),
     dict(
         name="add a pod when scheduling taint tolerated pod with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").Toleration("node.kubernetes.io/unschedulable").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Toleration("node.kubernetes.io/unschedulable")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         addedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -2044,7 +2413,11 @@ ADD_POD_CASES: list[Case] = [
 REMOVE_POD_CASES: list[Case] = [
     dict(
         name="one spreadConstraint on zone, topologyKeyToMinPodsMap unchanged",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2074,7 +2447,11 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="one spreadConstraint on node, topologyKeyToMinPodsMap changed",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2106,7 +2483,11 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="delete an irrelevant pod won't help",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2139,7 +2520,11 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="delete a non-existing pod won't help",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2172,7 +2557,12 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="two spreadConstraints",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2211,9 +2601,17 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="remove a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy disabled",
-        preemptor=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("foo", [
-            "bar",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "foo",
+            [
+                "bar",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=0,
         deletedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("zone", "zone1").Obj(),
         existingPods=[
@@ -2221,7 +2619,12 @@ REMOVE_POD_CASES: list[Case] = [
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -2229,9 +2632,12 @@ REMOVE_POD_CASES: list[Case] = [
                 zoneConstraint,
             ],
             CriticalPaths=[
-                (("zone2", 1), dict(
+                (
+                    ("zone2", 1),
+                    dict(
                         MatchNum=MAX_INT32,
-                    )),
+                    ),
+                ),
             ],
             TpValueToMatchNum=[
                 {
@@ -2243,9 +2649,17 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="remove a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("foo", [
-            "bar",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "foo",
+            [
+                "bar",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=0,
         deletedPod=MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("zone", "zone1").Obj(),
         existingPods=[
@@ -2253,7 +2667,12 @@ REMOVE_POD_CASES: list[Case] = [
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -2261,9 +2680,12 @@ REMOVE_POD_CASES: list[Case] = [
                 zoneConstraint,
             ],
             CriticalPaths=[
-                (("zone2", 1), dict(
+                (
+                    ("zone2", 1),
+                    dict(
                         MatchNum=MAX_INT32,
-                    )),
+                    ),
+                ),
             ],
             TpValueToMatchNum=[
                 {
@@ -2275,7 +2697,11 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="remove a pod when scheduling node affinity matched pod with NodeInclusionPolicy disabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         deletedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -2283,7 +2709,12 @@ REMOVE_POD_CASES: list[Case] = [
             MakePod().Name("p-b2").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -2304,7 +2735,11 @@ REMOVE_POD_CASES: list[Case] = [
     ),
     dict(
         name="remove a pod when scheduling node affinity matched pod with NodeInclusionPolicy enabled",
-        preemptor=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        preemptor=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodeIdx=1,
         deletedPod=MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         existingPods=[
@@ -2312,7 +2747,12 @@ REMOVE_POD_CASES: list[Case] = [
             MakePod().Name("p-b2").Node("node-b").Label("foo", "").Label("zone", "zone2").Obj(),
         ],
         nodes=[
-            MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "bar").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("zone", "zone1")
+            .Label("node", "node-a")
+            .Label("foo", "bar")
+            .Obj(),
             MakeNode().Name("node-b").Label("zone", "zone2").Label("node", "node-b").Label("foo", "").Obj(),
         ],
         want=dict(
@@ -2337,7 +2777,11 @@ REMOVE_POD_CASES: list[Case] = [
 SINGLE_CONSTRAINT_CASES: list[Case] = [
     dict(
         name="no existing pods",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2353,7 +2797,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="no existing pods, incoming pod doesn't match itself",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2369,7 +2817,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="existing pods in a different namespace do not count",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2391,7 +2843,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="existing pods do not match null selector",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", None, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2411,7 +2867,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across zones as 3/3, all nodes fit",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2435,7 +2895,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zon", "zone1").Label("node", "node-b").Obj(),
@@ -2457,7 +2921,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pod cannot be scheduled as all nodes don't have label 'rack'",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "rack", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "rack", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Obj(),
@@ -2469,7 +2937,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across nodes as 2/1/0/3, only node-x fits",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2493,7 +2965,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2517,7 +2993,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
-        pod=MakePod().Name("p").Label("bar", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("bar", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2541,10 +3021,19 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("node", [
-            "node-a",
-            "node-y",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "node",
+            [
+                "node-a",
+                "node-y",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2568,7 +3057,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="terminating Pods should be excluded",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -2584,9 +3077,17 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityNotIn("node", [
-            "node-b",
-        ]).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityNotIn(
+            "node",
+            [
+                "node-b",
+            ],
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2607,7 +3108,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node fits",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, 4, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, 4, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -2628,7 +3133,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes fit",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, 2, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "node", "DoNotSchedule", fooSelector, 2, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -2649,7 +3158,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth nodes fit",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "zone", "DoNotSchedule", fooSelector, 3, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "zone", "DoNotSchedule", fooSelector, 3, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2670,7 +3183,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all nodes fit",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "zone", "DoNotSchedule", fooSelector, 1, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "zone", "DoNotSchedule", fooSelector, 1, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2691,9 +3208,16 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2715,9 +3239,16 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2739,9 +3270,18 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2763,9 +3303,18 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2787,7 +3336,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy honored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2809,7 +3362,11 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy ignored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -2835,7 +3392,12 @@ SINGLE_CONSTRAINT_CASES: list[Case] = [
 MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     dict(
         name="two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2859,7 +3421,12 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2884,7 +3451,13 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2904,7 +3477,13 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2925,7 +3504,13 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2948,7 +3533,12 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
-        pod=MakePod().Name("p").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2969,7 +3559,12 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -2989,9 +3584,17 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("foo", "").Obj(),
@@ -3013,7 +3616,12 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("foo", "").Obj(),
@@ -3035,14 +3643,28 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
             MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("foo", "").Obj(),
-            MakeNode().Name("node-y").Label("zone", "zone2").Label("node", "node-y").Label("foo", "").Taints(taints).Obj(),
+            MakeNode()
+            .Name("node-y")
+            .Label("zone", "zone2")
+            .Label("node", "node-y")
+            .Label("foo", "")
+            .Taints(taints)
+            .Obj(),
         ],
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
@@ -3059,14 +3681,28 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, honorPolicy, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
             MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("foo", "").Obj(),
-            MakeNode().Name("node-y").Label("zone", "zone2").Label("node", "node-y").Label("foo", "").Taints(taints).Obj(),
+            MakeNode()
+            .Name("node-y")
+            .Label("zone", "zone2")
+            .Label("node", "node-y")
+            .Label("foo", "")
+            .Taints(taints)
+            .Obj(),
         ],
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
@@ -3083,7 +3719,13 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone, spreads = [3/3, 2/1]",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None)
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -3107,7 +3749,13 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone, spreads = [3/4, 2/1]",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None).SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None)
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Obj(),
@@ -3136,111 +3784,188 @@ MULTIPLE_CONSTRAINTS_CASES: list[Case] = [
 NODE_HINT_CASES: list[Case] = [
     dict(
         name="node updates label which matches topologyKey",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone2").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="node that doesn't match topologySpreadConstraints updates non-related label",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("foo", "bar1").Obj(),
         newNode=MakeNode().Name("node-a").Label("foo", "bar2").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="node that match topologySpreadConstraints adds non-related label",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
-        oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Label("foo", "bar").Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
+        oldNode=MakeNode()
+        .Name("node-a")
+        .Label("zone", "zone1")
+        .Label("node", "node1")
+        .Label("foo", "bar")
+        .Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="create node with non-related labels",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newNode=MakeNode().Name("node-a").Label("foo", "bar").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="create node with related labels",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="delete node with non-related labels",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("foo", "bar").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="delete node with related labels",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="add node with related labels that only match one of topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="add node with related labels that match all topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="update node with related labels that only match one of topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="update node with related labels that match all topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Obj(),
         newNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node2").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="update node with different taints that match all topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
-        oldNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Taints([
-            dict(
-                Key="aaa",
-                Value="bbb",
-                Effect="NoSchedule",
-            ),
-        ]).Obj(),
-        newNode=MakeNode().Name("node-a").Label("zone", "zone1").Label("node", "node1").Taints([
-            dict(
-                Key="ccc",
-                Value="bbb",
-                Effect="NoSchedule",
-            ),
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
+        oldNode=MakeNode()
+        .Name("node-a")
+        .Label("zone", "zone1")
+        .Label("node", "node1")
+        .Taints(
+            [
+                dict(
+                    Key="aaa",
+                    Value="bbb",
+                    Effect="NoSchedule",
+                ),
+            ]
+        )
+        .Obj(),
+        newNode=MakeNode()
+        .Name("node-a")
+        .Label("zone", "zone1")
+        .Label("node", "node1")
+        .Taints(
+            [
+                dict(
+                    Key="ccc",
+                    Value="bbb",
+                    Effect="NoSchedule",
+                ),
+            ]
+        )
+        .Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="update node with different taints that only match one of topologySpreadConstraints",
-        pod=MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
-        oldNode=MakeNode().Name("node-a").Label("node", "node1").Taints([
-            dict(
-                Key="aaa",
-                Value="bbb",
-                Effect="NoSchedule",
-            ),
-        ]).Obj(),
-        newNode=MakeNode().Name("node-a").Label("node", "node1").Taints([
-            dict(
-                Key="ccc",
-                Value="bbb",
-                Effect="NoSchedule",
-            ),
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
+        oldNode=MakeNode()
+        .Name("node-a")
+        .Label("node", "node1")
+        .Taints(
+            [
+                dict(
+                    Key="aaa",
+                    Value="bbb",
+                    Effect="NoSchedule",
+                ),
+            ]
+        )
+        .Obj(),
+        newNode=MakeNode()
+        .Name("node-a")
+        .Label("node", "node1")
+        .Taints(
+            [
+                dict(
+                    Key="ccc",
+                    Value="bbb",
+                    Effect="NoSchedule",
+                ),
+            ]
+        )
+        .Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
 ]
@@ -3249,134 +3974,251 @@ NODE_HINT_CASES: list[Case] = [
 POD_HINT_CASES: list[Case] = [
     dict(
         name="add pod with labels match topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="add un-scheduled pod",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newPod=MakePod().UID("p2").Label("foo", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="update un-scheduled pod",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newPod=MakePod().UID("p2").Label("foo", "").Obj(),
         oldPod=MakePod().UID("p2").Label("bar", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="delete un-scheduled pod",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Label("foo", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="add pod with different namespace",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Namespace("fake-namespace").Label("foo", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="add pod with labels don't match topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("bar", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="delete pod with labels that match topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="delete pod with labels that don't match topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("bar", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="update pod's non-related label",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar1").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar2").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="add pod's label that matches topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="delete pod label that matches topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="change pod's label that matches topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "foo1").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "foo2").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="change pod's label that doesn't match topologySpreadConstraints selector",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar1").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar2").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar2").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="change pod's label that doesn't match topologySpreadConstraints selector with multi topologySpreadConstraints",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("baz", "").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "").Obj(),
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar2").Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Honor", None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Honor", None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p").Name("p").Label("foo", "").Obj(),
-        newPod=MakePod().UID("p").Name("p").Label("foo", "").Toleration("node.kubernetes.io/unschedulable").Obj(),
+        newPod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .Toleration("node.kubernetes.io/unschedulable")
+        .Obj(),
         expectedHint=QueueingHint.QUEUE,
         enableNodeInclusionPolicyInPodTopologySpread=True,
     ),
     dict(
         name="the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new toleration",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p").Name("p").Label("foo", "").Obj(),
-        newPod=MakePod().UID("p").Name("p").Label("foo", "").Toleration("node.kubernetes.io/unschedulable").Obj(),
+        newPod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .Toleration("node.kubernetes.io/unschedulable")
+        .Obj(),
         expectedHint=QueueingHint.SKIP,
     ),
     dict(
         name="the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the constraint",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p").Name("p").Obj(),
         newPod=MakePod().UID("p").Name("p").Label("foo", "").Obj(),
         expectedHint=QueueingHint.QUEUE,
     ),
     dict(
         name="the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label",
-        pod=MakePod().UID("p").Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None).SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, "Ignore", None)
+        .SpreadConstraint(1, "node", "DoNotSchedule", barSelector, None, None, None, None)
+        .Obj(),
         oldPod=MakePod().UID("p").Name("p").Obj(),
         newPod=MakePod().UID("p").Name("p").Label("unrelated", "").Obj(),
         expectedHint=QueueingHint.SKIP,
@@ -3524,7 +4366,13 @@ def test_filter_statuses_and_reasons_are_upstreams() -> None:
     table = _zone_cluster()
     table.set_node(MakeNode().Name("node-z").Label("node", "node-z").Obj())  # no zone label
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj()
+    )
     state, _ = _pre_filter(plugin, pod)
     rows = np.arange(table.n, dtype=np.intp)
     result = plugin.filter(state, pod, rows)
@@ -3533,17 +4381,25 @@ def test_filter_statuses_and_reasons_are_upstreams() -> None:
     assert by_name["node-a"].reasons == ("node(s) didn't match pod topology spread constraints",)
     assert by_name["node-x"].is_success and by_name["node-y"].is_success
     assert by_name["node-z"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert by_name["node-z"].reasons == ("node(s) didn't match pod topology spread constraints (missing required label)",)
+    assert by_name["node-z"].reasons == (
+        "node(s) didn't match pod topology spread constraints (missing required label)",
+    )
 
 
 def test_first_failing_constraint_decides_the_status() -> None:
     """A node failing the skew of constraint 0 and lacking the key of constraint 1 is Unschedulable."""
     table = _zone_cluster()
-    table.set_node(MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("rack", "r1").Obj())
-    table.set_node(MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("rack", "r2").Obj())
+    table.set_node(
+        MakeNode().Name("node-b").Label("zone", "zone1").Label("node", "node-b").Label("rack", "r1").Obj()
+    )
+    table.set_node(
+        MakeNode().Name("node-x").Label("zone", "zone2").Label("node", "node-x").Label("rack", "r2").Obj()
+    )
     plugin = build_plugin(table)
     pod = (
-        MakePod().Name("p").Label("foo", "")
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
         .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
         .SpreadConstraint(1, "rack", "DoNotSchedule", fooSelector, None, None, None, None)
         .Obj()
@@ -3579,7 +4435,12 @@ def test_empty_selector_counts_nothing_but_matches_itself() -> None:
     existing pods are not counted, but the incoming pod matches itself."""
     table = _zone_cluster()
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").SpreadConstraint(1, "node", "DoNotSchedule", LabelSelector(), None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "node", "DoNotSchedule", LabelSelector(), None, None, None, None)
+        .Obj()
+    )
     state, _ = _pre_filter(plugin, pod)
     s = _state(state)
     assert s.domain_counts(0, table) == {"node-a": 0, "node-b": 0, "node-x": 0, "node-y": 0}
@@ -3591,7 +4452,13 @@ def test_empty_selector_counts_nothing_but_matches_itself() -> None:
 def test_clone_is_independent() -> None:
     table = _zone_cluster()
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj()
+    )
     state, _ = _pre_filter(plugin, pod)
     trial = state.clone()
     added = MakePod().Name("q").Label("foo", "").Obj()
@@ -3604,7 +4471,13 @@ def test_pod_index_follows_the_table() -> None:
     """Counts see pods added after the plugin was built, row moves and node removals."""
     table = _zone_cluster()
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj()
+    )
     table.add_pod(MakePod().Name("late").Node("node-y").Label("foo", "").Obj(), table.row("node-y"))
     state, _ = _pre_filter(plugin, pod)
     assert _state(state).domain_counts(0, table) == {"node-a": 2, "node-b": 1, "node-x": 0, "node-y": 1}
@@ -3621,7 +4494,13 @@ def test_nominated_pods_through_the_framework_path() -> None:
     the cloned counts include them, the original state does not."""
     table = _zone_cluster()
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj()
+    )
     state, _ = _pre_filter(plugin, pod)
     row = table.row("node-x")
     nominated = MakePod().Name("n").Node("node-x").Label("foo", "").Obj()
@@ -3641,15 +4520,24 @@ def test_nominated_pods_through_the_framework_path() -> None:
 def test_events_to_register() -> None:
     events = build_plugin(NodeTable()).events_to_register()
     assert [e.event.resource for e in events] == [Resource.POD, Resource.NODE]
-    assert events[0].event.action == Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION | Action.DELETE
-    assert events[1].event.action == Action.ADD | Action.DELETE | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_TAINT
+    assert (
+        events[0].event.action
+        == Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION | Action.DELETE
+    )
+    assert (
+        events[1].event.action
+        == Action.ADD | Action.DELETE | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_TAINT
+    )
     assert all(e.hint is not None for e in events)
 
 
 def test_default_constraints_use_owner_selectors() -> None:
     """Default constraints apply only to pods without constraints, with the owners' selector."""
     table = _zone_cluster()
-    args = {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+    }
     service = {"_kind": "Service", "Spec": {"Selector": {"foo": ""}}}
     plugin = build_plugin(table, args, [service])
     owned = MakePod().Name("p").Label("foo", "").Obj()
@@ -3667,15 +4555,60 @@ def test_default_constraints_use_owner_selectors() -> None:
     [
         ({"defaultingType": "Custom"}, "defaultingType: Unsupported value"),
         (
-            {"defaultingType": "System", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+            {
+                "defaultingType": "System",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
             "when .defaultConstraints are not empty",
         ),
-        ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}, "not in valid range"),
-        ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}]}, "can not be empty"),
-        ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "a/b/c", "whenUnsatisfiable": "DoNotSchedule"}]}, "topologyKey: Invalid value"),
-        ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}]}, "whenUnsatisfiable: Unsupported value"),
         (
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
+            "not in valid range",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
+            "can not be empty",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "a/b/c", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
+            "topologyKey: Invalid value",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}],
+            },
+            "whenUnsatisfiable: Unsupported value",
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {},
+                    }
+                ],
+            },
             "must not define a selector",
         ),
         (
@@ -3720,13 +4653,20 @@ def test_default_selector_reference_implementation() -> None:
     ]
     rs = MakeLabelSelector().Exists("tier").Obj()
     got = default_selector(pod, services, {}, {("ns", "rs"): rs}, {})
-    assert got == LabelSelector(match_labels=(("app", "web"),), match_expressions=(Requirement("tier", "Exists"),))
+    assert got == LabelSelector(
+        match_labels=(("app", "web"),), match_expressions=(Requirement("tier", "Exists"),)
+    )
     assert default_selector(Pod(name="q", namespace="ns"), services, {}, {}, {}) is None
 
 
 def test_hints_skip_unrelated_nodes_and_queue_new_domains() -> None:
     plugin = build_plugin(NodeTable())
-    pod = MakePod().Name("p").SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", fooSelector, None, None, None, None)
+        .Obj()
+    )
     node = Node(name="n", labels={"zone": "z"})
     assert plugin.is_schedulable_after_node_change(pod, None, node) == QueueingHint.QUEUE
     assert plugin.is_schedulable_after_node_change(pod, None, Node(name="n")) == QueueingHint.SKIP
@@ -3757,14 +4697,19 @@ def test_through_the_framework_with_nominated_pods() -> None:
         score=(PluginRef(name, 2),),
         bind=(PluginRef(DefaultBinder.name),),
     )
-    profile = ResolvedProfile("default-scheduler", None, points, {name: {"defaultingType": "List"}}, 1.0, 10.0, None)
+    profile = ResolvedProfile(
+        "default-scheduler", None, points, {name: {"defaultingType": "List"}}, 1.0, 10.0, None
+    )
     table = _zone_cluster()
     nominated = MakePod().Name("n").UID("n").Label("foo", "").Obj()
     handle = Handle(table=table, nominator=_Nominator({"node-x": [nominated]}))
     registry = {PrioritySort.name: PrioritySort, DefaultBinder.name: DefaultBinder, name: PodTopologySpread}
     framework = Framework(profile, registry, handle)
     pod = (
-        MakePod().Name("p").UID("p").Label("foo", "")
+        MakePod()
+        .Name("p")
+        .UID("p")
+        .Label("foo", "")
         .SpreadConstraint(1, "node", "DoNotSchedule", fooSelector, None, None, None, None)
         .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
         .Obj()
@@ -3804,7 +4749,11 @@ def test_incremental_counts_match_a_recount() -> None:
 
     def recount(sel: Any, namespace: str) -> list[int]:
         return [
-            sum(1 for p in table.pods_on(r) if p.namespace == namespace and not p.terminating and sel.matches(p.labels))
+            sum(
+                1
+                for p in table.pods_on(r)
+                if p.namespace == namespace and not p.terminating and sel.matches(p.labels)
+            )
             for r in range(table.n)
         ]
 

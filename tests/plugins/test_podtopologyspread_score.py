@@ -1,4 +1,4 @@
-# ruff: noqa: E501  (the ported tables keep upstream's one builder chain per line)
+
 """PodTopologySpread PreScore/Score/NormalizeScore.
 
 The tables are ported from kube-scheduler v1.35.4 podtopologyspread/scoring_test.go
@@ -61,7 +61,13 @@ PRE_SCORE_SKIP_CASES: list[Case] = [
     ),
     dict(
         name="default constraints and a replicaset that doesn't match",
-        pod=MakePod().Name("p").Namespace("default").Label("foo", "bar").Label("baz", "sup").OwnerReference("rs2", "ReplicaSet").Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Namespace("default")
+        .Label("foo", "bar")
+        .Label("baz", "sup")
+        .OwnerReference("rs2", "ReplicaSet")
+        .Obj(),
         config=dict(
             DefaultConstraints=[
                 dict(
@@ -94,7 +100,12 @@ PRE_SCORE_SKIP_CASES: list[Case] = [
 PRE_SCORE_STATE_CASES: list[Case] = [
     dict(
         name="normal case",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label(HOSTNAME, "node-b").Obj(),
@@ -138,7 +149,11 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="null selector",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", None, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", None, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label(HOSTNAME, "node-b").Obj(),
@@ -172,7 +187,12 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="node-x doesn't have label zone",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label(HOSTNAME, "node-b").Obj(),
@@ -215,7 +235,13 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="system default constraints and a replicaset",
-        pod=MakePod().Name("p").Namespace("default").Label("foo", "tar").Label("baz", "sup").OwnerReference("rs1", "ReplicaSet").Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Namespace("default")
+        .Label("foo", "tar")
+        .Label("baz", "sup")
+        .OwnerReference("rs1", "ReplicaSet")
+        .Obj(),
         config=dict(
             DefaultingType="System",
         ),
@@ -272,7 +298,13 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="default constraints and a replicaset",
-        pod=MakePod().Name("p").Namespace("default").Label("foo", "tar").Label("baz", "sup").OwnerReference("rs1", "ReplicaSet").Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Namespace("default")
+        .Label("foo", "tar")
+        .Label("baz", "sup")
+        .OwnerReference("rs1", "ReplicaSet")
+        .Obj(),
         config=dict(
             DefaultConstraints=[
                 dict(
@@ -294,7 +326,12 @@ PRE_SCORE_STATE_CASES: list[Case] = [
             DefaultingType="List",
         ),
         nodes=[
-            MakeNode().Name("node-a").Label("rack", "rack1").Label(HOSTNAME, "node-a").Label("planet", "mars").Obj(),
+            MakeNode()
+            .Name("node-a")
+            .Label("rack", "rack1")
+            .Label(HOSTNAME, "node-a")
+            .Label("planet", "mars")
+            .Obj(),
         ],
         objs=[
             dict(
@@ -342,7 +379,24 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="default constraints and a replicaset, but pod has constraints",
-        pod=MakePod().Name("p").Namespace("default").Label("foo", "bar").Label("baz", "sup").OwnerReference("rs1", "ReplicaSet").SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None).SpreadConstraint(2, "planet", "ScheduleAnyway", MakeLabelSelector().Label("baz", "sup").Obj(), None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Namespace("default")
+        .Label("foo", "bar")
+        .Label("baz", "sup")
+        .OwnerReference("rs1", "ReplicaSet")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", barSelector, None, None, None, None)
+        .SpreadConstraint(
+            2,
+            "planet",
+            "ScheduleAnyway",
+            MakeLabelSelector().Label("baz", "sup").Obj(),
+            None,
+            None,
+            None,
+            None,
+        )
+        .Obj(),
         config=dict(
             DefaultConstraints=[
                 dict(
@@ -373,7 +427,9 @@ PRE_SCORE_STATE_CASES: list[Case] = [
                 dict(
                     MaxSkew=2,
                     TopologyKey="planet",
-                    Selector=mustConvertLabelSelectorAsSelector(None, MakeLabelSelector().Label("baz", "sup").Obj()),
+                    Selector=mustConvertLabelSelectorAsSelector(
+                        None, MakeLabelSelector().Label("baz", "sup").Obj()
+                    ),
                     MinDomains=1,
                     NodeAffinityPolicy="Honor",
                     NodeTaintsPolicy="Ignore",
@@ -392,9 +448,16 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -429,9 +492,16 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -466,9 +536,18 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -503,9 +582,18 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -540,7 +628,11 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy honored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -575,7 +667,11 @@ PRE_SCORE_STATE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy ignored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label("zone", "zone1").Label("foo", "").Label(HOSTNAME, "node-b").Obj(),
@@ -614,7 +710,11 @@ PRE_SCORE_STATE_CASES: list[Case] = [
 SCORE_CASES: list[Case] = [
     dict(
         name="one constraint on node, no existing pods",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label(HOSTNAME, "node-b").Obj(),
@@ -632,7 +732,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, only one node is candidate",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -653,7 +757,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, all nodes have the same number of matching pods",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Obj(),
@@ -675,7 +783,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, all 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -712,7 +824,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, null selector",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", None, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", None, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -748,7 +864,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, all 4 nodes are candidates, maxSkew=2",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -785,7 +905,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, all 4 nodes are candidates, maxSkew=3",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(3, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(3, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -877,7 +1001,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, 3 out of 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -915,7 +1043,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -953,7 +1085,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="one constraint on zone, 3 out of 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -991,7 +1127,12 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, 2 out of 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -1024,7 +1165,13 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone, 2 out of 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Label("bar", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -1054,7 +1201,13 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, with different labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("bar", "").Obj(),
@@ -1089,7 +1242,13 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-b1").Node("node-b").Label("bar", "").Obj(),
             MakePod().Name("p-x1").Node("node-x").Label("foo", "").Obj(),
@@ -1123,7 +1282,13 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("bar", "").Obj(),
@@ -1155,7 +1320,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="existing pods in a different namespace do not count",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Namespace("ns1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-a2").Node("node-a").Label("foo", "").Obj(),
@@ -1179,7 +1348,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="terminating Pods should be excluded",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label(HOSTNAME, "node-a").Obj(),
             MakeNode().Name("node-b").Label(HOSTNAME, "node-b").Obj(),
@@ -1201,7 +1374,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="minDomains has no effect when ScheduleAnyway",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "node", "ScheduleAnyway", fooSelector, 10, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "node", "ScheduleAnyway", fooSelector, 10, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -1231,9 +1408,16 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honoed with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -1263,9 +1447,16 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with labelSelectors",
-        pod=MakePod().Name("p").Label("foo", "").NodeSelector({
-            "foo": "",
-        }).SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeSelector(
+            {
+                "foo": "",
+            }
+        )
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -1295,9 +1486,18 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy honoed with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -1327,9 +1527,18 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeAffinityPolicy ignored with nodeAffinity",
-        pod=MakePod().Name("p").Label("foo", "").NodeAffinityIn("foo", [
-            "",
-        ], "MatchExpressions").SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, ignorePolicy, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .NodeAffinityIn(
+            "foo",
+            [
+                "",
+            ],
+            "MatchExpressions",
+        )
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, ignorePolicy, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Label("foo", "").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Label("foo", "").Obj(),
@@ -1359,7 +1568,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy honored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, honorPolicy, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, honorPolicy, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -1389,7 +1602,11 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="NodeTaintsPolicy ignored",
-        pod=MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "node", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj(),
         nodes=[
             MakeNode().Name("node-a").Label("node", "node-a").Obj(),
             MakeNode().Name("node-b").Label("node", "node-b").Obj(),
@@ -1419,11 +1636,35 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").SpreadConstraint(1, "zone", "ScheduleAnyway", MakeLabelSelector().Obj(), None, None, None, [
-            "foo",
-        ]).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", MakeLabelSelector().Obj(), None, None, None, [
-            "bar",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .SpreadConstraint(
+            1,
+            "zone",
+            "ScheduleAnyway",
+            MakeLabelSelector().Obj(),
+            None,
+            None,
+            None,
+            [
+                "foo",
+            ],
+        )
+        .SpreadConstraint(
+            1,
+            HOSTNAME,
+            "ScheduleAnyway",
+            MakeLabelSelector().Obj(),
+            None,
+            None,
+            None,
+            [
+                "bar",
+            ],
+        )
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("bar", "").Obj(),
@@ -1458,9 +1699,25 @@ SCORE_CASES: list[Case] = [
     ),
     dict(
         name="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
-        pod=MakePod().Name("p").Label("foo", "").Label("bar", "").Label("baz", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).SpreadConstraint(1, HOSTNAME, "ScheduleAnyway", barSelector, None, None, None, [
-            "baz",
-        ]).Obj(),
+        pod=MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .Label("bar", "")
+        .Label("baz", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .SpreadConstraint(
+            1,
+            HOSTNAME,
+            "ScheduleAnyway",
+            barSelector,
+            None,
+            None,
+            None,
+            [
+                "baz",
+            ],
+        )
+        .Obj(),
         existingPods=[
             MakePod().Name("p-a1").Node("node-a").Label("foo", "").Obj(),
             MakePod().Name("p-b1").Node("node-b").Label("foo", "").Label("bar", "").Label("baz", "").Obj(),
@@ -1522,8 +1779,12 @@ def test_pre_score_state_empty_nodes(tc: Case) -> None:
     assert isinstance(s, PreScoreState)
     want = tc["want"]
     expected = [constraint_of(c) for c in want["Constraints"]]
-    assert [(c.max_skew, c.topology_key, c.min_domains, c.node_affinity_policy, c.node_taints_policy) for c in s.constraints] == [
-        (c.max_skew, c.topology_key, c.min_domains, c.node_affinity_policy, c.node_taints_policy) for c in expected
+    assert [
+        (c.max_skew, c.topology_key, c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+        for c in s.constraints
+    ] == [
+        (c.max_skew, c.topology_key, c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+        for c in expected
     ]
     assert [selector_key(c.selector) for c in s.constraints] == [selector_key(c.selector) for c in expected]
     assert set(table.names_of(s.ignored_rows)) == want["IgnoredNodes"]
@@ -1567,7 +1828,13 @@ def test_raw_scores_before_normalizing() -> None:
     pods.append(MakePod().Name("q").Node("b").Label("foo", "").Obj())
     table = build_table(nodes, pods)
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(2, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(2, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj()
+    )
     rows = _rows(table, nodes)
     state = CycleState()
     plugin.pre_score(state, pod, rows)
@@ -1588,7 +1855,13 @@ def test_ignored_nodes_score_zero_and_are_left_out_of_the_range() -> None:
     pods = [MakePod().Name("p1").Node("a").Label("foo", "").Obj()]
     table = build_table(nodes, pods)
     plugin = build_plugin(table)
-    pod = MakePod().Name("p").Label("foo", "").SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj()
+    )
     tc = {"pod": pod, "nodes": nodes}
     # raw: a = round(1 * log(4)) = 1, b = 0; normalized: a = 100 * (1 + 0 - 1) / 1 = 0, b = 100
     assert _scores(plugin, table, tc) == {"a": 0, "b": 100, "c": 0}
@@ -1599,12 +1872,20 @@ def test_system_defaults_need_owner_selectors() -> None:
     nodes = [MakeNode().Name("a").Label(HOSTNAME, "a").Obj()]
     table = build_table(nodes)
     plugin = PodTopologySpread(Handle(table=table), {})
-    assert plugin.pre_score(CycleState(), MakePod().Name("p").Label("foo", "").Obj(), _rows(table, nodes)).code == Code.SKIP
+    assert (
+        plugin.pre_score(CycleState(), MakePod().Name("p").Label("foo", "").Obj(), _rows(table, nodes)).code
+        == Code.SKIP
+    )
 
 
 def test_pre_score_skips_an_empty_cluster() -> None:
     plugin = build_plugin(NodeTable())
-    pod = MakePod().Name("p").SpreadConstraint(1, ZONE, "ScheduleAnyway", fooSelector, None, None, None, None).Obj()
+    pod = (
+        MakePod()
+        .Name("p")
+        .SpreadConstraint(1, ZONE, "ScheduleAnyway", fooSelector, None, None, None, None)
+        .Obj()
+    )
     assert plugin.pre_score(CycleState(), pod, np.zeros(0, dtype=np.intp)).code == Code.SKIP
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.generator import generate
 from policy_scheduler.parity.kubesched import KubeScheduler
-from policy_scheduler.parity.report import Tally, as_json, describe, known_cause
+from policy_scheduler.parity.report import Tally, as_json, describe
 from policy_scheduler.parity.runner import HarnessError, Runner
 from policy_scheduler.parity.shrink import frozen, same_kind, shrink
 
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-shrink", action="store_true", help="print the first disagreement unshrunk")
     run.add_argument("--show", type=int, default=1, help="disagreements to print in full (default 1)")
     run.add_argument(
-        "--no-pod-level", action="store_true", help="leave out pod-level resources (a known difference)"
+        "--no-pod-level", action="store_true", help="leave out pod-level resources (spec.resources)"
     )
     gen = sub.add_parser("generate", help="print scenario k of a run as simulate YAML")
     gen.add_argument("--seed", type=int, default=1)
@@ -88,14 +88,11 @@ def run(args: argparse.Namespace) -> int:
         _show(tally, runner, run_id, args)
     if args.report:
         args.report.write_text(json.dumps([as_json(r, p) for r, p in tally.disagreements], indent=2) + "\n")
-    unexplained = len(tally.disagreements) - sum(tally.known.values())
-    return 0 if not unexplained and not tally.harness_errors else 1
+    return 0 if not tally.disagreements and not tally.harness_errors else 1
 
 
 def _show(tally: Tally, runner: Runner, run_id: str, args: argparse.Namespace) -> None:
-    # unexplained disagreements first: they are the news
-    ordered = sorted(tally.disagreements, key=lambda rp: known_cause(*rp) is not None)
-    for result, pod in ordered[: args.show]:
+    for result, pod in tally.disagreements[: args.show]:
         print("\n" + describe(result, pod))
         scenario = frozen(result, pod)
         if not args.no_shrink and not pod.followup:

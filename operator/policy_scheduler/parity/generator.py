@@ -98,8 +98,8 @@ def priority_class_manifests() -> list[dict[str, Any]]:
 
 
 def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario:
-    """Scenario `seed`; `pod_level=False` leaves out pod-level resources (a known difference,
-    docs/parity.md) without changing anything else about the scenario."""
+    """Scenario `seed`; `pod_level=False` leaves out pod-level resources (spec.resources)
+    without changing anything else about the scenario."""
     rng = random.Random(seed)
     scenario = Scenario(seed=seed, scheduler_name=pick(rng, *SCHEDULER_NAMES), prefix=prefix)
     ns_names = [f"{prefix}ns-a"] + ([f"{prefix}ns-b"] if chance(rng, 0.4) else [])

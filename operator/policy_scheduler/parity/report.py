@@ -22,7 +22,6 @@ class Tally:
     mismatches: Counter[str] = field(default_factory=Counter)
     seconds: list[float] = field(default_factory=list)
     disagreements: list[tuple[ScenarioResult, PodResult]] = field(default_factory=list)
-    known: Counter[str] = field(default_factory=Counter)  # disagreements with a known cause
 
     def add(self, result: ScenarioResult) -> None:
         self.scenarios += 1
@@ -42,9 +41,6 @@ class Tally:
                     self.mismatches[name] += 1
             if not verdict.full:
                 self.disagreements.append((result, pod))
-                cause = known_cause(result, pod)
-                if cause:
-                    self.known[cause] += 1
 
     @staticmethod
     def pct(part: int, whole: int) -> str:
@@ -68,33 +64,10 @@ class Tally:
             "reference outcomes:   " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
             "mismatches:           "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.mismatches.items())) or "none"),
-            *(f"  known cause:        {count} x {cause}" for cause, count in sorted(self.known.items())),
-            f"unexplained:          {len(self.disagreements) - sum(self.known.values())} disagreements",
             f"seconds per scenario: mean {sum(times) / len(times):.2f}, median {times[len(times) // 2]:.2f}, "
             f"max {times[-1]:.2f}",
         ]
         return "\n".join(lines)
-
-
-POD_LEVEL_FIT_SCORE = "NodeResourcesFit's score ignores pod-level requests upstream (docs/parity.md)"
-
-
-def _manifest(result: ScenarioResult, key: str) -> dict[str, Any] | None:
-    for pod in result.scenario.pending:
-        if f"{pod['metadata']['namespace']}/{pod['metadata']['name']}" == key:
-            return pod
-    return None
-
-
-def known_cause(result: ScenarioResult, pod: PodResult) -> str | None:
-    """A disagreement already explained in docs/parity.md, or None."""
-    manifest = _manifest(result, pod.key)
-    if manifest is None or not manifest["spec"].get("resources"):
-        return None
-    scores = [n for n in pod.verdict.notes if n.startswith("score ")]
-    others = [n for n in pod.verdict.notes if not n.startswith(("score ", "node: "))]
-    only_fit = all("(NodeResourcesFit kube=" in n and ";" not in n.split("(", 1)[1] for n in scores)
-    return POD_LEVEL_FIT_SCORE if scores and not others and only_fit else None
 
 
 def describe(result: ScenarioResult, pod: PodResult) -> str:
@@ -129,5 +102,4 @@ def as_json(result: ScenarioResult, pod: PodResult) -> dict[str, Any]:
         },
         "ours": {"outcome": pod.ours.outcome, "best": sorted(pod.ours.best), "message": pod.ours.message},
         "notes": pod.verdict.notes,
-        "knownCause": known_cause(result, pod),
     }

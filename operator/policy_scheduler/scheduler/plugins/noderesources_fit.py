@@ -187,7 +187,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     # ---- score -----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
-        state.write(PRE_SCORE_KEY, _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))))
+        state.write(
+            PRE_SCORE_KEY,
+            _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))),
+        )
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
