@@ -14,6 +14,12 @@ from policy_scheduler.simulate.scenario import ScenarioError, load_scenario
 EXIT_BAD_INPUT = 2
 
 
+def _message(o: PodOutcome) -> str | None:
+    if o.dry_run and o.message:
+        return f"{o.message} ({o.dry_run})"
+    return o.message
+
+
 def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
     """The public JSON contract: keep it stable."""
     pods: list[dict[str, Any]] = []
@@ -23,7 +29,7 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
             "name": o.name,
             "node": o.node,
             "nominatedNode": o.nominated_node,
-            "message": None if o.node else o.message,
+            "message": None if o.node else _message(o),
         }
         if o.preempted:
             entry["preempted"] = list(o.preempted)
@@ -34,7 +40,7 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
 def outcomes_table(outcomes: list[PodOutcome]) -> str:
     rows = [("NAMESPACE", "NAME", "NODE", "NOMINATED", "MESSAGE")]
     for o in outcomes:
-        message = "" if o.node else (o.message or "")
+        message = "" if o.node else (_message(o) or "")
         if o.preempted:
             message = (message + " " if message else "") + f"(preempted: {', '.join(o.preempted)})"
         rows.append((o.namespace, o.name, o.node or "<pending>", o.nominated_node or "", message))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from policy_scheduler.kube.owner_index import OwnerIndex
@@ -12,7 +13,9 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
+from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 
 
@@ -37,6 +40,7 @@ class PodOutcome:
     nominated_node: str | None = None
     message: str | None = None
     preempted: list[str] = field(default_factory=list)
+    dry_run: str | None = None  # what a dry-run EvictionPolicy would have evicted
 
 
 class _MemoryBinder:
@@ -56,6 +60,7 @@ class _RecordingHooks:
     def __init__(self, outcomes: dict[str, PodOutcome]) -> None:
         self.outcomes = outcomes
         self.engine: Engine | None = None
+        self.policy_for: Callable[[str], EvictionPolicyConfig | None] | None = None
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         outcome = self.outcomes[pod.key]
@@ -83,8 +88,14 @@ class _RecordingHooks:
                 )
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
-        # Victims are evicted at once and their termination finishes at once.
         assert self.engine is not None
+        policy = self.policy_for(framework.scheduler_name) if self.policy_for else None
+        if policy is not None and policy.dry_run:
+            # Dry run: report what would be evicted, evict nothing (as the operator does).
+            would = ", ".join(v.key for v in result.victims)
+            self.outcomes[pod.key].dry_run = f"dry run: would preempt {would} on {result.nominated_node_name}"
+            return
+        # Victims are evicted at once and their termination finishes at once.
         for victim in result.victims:
             self.outcomes[pod.key].preempted.append(victim.key)
             stored = self.engine.cache.get_pod(victim.key) or victim
@@ -109,7 +120,13 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
     clock = FakeClock()
     hooks = _RecordingHooks(outcomes)
     binder = _MemoryBinder()
-    services = {"pdbs": scenario.pdbs, OWNER_SELECTORS_SERVICE: OwnerIndex(scenario.owners).owner_selectors}
+    policy_for = eviction_policy_lookup(scenario, profiles)
+    hooks.policy_for = policy_for
+    services = {
+        "pdbs": scenario.pdbs,
+        OWNER_SELECTORS_SERVICE: OwnerIndex(scenario.owners).owner_selectors,
+        "eviction_policy": policy_for,
+    }
     engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
     hooks.engine = binder.engine = engine
     engine.set_profiles(profiles)
