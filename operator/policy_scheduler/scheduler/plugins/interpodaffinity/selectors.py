@@ -8,11 +8,11 @@ the exact error text (field paths, `Invalid value: ...`, aggregate brackets).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policy_scheduler.scheduler.model import LabelSelector
+from policy_scheduler.scheduler.plugins.selectors import label_key_errors, label_value_errors
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "in", "notin", "exists", "!"
 _OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
@@ -87,83 +87,10 @@ def compile_selector(selector: LabelSelector | None) -> Selector:
 
 # ---- validation, as labels.NewRequirement ------------------------------------------------------
 
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
-_LABEL_KEY_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    + "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_LABEL_KEY_FMT})?"
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*"
-_DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
-_DNS_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    msg += " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            msg += " or "
-        msg += f"'{example}', "
-    return msg + f"regex used for validation is '{fmt}')"
-
-
-def _label_key_errors(key: str) -> list[str]:
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix.encode()) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part " + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _LABEL_KEY_RE.fullmatch(name):
-        errs.append(
-            "name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value.encode()) > 63:
-        errs.append("must be no more than 63 bytes")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
 
 def _validate(key: str, op: str, values: tuple[str, ...]) -> None:
     errs: list[str] = []
-    key_errs = _label_key_errors(key)
+    key_errs = label_key_errors(key)
     if key_errs:
         errs.append(_invalid("key", _go_quote(key), "; ".join(key_errs)))
     if op in (IN, NOT_IN) and not values:
@@ -179,7 +106,7 @@ def _validate(key: str, op: str, values: tuple[str, ...]) -> None:
             _invalid("values", _go_json(values), "values set must be empty for exists and does not exist")
         )
     for i, value in enumerate(values):
-        value_errs = _label_value_errors(value)
+        value_errs = label_value_errors(value)
         if value_errs:
             errs.append(_invalid(f"values[{i}][{key}]", _go_quote(value), "; ".join(value_errs)))
     if errs:
