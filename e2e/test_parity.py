@@ -64,8 +64,8 @@ def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
 def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
     """The first disagreement the harness found (docs/parity.md): v1.35.4's NodeResourcesFit
     scores the containers' requests even when pod-level requests are set."""
-    run = f"pl{secrets.token_hex(2)}-"
-    ns = f"{run}ns"
+    label = f"pl{secrets.token_hex(2)}"
+    run, ns = f"{label}-", f"{label}-ns"
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -73,7 +73,7 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         "spec": {
             "schedulerName": "parity-weights",  # no NodeResourcesBalancedAllocation: Fit decides
             "terminationGracePeriodSeconds": 0,
-            "nodeSelector": {"parity-e2e": run},
+            "nodeSelector": {"parity-e2e": label},
             "resources": {"requests": {"cpu": "3"}},
             "containers": [
                 {
@@ -89,7 +89,7 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         scheduler_name="parity-weights",
         prefix=run,
         namespaces=[namespace(ns)],
-        nodes=[_bare_node(f"{run}n1", "4", "64Gi", run), _bare_node(f"{run}n2", "8", "4Gi", run)],
+        nodes=[_bare_node(f"{run}n1", "4", "64Gi", label), _bare_node(f"{run}n2", "8", "4Gi", label)],
         pending=[pod],
     )
     with KubeScheduler(kubeconfig, tmp_path) as log:

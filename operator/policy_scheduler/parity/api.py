@@ -72,7 +72,11 @@ class ClusterApi:
                 raise
 
     def delete_pods(self, namespace: str) -> None:
-        self.api.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
+        try:
+            self.api.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
 
     def nodes(self) -> list[JSON]:
         items: list[JSON] = self.api.get("/api/v1/nodes")["items"]

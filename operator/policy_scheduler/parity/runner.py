@@ -75,6 +75,7 @@ class Runner:
         self.alive = alive
         self.profiles = resolved_profiles()
         self.order = CacheOrder()
+        self._created: set[str] = set()
         for pc in priority_class_manifests():
             api.create(pc, exist_ok=True)
 
@@ -103,9 +104,11 @@ class Runner:
             self.api.create(ns)
         for pdb in scenario.pdbs:
             self.api.create(pdb)
+        self._created = set()
         for node in scenario.nodes:
             self.api.create(node)
-        names = {n["metadata"]["name"] for n in scenario.nodes}
+            self._created.add(node["metadata"]["name"])
+        names = set(self._created)
         self._wait("kube-scheduler to see the nodes", lambda: names <= self.log.nodes_added)
         for pod in scenario.running:
             self.api.create(pod)
@@ -122,7 +125,7 @@ class Runner:
             self.api.delete(node)
         for ns in scenario.namespaces:
             self.api.delete(ns)
-        names = {n["metadata"]["name"] for n in scenario.nodes}
+        names = set(self._created)  # a failed setup may have created fewer
         self._wait("kube-scheduler to forget the nodes", lambda: names <= self.log.nodes_deleted)
 
     def _state(self, scenario: Scenario) -> list[JSON]:
