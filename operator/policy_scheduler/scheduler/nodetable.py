@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ from policy_scheduler.scheduler.model import CPU, MEMORY, PODS, ContainerPort, N
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.intp]
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 ABSENT = -1  # label code for "node lacks this label key"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -230,20 +232,19 @@ class NodeTable:
     def _grow(self) -> None:
         new = self.capacity * 2
 
-        def grow(array: npt.NDArray[np.generic], fill: int | bool = 0) -> npt.NDArray[np.generic]:
-            shape = (*array.shape[:-1], new)
-            bigger = np.full(shape, fill, dtype=array.dtype)
+        def grow(array: npt.NDArray[_Scalar], fill: int | bool = 0) -> npt.NDArray[_Scalar]:
+            bigger: npt.NDArray[_Scalar] = np.full((*array.shape[:-1], new), fill, dtype=array.dtype)
             bigger[..., : self.capacity] = array
             return bigger
 
-        self.allocatable = grow(self.allocatable)  # type: ignore[assignment]
-        self.requested = grow(self.requested)  # type: ignore[assignment]
-        self.non_zero_requested = grow(self.non_zero_requested)  # type: ignore[assignment]
-        self.pod_count = grow(self.pod_count)  # type: ignore[assignment]
-        self.unschedulable = grow(self.unschedulable, False)  # type: ignore[assignment]
-        self.taint_set = grow(self.taint_set)  # type: ignore[assignment]
+        self.allocatable = grow(self.allocatable)
+        self.requested = grow(self.requested)
+        self.non_zero_requested = grow(self.non_zero_requested)
+        self.pod_count = grow(self.pod_count)
+        self.unschedulable = grow(self.unschedulable, False)
+        self.taint_set = grow(self.taint_set)
         for column in self.labels.values():
-            column.codes = grow(column.codes, ABSENT)  # type: ignore[assignment]
+            column.codes = grow(column.codes, ABSENT)
         self.capacity = new
 
     def _move_row(self, src: int, dst: int) -> None:

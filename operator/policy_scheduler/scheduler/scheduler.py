@@ -218,7 +218,7 @@ class Scheduler:
         return self._frameworks() if callable(self._frameworks) else self._frameworks
 
     @property
-    def table(self):  # type: ignore[no-untyped-def]
+    def table(self) -> NodeTable:
         return self.cache.table
 
     # ---- the scheduling cycle (synchronous) --------------------------------------------------------
