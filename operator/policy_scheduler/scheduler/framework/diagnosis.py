@@ -51,9 +51,10 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         message += f" {diagnosis.pre_filter_msg}."
     else:
         reasons: Counter[str] = Counter()
-        for status in diagnosis.node_to_status.values():
+        # Thousands of nodes share a handful of statuses: count those, then their reasons.
+        for status, nodes in Counter(diagnosis.node_to_status.values()).items():
             for reason in status.reasons:
-                reasons[reason] += 1
+                reasons[reason] += nodes
         absent = num_all_nodes - len(diagnosis.node_to_status)
         if absent > 0:
             for reason in diagnosis.absent_nodes_status.reasons:
