@@ -26,6 +26,9 @@ def free_port() -> int:
 
 
 class OperatorProcess:
+    # The admin installs CRDs; an operator running as its ServiceAccount may not (RBAC test).
+    install_crds = True
+
     def __init__(self, kubeconfig: Path, log_path: Path, *extra: str) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -38,7 +41,7 @@ class OperatorProcess:
             "run",
             "--kubeconfig",
             str(kubeconfig),
-            "--install-crds",
+            *(["--install-crds"] if self.install_crds else []),
             "--metrics-host",
             "127.0.0.1",
             "--metrics-port",

@@ -15,8 +15,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fixtures_operator import OperatorProcess, free_port
+from fixtures_operator import OperatorProcess
 from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
 from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
@@ -46,26 +44,7 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 class ServiceAccountOperator(OperatorProcess):
     """`policy-scheduler run` without --install-crds (the ServiceAccount cannot write CRDs)."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, *extra: str) -> None:
-        self.port = free_port()
-        self.log_path = log_path
-        cmd = [
-            sys.executable,
-            "-m",
-            "policy_scheduler.cli",
-            "--log-level",
-            "INFO",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--metrics-host",
-            "127.0.0.1",
-            "--metrics-port",
-            str(self.port),
-            *extra,
-        ]
-        self.log = log_path.open("w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+    install_crds = False
 
     def forbidden_lines(self) -> list[str]:
         self.log.flush()
