@@ -929,3 +929,15 @@ def test_set_condition_keeps_transition_time_when_status_is_unchanged() -> None:
     assert found is not None and found.status == "True"
     with pytest.raises(ValueError):
         Condition(type="Ready", status="Maybe")  # type: ignore[arg-type]
+
+
+def test_condition_dict_moves_transition_time_only_when_status_changes() -> None:
+    from policy_scheduler.policy.conditions import Transitions, condition_dict
+
+    seen: Transitions = {}
+    first = condition_dict(seen, "Ready", "True", "Scheduling", "ok", 1, "2026-01-01T00:00:00Z")
+    same = condition_dict(seen, "Ready", "True", "Scheduling", "still ok", 2, "2026-01-02T00:00:00Z")
+    flipped = condition_dict(seen, "Ready", "False", "NotServing", "gone", 3, "2026-01-03T00:00:00Z")
+    assert first["lastTransitionTime"] == same["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    assert same["observedGeneration"] == 2 and same["message"] == "still ok"
+    assert flipped["lastTransitionTime"] == "2026-01-03T00:00:00Z"

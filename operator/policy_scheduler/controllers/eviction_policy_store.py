@@ -29,6 +29,7 @@ from policy_scheduler.kube.evictor import (
     RateLimits,
 )
 from policy_scheduler.policy import kube_types
+from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import (
     CONDITION_ACCEPTED,
     CONDITION_READY,
@@ -285,18 +286,9 @@ class EvictionPolicyStore:
     def _condition(
         self, record: PolicyRecord, type_: str, ok: bool, reason: str, message: str
     ) -> dict[str, Any]:
+        now = _time(self.clock()).split(".")[0] + "Z"
         status = "True" if ok else "False"
-        previous = record.transitions.get(type_)
-        if previous is None or previous[0] != status:
-            previous = record.transitions[type_] = (status, _time(self.clock()).split(".")[0] + "Z")
-        return {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "observedGeneration": record.generation,
-            "lastTransitionTime": previous[1],
-        }
+        return condition_dict(record.transitions, type_, status, reason, message, record.generation, now)
 
     def _publish(self, record: PolicyRecord) -> None:
         if self.status_writer is None:

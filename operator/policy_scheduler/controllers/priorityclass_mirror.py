@@ -46,6 +46,7 @@ import kopf
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import (
     API_VERSION,
     CONDITION_ACCEPTED,
@@ -302,17 +303,7 @@ def _now() -> str:
 
 
 def _condition(record: MirrorRecord, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
-    previous = record.transitions.get(type_)
-    if previous is None or previous[0] != status:
-        record.transitions[type_] = (status, _now())
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": record.generation,
-        "lastTransitionTime": record.transitions[type_][1],
-    }
+    return condition_dict(record.transitions, type_, status, reason, message, record.generation, _now())
 
 
 def mirror_status(record: MirrorRecord, histogram: Mapping[int, int]) -> dict[str, Any]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from policy_scheduler import metrics
+from policy_scheduler.policy.conditions import Transitions, condition_dict
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.profiles import effective_plugins
 from policy_scheduler.stats import ProfileStats
@@ -31,7 +32,7 @@ class ProfileRecord:
     accepted_generation: int | None = None
     error: str | None = None  # why the latest generation was rejected
     conflict: str | None = None  # why the accepted version is not in force
-    transitions: dict[str, str] | None = None  # condition type -> lastTransitionTime
+    transitions: Transitions = field(default_factory=dict)
     spec: dict[str, Any] | None = None  # the latest spec, re-validated when references change
 
 
@@ -188,21 +189,9 @@ class ProfileStore:
 
     @staticmethod
     def _condition(record: ProfileRecord, type_: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
+        now = _rfc3339(datetime.now(UTC).timestamp())
         status = "True" if ok else "False"
-        if record.transitions is None:
-            record.transitions = {}
-        key = f"{type_}={status}"
-        previous = record.transitions.get(type_)
-        if previous is None or not previous.startswith(key + "@"):
-            record.transitions[type_] = f"{key}@{_rfc3339(datetime.now(UTC).timestamp())}"
-        return {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "observedGeneration": record.generation,
-            "lastTransitionTime": record.transitions[type_].split("@", 1)[1],
-        }
+        return condition_dict(record.transitions, type_, status, reason, message, record.generation, now)
 
 
 def _rfc3339(ts: float) -> str:

@@ -72,3 +72,30 @@ def _one_per_type(conditions: list[Condition]) -> list[Condition]:
 
 # A status `conditions` field: at most one condition per type, as the list-map schema requires.
 Conditions = Annotated[list[Condition], AfterValidator(_one_per_type)]
+
+
+# type -> (status, lastTransitionTime): what a controller remembers between status writes.
+Transitions = dict[str, tuple[str, str]]
+
+
+def condition_dict(
+    transitions: Transitions,
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    observed_generation: int,
+    now: str,
+) -> dict[str, str | int]:
+    """A status condition as written to the API; lastTransitionTime moves only when status does."""
+    previous = transitions.get(type_)
+    if previous is None or previous[0] != status:
+        previous = transitions[type_] = (status, now)
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": observed_generation,
+        "lastTransitionTime": previous[1],
+    }
