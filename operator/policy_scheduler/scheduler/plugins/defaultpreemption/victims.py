@@ -7,7 +7,7 @@ The scheduling cycle is synchronous, so nobody else sees the intermediate states
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,13 +66,15 @@ def more_important_key(now: float) -> Callable[[Pod], tuple[int, float]]:
     return key
 
 
-def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> tuple[list[Pod], list[Pod]]:
-    """filterPodsWithPDBViolation: stable split into (violating, non-violating). Each matching
-    PDB's allowance is decremented per pod, except for pods it already lists as disrupted."""
+def _budget_verdicts(
+    pods: Iterable[Pod], pdbs: Sequence[PDB], *, skip_terminating: bool = False
+) -> Iterator[tuple[Pod, bool]]:
+    """Each pod with whether evicting it (after the ones before it) exceeds a matching PDB's
+    allowance. Pods a PDB already lists as disrupted do not count against that PDB."""
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
-    violating: list[Pod] = []
-    non_violating: list[Pod] = []
     for pod in pods:
+        if skip_terminating and pod.terminating:
+            continue
         violated = False
         for i, pdb in enumerate(pdbs):
             if not pdb_selects(pdb, pod) or pod.name in pdb.disrupted_pods:
@@ -80,30 +82,22 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> 
             allowed[i] -= 1
             if allowed[i] < 0:
                 violated = True
+        yield pod, violated
+
+
+def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> tuple[list[Pod], list[Pod]]:
+    """filterPodsWithPDBViolation: stable split into (violating, non-violating)."""
+    violating: list[Pod] = []
+    non_violating: list[Pod] = []
+    for pod, violated in _budget_verdicts(pods, pdbs):
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
 
 
 def budget_overruns(victims: Iterable[Pod], pdbs: Sequence[PDB]) -> int:
-    """Victims whose eviction the Eviction API would refuse (429) if evicted in this order.
-
-    Terminating victims need no new eviction and pods a PDB already lists as disrupted do not
-    count against it."""
-    allowed = [pdb.disruptions_allowed for pdb in pdbs]
-    refused = 0
-    for pod in victims:
-        if pod.terminating:
-            continue
-        blocked = False
-        for i, pdb in enumerate(pdbs):
-            if not pdb_selects(pdb, pod) or pod.name in pdb.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                blocked = True
-        if blocked:
-            refused += 1
-    return refused
+    """Victims whose eviction the Eviction API would refuse (429) if evicted in this order;
+    terminating victims need no new eviction."""
+    return sum(violated for _, violated in _budget_verdicts(victims, pdbs, skip_terminating=True))
 
 
 @dataclass(slots=True)
