@@ -762,9 +762,10 @@ def test_rotation_counts_rejected_nodes() -> None:
     odd = filt("Odd", names[1::2])
     sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [odd], "score": [scorer("Equal")]}))
     result = schedule(sched, pod("p"))
-    # The 144th feasible node is n286: 287 nodes were processed, 143 of them rejected.
-    assert (result.feasible_nodes, result.evaluated_nodes) == (144, 287)
-    assert sched.next_start_node_index == 287
+    # The 144th feasible node is n286; the search goes on through n287 (rejected) and stops at
+    # n288, the 145th feasible node, which is not counted: 288 processed, 144 of them rejected.
+    assert (result.feasible_nodes, result.evaluated_nodes) == (144, 288)
+    assert sched.next_start_node_index == 288
     # A pod that fits nowhere processes every node: the index comes back where it was.
     sched.next_start_node_index = 17
     everything = filt("Nothing", names)

@@ -455,8 +455,9 @@ class Scheduler:
         passed = passes[0] if len(passes) == 1 else np.concatenate(passes)
         processed = evaluated
         if found > to_find:
-            # Stop where the to_find-th feasible node was found, as the upstream search does.
-            processed = int(np.searchsorted(np.cumsum(passed), to_find)) + 1
+            # Upstream stops when it meets feasible node to_find+1: that node is not counted, but
+            # every node checked before it is (rejected ones too, in NodeToStatus).
+            processed = int(np.searchsorted(np.cumsum(passed), to_find + 1))
         offset = 0
         for outcome in outcomes:
             if offset >= processed:
