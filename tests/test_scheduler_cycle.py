@@ -32,6 +32,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     Handle,
     PermitPlugin,
     Plugin,
+    PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
@@ -1081,3 +1082,44 @@ def test_rejected_nominated_node_counts_in_the_rotation() -> None:
     result = schedule(sched, pod("p", nominated_node_name="n150"))
     assert (result.feasible_nodes, result.evaluated_nodes) == (100, 101)
     assert sched.next_start_node_index == 101
+
+
+class _NominateN1(PostFilterPlugin):
+    name = "NominateN1"
+
+    def post_filter(self, state: Any, pod: Pod, diagnosis: Any) -> tuple[PostFilterResult | None, Status]:
+        return PostFilterResult("n1"), SUCCESS
+
+
+class _ClearingHooks(Hooks):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cleared: list[str] = []
+
+    def nomination_cleared(self, pod: Pod) -> None:
+        self.cleared.append(pod.name)
+
+
+def test_preemption_takes_the_room_of_lower_priority_nominations_only() -> None:
+    """prepareCandidate: lower-priority pods nominated to the chosen node lose the nomination;
+    equal or higher priority ones, and nominations elsewhere, keep theirs."""
+    cache = make_cache("n1", "n2")
+    fw = make_framework(cache, {"filter": [filt("Nothing", ["n1", "n2"])], "postFilter": [_NominateN1]})
+    sched, queue, _ = make_scheduler(cache, fw)
+    hooks = _ClearingHooks()
+    sched.hooks = hooks
+    low, equal, high, elsewhere = (
+        pod("low", priority=1),
+        pod("equal", priority=5),
+        pod("high", priority=9),
+        pod("elsewhere", priority=1),
+    )
+    queue.nominated = {"n1": [low, equal, high], "n2": [elsewhere]}
+    for p in (low, equal, high, elsewhere):
+        queue.nominations[p.key] = "n1" if p is not elsewhere else "n2"
+    assert sched.schedule_one(info(pod("preemptor", priority=5))) is None
+    assert hooks.cleared == ["low"]
+    assert "default/low" not in queue.nominations
+    assert queue.nominations["default/equal"] == "n1" and queue.nominations["default/high"] == "n1"
+    assert queue.nominations["default/elsewhere"] == "n2"
+    assert queue.nominations["default/preemptor"] == "n1"

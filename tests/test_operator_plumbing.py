@@ -1,0 +1,70 @@
+"""Small operator pieces: --profile-selector, log formats, pending-reason grouping."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from policy_scheduler.controllers.selector import parse_selector
+from policy_scheduler.logs import JsonFormatter, KeyValueFormatter
+from policy_scheduler.stats import ProfileStats, reason_key
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "matches"),
+    [
+        ("", {}, True),
+        ("shard=a", {"shard": "a"}, True),
+        ("shard=a", {"shard": "b"}, False),
+        ("shard==a", {"shard": "a"}, True),
+        ("shard!=a", {}, True),
+        ("shard!=a", {"shard": "a"}, False),
+        ("canary", {"canary": ""}, True),
+        ("canary", {}, False),
+        ("!e2e-isolated", {}, True),
+        ("!e2e-isolated", {"e2e-isolated": "leader"}, False),
+        ("shard=a,!canary", {"shard": "a", "canary": "x"}, False),
+        ("shard=a, !canary", {"shard": "a"}, True),
+    ],
+)
+def test_profile_selector(selector: str, labels: dict[str, str], matches: bool) -> None:
+    assert parse_selector(selector)(labels) is matches
+
+
+def _record(**extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "bind failed", None, None)
+    for key, value in extra.items():
+        setattr(record, key, value)
+    return record
+
+
+def test_text_logs_carry_structured_fields() -> None:
+    line = KeyValueFormatter("%(levelname)s %(message)s").format(_record(pod="ns/a", error="409 Conflict"))
+    assert line == 'WARNING bind failed pod=ns/a error="409 Conflict"'
+
+
+def test_json_logs_carry_structured_fields() -> None:
+    entry = json.loads(JsonFormatter().format(_record(pod="ns/a", attempts=3)))
+    assert (entry["msg"], entry["pod"], entry["attempts"], entry["level"]) == (
+        "bind failed",
+        "ns/a",
+        3,
+        "WARNING",
+    )
+
+
+def test_pending_reasons_group_fit_errors_by_reason_not_node_count() -> None:
+    assert reason_key("0/3 nodes are available: 3 Insufficient cpu.") == "Insufficient cpu"
+    assert (
+        reason_key("0/5 nodes are available: 2 Insufficient memory, 3 node(s) had untolerated taint(s).")
+        == "Insufficient memory, node(s) had untolerated taint(s)"
+    )
+    stats = ProfileStats()
+    stats.record_failure("ns/a", "0/3 nodes are available: 3 Insufficient cpu.")
+    stats.record_failure("ns/b", "0/9 nodes are available: 9 Insufficient cpu.")
+    stats.record_failure("ns/c", "0/9 nodes are available: 9 Insufficient memory.")
+    assert stats.top_reasons() == [("Insufficient cpu", 2), ("Insufficient memory", 1)]
+    stats.record_scheduled("ns/a")
+    assert stats.top_reasons() == [("Insufficient cpu", 1), ("Insufficient memory", 1)]
