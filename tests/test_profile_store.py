@@ -90,3 +90,15 @@ def test_not_ready_until_caches_synced_and_stats_reported() -> None:
     assert _conditions(status)["Ready"] == ("False", "CachesNotSynced")
     assert status["scheduled"] == 1 and status["pending"] == 1
     assert status["pendingReasons"] == [{"reason": "Insufficient cpu", "count": 1}]
+
+
+def test_recheck_does_not_count_the_same_rejection_again() -> None:
+    from policy_scheduler.metrics import policy_reloads
+
+    store, _ = _store()
+    rejected = policy_reloads.labels("SchedulingProfile", "rejected")
+    before = rejected._value.get()
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "evictionPolicyName": "missing"})
+    store.recheck()
+    store.recheck()
+    assert rejected._value.get() == before + 1

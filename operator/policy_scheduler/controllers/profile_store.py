@@ -73,6 +73,8 @@ class ProfileStore:
             if policy and not self.eviction_policy_known(policy):
                 raise ValueError(f"spec.evictionPolicyName: no EvictionPolicy named {policy!r}")
         except ValueError as exc:
+            if record.error == str(exc):
+                return  # re-checked, same verdict: not a new rejection
             record.error = str(exc)
             metrics.policy_reloads.labels(KIND, "rejected").inc()
             log.warning(
