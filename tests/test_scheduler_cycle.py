@@ -270,7 +270,6 @@ def make_framework(
         points[point] = tuple(refs)
     handle = Handle(cache.table) if nominator is None else Handle(cache.table, nominator=nominator)
     framework = Framework(ResolvedProfile("test", percentage, points, {}, 1.0, 10.0, None), registry, handle)
-    handle.framework = framework
     return framework
 
 
@@ -284,7 +283,6 @@ def default_framework(cache: Cache, percentage: int | None = None) -> Framework:
     profile = resolve_profile(config, implemented_plugin_names())
     handle = Handle(cache.table)
     framework = Framework(profile, in_tree_registry(), handle)
-    handle.framework = framework
     return framework
 
 

@@ -38,7 +38,7 @@ from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.evictor import Evictor, preemption_services
+from policy_scheduler.kube.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import NAMESPACES, NODES, PDBS, PODS, Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
@@ -47,8 +47,8 @@ from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
 from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +87,14 @@ class Operator:
         self.reporter = PodReporter(
             api, self.events, is_leader=self.leader.is_leader, on_preempt=self.evictor.on_preempt
         )
-        services = preemption_services(
-            lambda: list(self.pdbs.store.values()),
-            lambda scheduler: self.policies.policy_for_scheduler(scheduler),
-            self.evictor.in_progress,
-        )
         # PodTopologySpread's default constraints select pods by their Services and controllers.
         self.owners = OwnerIndex()
-        services[OWNER_SELECTORS_SERVICE] = self.owners.owner_selectors
+        services = ClusterServices(
+            list_pdbs=lambda: list(self.pdbs.store.values()),
+            eviction_policy=lambda scheduler: self.policies.policy_for_scheduler(scheduler),
+            preemption_in_progress=self.evictor.in_progress,
+            owner_selectors=self.owners.owner_selectors,
+        )
         self.engine = Engine(
             hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
         )

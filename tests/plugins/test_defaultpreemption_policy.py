@@ -410,6 +410,30 @@ def test_policy_service_gets_the_profile_scheduler_name() -> None:
     assert seen == ["default-scheduler"]
 
 
+def test_unavailable_policy_evicts_nothing() -> None:
+    """A policy the operator cannot trust (missing or broken CR) disables preemption: no victims,
+    no nomination, and the reason in the message; the same cluster preempts with a usable policy."""
+    nodes = [node("node1", ONE_POD)]
+    pods = [pod("p1", "node1", LOW)]
+    preemptor = pod("p", priority=HIGH)
+    broken = EvictionPolicyConfig(unavailable_reason='EvictionPolicy "strict" not found')
+    env = build(nodes, pods, policy=broken)
+    result, status = post_filter(env, preemptor, statuses({"node1": U}))
+    assert result is None
+    assert status.code == U
+    assert status.message == 'preemption: preemption is disabled: EvictionPolicy "strict" not found'
+    result, status = post_filter(build(nodes, pods), preemptor, statuses({"node1": U}))
+    assert status.is_success and victim_names(result) == ["p1"]
+
+
+def test_cluster_services_defaults() -> None:
+    """ClusterServices() is a cluster with no PDBs, the default policy and nothing in flight."""
+    env = build([node("node1", ONE_POD)], [pod("p1", "node1", LOW)])
+    assert env.plugin.policy(pod("p")) is DEFAULT_POLICY
+    assert list(env.services.list_pdbs()) == []
+    assert env.plugin.pre_enqueue(pod("p")).is_success
+
+
 def test_invalid_budget_mode() -> None:
     with pytest.raises(ValueError, match="budgetMode"):
         EvictionPolicyConfig(budget_mode="Sometimes")

@@ -31,13 +31,7 @@ from policy_scheduler.kube.podstatus import patch_status, rfc3339, set_nominated
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import PREEMPTION_IN_PROGRESS_SERVICE
-from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
-    DEFAULT_POLICY,
-    EVICTION_POLICY_SERVICE,
-    EvictionPolicyConfig,
-)
-from policy_scheduler.scheduler.plugins.defaultpreemption.victims import PDBS_SERVICE
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import DEFAULT_POLICY, EvictionPolicyConfig
 
 log = logging.getLogger(__name__)
 
@@ -106,19 +100,6 @@ class EvictionRecord:
     node: str
     result: str
     message: str = ""
-
-
-def preemption_services(
-    pdbs: Callable[[], list[Any]],
-    eviction_policy: Callable[[str], EvictionPolicyConfig | None],
-    in_progress: Callable[[Pod], bool],
-) -> dict[str, Any]:
-    """The Engine's `services` for DefaultPreemption: PDB lister, policy lookup, PreEnqueue gate."""
-    return {
-        PDBS_SERVICE: pdbs,
-        EVICTION_POLICY_SERVICE: eviction_policy,
-        PREEMPTION_IN_PROGRESS_SERVICE: in_progress,
-    }
 
 
 # ---- pure decisions ----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ Kubernetes client: side effects go out through SchedulerHooks and the Binder.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import random
@@ -22,6 +21,7 @@ from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.registry import in_tree_registry
@@ -76,7 +76,7 @@ class Engine:
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         registry: Mapping[str, type[Plugin]] | None = None,
-        services: dict[str, Any] | None = None,
+        services: ClusterServices | None = None,
         observe: Callable[[str, str, str, float], None] | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
@@ -96,7 +96,7 @@ class Engine:
             binder=binder,
             rng=random.Random(seed),
             clock=time.time,
-            services=services if services is not None else {},
+            services=services if services is not None else ClusterServices(),
         )
         self.scheduler = Scheduler(
             self.cache,
@@ -118,9 +118,7 @@ class Engine:
             if current is not None and current.profile == profile:
                 frameworks[profile.scheduler_name] = current  # unchanged: keep its plugin state
                 continue
-            handle = dataclasses.replace(self.base_handle)
-            framework = Framework(profile, self.registry, handle)
-            handle.framework = framework
+            framework = Framework(profile, self.registry, self.base_handle)
             if self.observe is not None:
                 framework.observe = functools.partial(self.observe, profile.scheduler_name)
             frameworks[profile.scheduler_name] = framework

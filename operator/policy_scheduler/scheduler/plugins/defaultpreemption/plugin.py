@@ -25,7 +25,6 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PostFilterResult,
     PreEnqueuePlugin,
 )
-from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import (
     SUCCESS,
     Code,
@@ -42,24 +41,21 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     select_candidate,
 )
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    DEFAULT_POLICY,
     EvictionPolicyConfig,
     may_be_victim,
-    resolve_policy,
 )
-from policy_scheduler.scheduler.plugins.defaultpreemption.victims import list_pdbs
 from policy_scheduler.scheduler.plugins.selectors import aggregate_message
 
 NAME = "DefaultPreemption"
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
-# Optional service: callable (pod) -> bool, True while the evictions of the pod's last
-# preemption are still being issued (upstream's IsPodRunningPreemption).
-PREEMPTION_IN_PROGRESS_SERVICE = "preemption_in_progress"
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+PREEMPTION_DISABLED = "preemption is disabled: "
 
 
 def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
@@ -112,8 +108,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        running = self.handle.services.get(PREEMPTION_IN_PROGRESS_SERVICE)
-        if running is not None and running(pod):
+        if self.handle.services.preemption_in_progress(pod):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS
 
@@ -124,8 +119,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def policy(self, pod: Pod) -> EvictionPolicyConfig:
         framework = self.handle.framework
-        scheduler_name = framework.scheduler_name if isinstance(framework, Framework) else pod.scheduler_name
-        return resolve_policy(self.handle.services, scheduler_name)
+        scheduler_name = framework.scheduler_name if framework is not None else pod.scheduler_name
+        policy = self.handle.services.eviction_policy(scheduler_name)
+        return DEFAULT_POLICY if policy is None else policy
 
     def is_eligible_victim(self, policy: EvictionPolicyConfig, victim: Pod, preemptor: Pod) -> bool:
         return may_be_victim(policy, victim, preemptor, self.handle.namespace_labels)
@@ -166,9 +162,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     ) -> tuple[PostFilterResult | None, Status]:
         """Evaluator.Preempt without the API calls."""
         framework = self.handle.framework
-        if not isinstance(framework, Framework):
+        if framework is None:
             return None, error("the preemption plugin needs handle.framework")
         policy = self.policy(pod)
+        if policy.unavailable_reason is not None:
+            # Fail safe: without a policy we can trust, evict nothing and nominate nothing.
+            return None, unschedulable(PREEMPTION_DISABLED + policy.unavailable_reason)
         eligible, message = self.pod_eligible_to_preempt_others(
             pod, diagnosis.status_of(pod.nominated_node_name), policy
         )
@@ -188,7 +187,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 state,
                 pod,
                 rows,
-                list_pdbs(self.handle.services),
+                self.handle.services.list_pdbs(),
                 self.handle.rng.randrange(len(rows)),
                 self.num_candidates(len(rows)),
                 lambda victim: self.is_eligible_victim(policy, victim, pod),

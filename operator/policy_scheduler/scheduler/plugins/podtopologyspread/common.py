@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import (
     LabelSelector,
     Pod,
@@ -52,7 +53,6 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
-OWNER_SELECTORS_SERVICE = "owner_selectors"
 _MAX_CACHED_SELECTORS = 256  # (namespace, selector) count arrays kept up to date
 
 # A pod -> the merged selector of the Services, ReplicationController, ReplicaSet and
@@ -204,12 +204,9 @@ def parse_args(args: Mapping[str, Any]) -> tuple[tuple[TopologySpreadConstraint,
     return constraints, False
 
 
-def owner_selector(services: Mapping[str, Any], pod: Pod) -> Selector:
-    """helper.DefaultSelector through the `owner_selectors` handle service; empty when unknown."""
-    lookup = services.get(OWNER_SELECTORS_SERVICE)
-    if lookup is None:
-        return MATCH_EVERYTHING
-    merged = lookup(pod)
+def owner_selector(services: ClusterServices, pod: Pod) -> Selector:
+    """helper.DefaultSelector through ClusterServices.owner_selectors; empty when unknown."""
+    merged = services.owner_selectors(pod)
     if merged is None:
         return MATCH_EVERYTHING
     try:
