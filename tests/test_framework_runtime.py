@@ -35,7 +35,7 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Sta
 from policy_scheduler.scheduler.model import Container, Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 
 # ---- test plugins ------------------------------------------------------------------------------------

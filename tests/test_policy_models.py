@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from policy_scheduler.policy import plugin_args as pa
-from policy_scheduler.policy import profile as pm
+from policy_scheduler.policy import scheduling_profile as pm
 from policy_scheduler.policy.compile import (
     compile_profile,
     compile_profile_objects,
@@ -39,7 +39,7 @@ from policy_scheduler.policy.priorityclass import (
     PriorityClassMirrorStatus,
     name_problem,
 )
-from policy_scheduler.policy.profile import SchedulingProfileSpec, SchedulingProfileStatus
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec, SchedulingProfileStatus
 from policy_scheduler.scheduler.config import PluginRef, PluginSet
 
 # ---- field names are upstream's -----------------------------------------------------------------

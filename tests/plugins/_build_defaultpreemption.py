@@ -44,7 +44,7 @@ from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run_preemption
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": 100, "memory": 100}

@@ -27,7 +27,7 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.common import Constrai
 from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import MAX_INT32
 from policy_scheduler.scheduler.plugins.podtopologyspread.matching import Selector
 from policy_scheduler.scheduler.plugins.podtopologyspread.scoring import topology_normalizing_weight
-from policy_scheduler.scheduler.plugins.selectors import MATCH_NOTHING, compile_label_selector
+from policy_scheduler.scheduler.selectors import MATCH_NOTHING, compile_label_selector
 
 HOSTNAME = HOSTNAME_LABEL
 ZONE = ZONE_LABEL

@@ -26,6 +26,7 @@ from policy_scheduler.apiobjects.cluster_objects import (
 from policy_scheduler.apiobjects.decode import DecodeFailure
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler import model
+from policy_scheduler.scheduler.resource_names import CPU, MEMORY
 from policy_scheduler.scheduler.resources import QuantityError, canonical
 
 __all__ = [
@@ -46,7 +47,7 @@ S = TypeVar("S")
 
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-_POD_LEVEL_RESOURCES = (model.CPU, model.MEMORY)
+_POD_LEVEL_RESOURCES = (CPU, MEMORY)
 _Errors = list[ConversionError]
 
 

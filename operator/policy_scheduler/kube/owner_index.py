@@ -34,7 +34,7 @@ from policy_scheduler.apiobjects.owners import (
     OwnerInfo,
 )
 from policy_scheduler.scheduler.model import LabelSelector, Pod, Requirement
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, compile_label_selector
+from policy_scheduler.scheduler.selectors import SelectorError, compile_label_selector
 
 SERVICES = "/api/v1/services"
 REPLICATION_CONTROLLERS = "/api/v1/replicationcontrollers"

@@ -22,7 +22,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     BUDGET_BEST_EFFORT,
     EvictionPolicyConfig,
 )
-from policy_scheduler.scheduler.scheduler import SchedulingError
+from policy_scheduler.scheduler.schedule_one import SchedulingError
 
 # kube-scheduler may pick victims that violate a budget (as a last resort); our default
 # EvictionPolicy (budgetMode Enforce) never does. BestEffort is upstream's behaviour.

@@ -28,13 +28,13 @@ from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
-from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE, Scheduler, SchedulerHooks
+from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE, ScheduleOne, SchedulerHooks
 
 log = logging.getLogger(__name__)
 
 
 class _QueueFacade:
-    """Adapts the queue and nominator to what Scheduler needs."""
+    """Adapts the queue and nominator to what ScheduleOne needs."""
 
     def __init__(self, queue: SchedulingQueue, latest: Callable[[str], Pod | None]) -> None:
         self.queue = queue
@@ -98,7 +98,7 @@ class Engine:
             clock=time.time,
             services=services if services is not None else ClusterServices(),
         )
-        self.scheduler = Scheduler(
+        self.scheduler = ScheduleOne(
             self.cache,
             _QueueFacade(self.queue, self.unassigned.get),
             lambda: self.frameworks,

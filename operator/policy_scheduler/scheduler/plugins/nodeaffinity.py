@@ -36,7 +36,7 @@ from policy_scheduler.scheduler.model import (
     Requirement,
 )
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
-from policy_scheduler.scheduler.plugins.selectors import (
+from policy_scheduler.scheduler.selectors import (
     IN,
     OBJECT_NAME_FIELD,
     aggregate_message,

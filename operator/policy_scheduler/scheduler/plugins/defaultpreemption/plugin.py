@@ -45,7 +45,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     EvictionPolicyConfig,
     may_be_victim,
 )
-from policy_scheduler.scheduler.plugins.selectors import aggregate_message
+from policy_scheduler.scheduler.selectors import aggregate_message
 
 NAME = "DefaultPreemption"
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policy_scheduler.scheduler.model import LabelSelector, Pod
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
+from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
 # scheduling.SystemCriticalPriority: system-cluster-critical and system-node-critical are at or
 # above it. Such pods are never victims, whatever the policy says.

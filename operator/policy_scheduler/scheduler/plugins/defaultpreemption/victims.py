@@ -18,7 +18,7 @@ from policy_scheduler.scheduler.framework.services import PDB
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, unresolvable
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
+from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 

@@ -39,11 +39,12 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.matching import (
     merge_label_set,
     tolerated_mask,
 )
-from policy_scheduler.scheduler.plugins.selectors import (
+from policy_scheduler.scheduler.selectors import (
     MATCH_EVERYTHING,
     SelectorError,
     compile_label_selector,
     label_key_errors,
+    label_selector_from_json,
     match_required_node_affinity,
 )
 
@@ -134,24 +135,12 @@ class InclusionMasks:
 # ---- plugin args and default constraints -----------------------------------------------------------
 
 
-def _selector_from_json(raw: Mapping[str, Any] | None) -> LabelSelector | None:
-    if raw is None:
-        return None
-    return LabelSelector(
-        match_labels=tuple(sorted((raw.get("matchLabels") or {}).items())),
-        match_expressions=tuple(
-            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
-            for e in raw.get("matchExpressions") or ()
-        ),
-    )
-
-
 def _constraint_from_json(raw: Mapping[str, Any]) -> TopologySpreadConstraint:
     return TopologySpreadConstraint(
         max_skew=int(raw.get("maxSkew", 0)),
         topology_key=str(raw.get("topologyKey", "")),
         when_unsatisfiable=str(raw.get("whenUnsatisfiable", "")),
-        label_selector=_selector_from_json(raw.get("labelSelector")),
+        label_selector=label_selector_from_json(raw.get("labelSelector")),
         min_domains=raw.get("minDomains"),
         node_affinity_policy=raw.get("nodeAffinityPolicy"),
         node_taints_policy=raw.get("nodeTaintsPolicy"),

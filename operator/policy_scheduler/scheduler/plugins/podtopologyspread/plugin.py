@@ -57,7 +57,7 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.scoring import (
     normalize,
     score_rows,
 )
-from policy_scheduler.scheduler.plugins.selectors import SelectorError
+from policy_scheduler.scheduler.selectors import SelectorError
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

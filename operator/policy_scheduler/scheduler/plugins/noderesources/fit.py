@@ -31,9 +31,9 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ScorePlugin,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
-from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod
+from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
-from policy_scheduler.scheduler.plugins.noderesources_scoring import (
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -51,6 +51,7 @@ from policy_scheduler.scheduler.plugins.noderesources_scoring import (
     resource_column,
     scaled_shape,
 )
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME

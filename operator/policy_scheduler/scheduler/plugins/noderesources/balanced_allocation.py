@@ -23,7 +23,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
-from policy_scheduler.scheduler.plugins.noderesources_scoring import (
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     FloatArray,
     parse_resources,
     pod_resource_requests,

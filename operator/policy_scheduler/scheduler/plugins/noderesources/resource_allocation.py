@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
-from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, Pod
+from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY
 from policy_scheduler.scheduler.resources import pod_container_requests
 
 LEAST_ALLOCATED = "LeastAllocated"

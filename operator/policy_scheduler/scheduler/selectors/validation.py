@@ -1,0 +1,229 @@
+"""labels.NewRequirement / nodeSelectorRequirementsAsSelector validation (apimachinery v0.35.4).
+
+Error texts follow apimachinery's field.Error and aggregate formatting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from policy_scheduler.scheduler.model import (
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    Requirement,
+)
+
+OBJECT_NAME_FIELD = "metadata.name"
+IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
+NODE_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
+FIELD_SELECTOR_OPERATORS = (IN, NOT_IN)
+LABEL_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+EQUALS = "="  # internal: matchLabels entries and pod.spec.nodeSelector
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_GO_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+class SelectorError(ValueError):
+    """A selector that labels.NewRequirement / LabelSelectorAsSelector would reject."""
+
+
+# ---- validation (apimachinery api/validate/content) ---------------------------------------------
+
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_FMT = f"({_LABEL_KEY_FMT})?"
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+
+
+def _regex_error(msg: str, regex: str, *examples: str) -> str:
+    """content.RegexError, including its double space before 'or'."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{regex}')"
+    msg += " (e.g. "
+    for i, example in enumerate(examples):
+        if i > 0:
+            msg += " or "
+        msg += f"'{example}', "
+    return msg + f"regex used for validation is '{regex}')"
+
+
+def label_key_errors(key: str) -> list[str]:
+    """content.IsLabelKey."""
+    errs: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name.encode()) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """content.IsLabelValue."""
+    errs: list[str] = []
+    if len(value.encode()) > 63:
+        errs.append("must be no more than 63 bytes")
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): optional sign and ASCII digits only, int64 range."""
+    if not _GO_DECIMAL.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
+
+
+def go_value(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def invalid(path: str, value: object, detail: str) -> str:
+    return f"{path}: Invalid value: {go_value(value)}: {detail}"
+
+
+def not_supported(path: str, value: str, valid: Sequence[str]) -> str:
+    return f"{path}: Unsupported value: {go_value(value)}: supported values: " + ", ".join(
+        json.dumps(v) for v in valid
+    )
+
+
+def child_path(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def aggregate_message(errors: Iterable[str]) -> str:
+    """utilerrors aggregate Error(): de-duplicated, bracketed when more than one."""
+    unique = list(dict.fromkeys(errors))
+    if len(unique) == 1:
+        return unique[0]
+    return "[" + ", ".join(unique) + "]"
+
+
+def new_requirement_errors(key: str, operator: str, values: Sequence[str], path: str) -> list[str]:
+    """labels.NewRequirement's validation; `operator` is one of ours or EQUALS."""
+    errs: list[str] = []
+    key_errs = label_key_errors(key)
+    if key_errs:
+        errs.append(invalid(child_path(path, "key"), key, "; ".join(key_errs)))
+    values_path = child_path(path, "values")
+    raw = list(values)
+    if operator in (IN, NOT_IN):
+        if not raw:
+            errs.append(invalid(values_path, raw, "for 'in', 'notin' operators, values set can't be empty"))
+    elif operator == EQUALS:
+        if len(raw) != 1:
+            errs.append(invalid(values_path, raw, "exact-match compatibility requires one single value"))
+    elif operator in (EXISTS, DOES_NOT_EXIST):
+        if raw:
+            errs.append(invalid(values_path, raw, "values set must be empty for exists and does not exist"))
+    elif operator in (GT, LT):
+        if len(raw) != 1:
+            errs.append(invalid(values_path, raw, "for 'Gt', 'Lt' operators, exactly one value is required"))
+        for i, value in enumerate(raw):
+            if parse_int64(value) is None:
+                errs.append(
+                    invalid(
+                        f"{values_path}[{i}]", value, "for 'Gt', 'Lt' operators, the value must be an integer"
+                    )
+                )
+    for i, value in enumerate(raw):
+        value_errs = label_value_errors(value)
+        if value_errs:
+            errs.append(invalid(f"{values_path}[{i}][{key}]", value, "; ".join(value_errs)))
+    return errs
+
+
+def requirement_errors(req: Requirement, path: str = "") -> list[str]:
+    """nodeSelectorRequirementsAsSelector for one matchExpressions entry."""
+    if req.operator not in NODE_SELECTOR_OPERATORS:
+        return [not_supported(child_path(path, "operator"), req.operator, NODE_SELECTOR_OPERATORS)]
+    return new_requirement_errors(req.key, req.operator, req.values, path)
+
+
+def field_requirement_errors(req: Requirement, path: str = "") -> list[str]:
+    """nodeSelectorRequirementsAsFieldSelector for one matchFields entry."""
+    if req.operator not in FIELD_SELECTOR_OPERATORS:
+        return [not_supported(child_path(path, "operator"), req.operator, FIELD_SELECTOR_OPERATORS)]
+    if len(req.values) != 1:
+        return [invalid(child_path(path, "values"), list(req.values), "must have one element")]
+    return []
+
+
+@lru_cache(maxsize=4096)
+def term_errors(term: NodeSelectorTerm, path: str = "") -> tuple[str, ...]:
+    """Parse errors of a non-empty node selector term (newNodeSelectorTerm)."""
+    errs: list[str] = []
+    for i, req in enumerate(term.match_expressions):
+        errs.extend(requirement_errors(req, f"{child_path(path, 'matchExpressions')}[{i}]"))
+    for i, req in enumerate(term.match_fields):
+        errs.extend(field_requirement_errors(req, f"{child_path(path, 'matchFields')}[{i}]"))
+    return tuple(errs)
+
+
+def is_empty_term(term: NodeSelectorTerm) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
+def node_selector_errors(terms: Sequence[NodeSelectorTerm], path: str = "") -> list[str]:
+    """NewNodeSelector's eager validation (empty terms are skipped, as upstream)."""
+    errs: list[str] = []
+    for i, term in enumerate(terms):
+        if not is_empty_term(term):
+            errs.extend(term_errors(term, f"{child_path(path, 'nodeSelectorTerms')}[{i}]"))
+    return errs
+
+
+def preferred_terms_errors(terms: Sequence[PreferredSchedulingTerm], path: str = "") -> list[str]:
+    """NewPreferredSchedulingTerms: terms with weight 0 or an empty preference are not parsed."""
+    errs: list[str] = []
+    for i, term in enumerate(terms):
+        if term.weight != 0 and not is_empty_term(term.preference):
+            errs.extend(term_errors(term.preference, f"{path}[{i}]"))
+    return errs
