@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from policy_scheduler.scheduler.model import (
@@ -146,54 +147,81 @@ def aggregate_message(errors: Iterable[str]) -> str:
     return "[" + ", ".join(unique) + "]"
 
 
-def new_requirement_errors(key: str, operator: str, values: Sequence[str], path: str) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One validation problem: `path` is relative to the requirement ("key", "values[0]", ...);
+    `supported` is set for field.NotSupported (bad operator), empty for field.Invalid."""
+
+    path: str
+    value: object
+    detail: str
+    supported: tuple[str, ...] = ()
+
+    def error(self, base: str) -> str:
+        path = child_path(base, self.path)
+        if self.supported:
+            return not_supported(path, str(self.value), self.supported)
+        return invalid(path, self.value, self.detail)
+
+
+def new_requirement_problems(key: str, operator: str, values: Sequence[str]) -> list[Problem]:
     """labels.NewRequirement's validation; `operator` is one of ours or EQUALS."""
-    errs: list[str] = []
+    problems: list[Problem] = []
     key_errs = label_key_errors(key)
     if key_errs:
-        errs.append(invalid(child_path(path, "key"), key, "; ".join(key_errs)))
-    values_path = child_path(path, "values")
+        problems.append(Problem("key", key, "; ".join(key_errs)))
     raw = list(values)
     if operator in (IN, NOT_IN):
         if not raw:
-            errs.append(invalid(values_path, raw, "for 'in', 'notin' operators, values set can't be empty"))
+            problems.append(Problem("values", raw, "for 'in', 'notin' operators, values set can't be empty"))
     elif operator == EQUALS:
         if len(raw) != 1:
-            errs.append(invalid(values_path, raw, "exact-match compatibility requires one single value"))
+            problems.append(Problem("values", raw, "exact-match compatibility requires one single value"))
     elif operator in (EXISTS, DOES_NOT_EXIST):
         if raw:
-            errs.append(invalid(values_path, raw, "values set must be empty for exists and does not exist"))
+            problems.append(Problem("values", raw, "values set must be empty for exists and does not exist"))
     elif operator in (GT, LT):
         if len(raw) != 1:
-            errs.append(invalid(values_path, raw, "for 'Gt', 'Lt' operators, exactly one value is required"))
-        for i, value in enumerate(raw):
-            if parse_int64(value) is None:
-                errs.append(
-                    invalid(
-                        f"{values_path}[{i}]", value, "for 'Gt', 'Lt' operators, the value must be an integer"
-                    )
-                )
+            problems.append(Problem("values", raw, "for 'Gt', 'Lt' operators, exactly one value is required"))
+        # strconv.ParseInt(v, 10, 64): an int64, not just digits.
+        problems.extend(
+            Problem(f"values[{i}]", value, "for 'Gt', 'Lt' operators, the value must be an integer")
+            for i, value in enumerate(raw)
+            if parse_int64(value) is None
+        )
     for i, value in enumerate(raw):
         value_errs = label_value_errors(value)
         if value_errs:
-            errs.append(invalid(f"{values_path}[{i}][{key}]", value, "; ".join(value_errs)))
-    return errs
+            problems.append(Problem(f"values[{i}][{key}]", value, "; ".join(value_errs)))
+    return problems
+
+
+def new_requirement_errors(key: str, operator: str, values: Sequence[str], path: str) -> list[str]:
+    return [p.error(path) for p in new_requirement_problems(key, operator, values)]
+
+
+def node_requirement_problems(key: str, operator: str, values: Sequence[str]) -> list[Problem]:
+    """nodeSelectorRequirementsAsSelector for one matchExpressions entry."""
+    if operator not in NODE_SELECTOR_OPERATORS:
+        return [Problem("operator", operator, "", NODE_SELECTOR_OPERATORS)]
+    return new_requirement_problems(key, operator, values)
+
+
+def field_requirement_problems(operator: str, values: Sequence[str]) -> list[Problem]:
+    """nodeSelectorRequirementsAsFieldSelector for one matchFields entry."""
+    if operator not in FIELD_SELECTOR_OPERATORS:
+        return [Problem("operator", operator, "", FIELD_SELECTOR_OPERATORS)]
+    if len(values) != 1:
+        return [Problem("values", list(values), "must have one element")]
+    return []
 
 
 def requirement_errors(req: Requirement, path: str = "") -> list[str]:
-    """nodeSelectorRequirementsAsSelector for one matchExpressions entry."""
-    if req.operator not in NODE_SELECTOR_OPERATORS:
-        return [not_supported(child_path(path, "operator"), req.operator, NODE_SELECTOR_OPERATORS)]
-    return new_requirement_errors(req.key, req.operator, req.values, path)
+    return [p.error(path) for p in node_requirement_problems(req.key, req.operator, req.values)]
 
 
 def field_requirement_errors(req: Requirement, path: str = "") -> list[str]:
-    """nodeSelectorRequirementsAsFieldSelector for one matchFields entry."""
-    if req.operator not in FIELD_SELECTOR_OPERATORS:
-        return [not_supported(child_path(path, "operator"), req.operator, FIELD_SELECTOR_OPERATORS)]
-    if len(req.values) != 1:
-        return [invalid(child_path(path, "values"), list(req.values), "must have one element")]
-    return []
+    return [p.error(path) for p in field_requirement_problems(req.operator, req.values)]
 
 
 @lru_cache(maxsize=4096)

@@ -44,8 +44,8 @@ from policy_scheduler.scheduler.selectors import (
     SelectorError,
     compile_label_selector,
     label_key_errors,
-    label_selector_from_json,
     match_required_node_affinity,
+    to_label_selector,
 )
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -140,7 +140,7 @@ def _constraint_from_json(raw: Mapping[str, Any]) -> TopologySpreadConstraint:
         max_skew=int(raw.get("maxSkew", 0)),
         topology_key=str(raw.get("topologyKey", "")),
         when_unsatisfiable=str(raw.get("whenUnsatisfiable", "")),
-        label_selector=label_selector_from_json(raw.get("labelSelector")),
+        label_selector=to_label_selector(raw.get("labelSelector")),
         min_domains=raw.get("minDomains"),
         node_affinity_policy=raw.get("nodeAffinityPolicy"),
         node_taints_policy=raw.get("nodeTaintsPolicy"),
