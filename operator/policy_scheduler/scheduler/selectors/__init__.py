@@ -1,6 +1,14 @@
 """Selectors, one place for the whole core: validation, node matching, pod label selectors and
 converters from the API's JSON shape. Plugins, the policy layer and the owner index use these."""
 
+from policy_scheduler.scheduler.field_errors import (
+    Problem,
+    aggregate_message,
+    child_path,
+    go_value,
+    invalid,
+    not_supported,
+)
 from policy_scheduler.scheduler.selectors.converters import to_label_selector
 from policy_scheduler.scheduler.selectors.label_selectors import (
     MATCH_EVERYTHING,
@@ -35,14 +43,9 @@ from policy_scheduler.scheduler.selectors.validation import (
     NODE_SELECTOR_OPERATORS,
     NOT_IN,
     OBJECT_NAME_FIELD,
-    Problem,
     SelectorError,
-    aggregate_message,
-    child_path,
     field_requirement_errors,
     field_requirement_problems,
-    go_value,
-    invalid,
     is_empty_term,
     label_key_errors,
     label_value_errors,
@@ -50,7 +53,6 @@ from policy_scheduler.scheduler.selectors.validation import (
     new_requirement_problems,
     node_requirement_problems,
     node_selector_errors,
-    not_supported,
     parse_int64,
     preferred_terms_errors,
     requirement_errors,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from policy_scheduler.scheduler.field_errors import aggregate_message, go_value
 from policy_scheduler.scheduler.model import (
     LabelSelector,
 )
@@ -16,8 +17,6 @@ from policy_scheduler.scheduler.selectors.validation import (
     LABEL_SELECTOR_OPERATORS,
     NOT_IN,
     SelectorError,
-    aggregate_message,
-    go_value,
     new_requirement_errors,
 )
 
