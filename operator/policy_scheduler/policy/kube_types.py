@@ -14,7 +14,6 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from policy_scheduler.policy.base import SpecModel, cel_rule, validations
 from policy_scheduler.policy.errors import field_error
 from policy_scheduler.scheduler.selectors import (
-    Problem,
     field_requirement_problems,
     label_key_errors,
     label_value_errors,
@@ -108,12 +107,6 @@ class NodeSelectorRequirement(SpecModel):
     values: list[str] = Field(default_factory=list, description="The values to compare against.")
 
 
-def _field_message(problem: Problem) -> str:
-    if problem.supported:
-        return f'unsupported value "{problem.value}": supported values: ' + ", ".join(problem.supported)
-    return problem.detail
-
-
 class NodeSelectorTerm(SpecModel):
     """Node selector requirements; a node matches the term when it matches all of them."""
 
@@ -130,10 +123,10 @@ class NodeSelectorTerm(SpecModel):
         # The core's validation (labels.NewRequirement), so policy and scheduler agree exactly.
         for i, req in enumerate(self.match_expressions):
             for problem in node_requirement_problems(req.key, req.operator, req.values):
-                raise field_error(f"matchExpressions[{i}].{problem.path}", _field_message(problem))
+                raise field_error(f"matchExpressions[{i}].{problem.path}", problem.message)
         for i, req in enumerate(self.match_fields):
             for problem in field_requirement_problems(req.operator, req.values):
-                raise field_error(f"matchFields[{i}].{problem.path}", _field_message(problem))
+                raise field_error(f"matchFields[{i}].{problem.path}", problem.message)
         return self
 
     def is_empty(self) -> bool:

@@ -11,7 +11,8 @@ Deliberate differences:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -24,15 +25,40 @@ from policy_scheduler.policy.kube_types import (
     TopologySpreadConstraint,
     qualified_name_problem,
 )
+from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.plugins.defaultpreemption import args as core
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
 
 
+class CoreArgs(Protocol):
+    """A plugin's args dataclass in the core (SetDefaults_*Args and Validate*Args)."""
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self: ...
+    def problems(self) -> list[Problem]: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class ArgsModel(SpecModel):
-    """Args of one plugin; `apiVersion`/`kind` may be present as in a KubeSchedulerConfiguration."""
+    """Args of one plugin; `apiVersion`/`kind` may be present as in a KubeSchedulerConfiguration.
+
+    The fields give the CRD schema and the type and range checks; defaults and the plugin's
+    validation rules are the core's (`core_args`), the ones the plugin itself applies."""
 
     plugin: ClassVar[str]
+    core_args: ClassVar[type[CoreArgs] | None] = None
+
+    def json_args(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
+
+    @model_validator(mode="after")
+    def _core_rules(self) -> Self:
+        if self.core_args is not None:
+            for problem in self.core_args.defaulted(self.json_args()).problems():
+                raise field_error(problem.path, problem.message)
+        return self
 
     api_version: Literal["kubescheduler.config.k8s.io/v1"] | None = Field(
         None, description=f"Optional; must be {KUBE_SCHEDULER_CONFIG_API_VERSION} when set."
@@ -237,19 +263,12 @@ class NodeAffinityArgs(ArgsModel):
 
 class DefaultPreemptionArgs(ArgsModel):
     plugin = "DefaultPreemption"
+    core_args = core.DefaultPreemptionArgs
 
     min_candidate_nodes_percentage: int = Field(
         10, ge=0, le=100, description="Minimum candidates to dry-run, as a percentage of nodes."
     )
     min_candidate_nodes_absolute: int = Field(100, ge=0, description="Minimum candidates to dry-run.")
-
-    @model_validator(mode="after")
-    def _not_both_zero(self) -> DefaultPreemptionArgs:
-        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
-            raise field_error(
-                "minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute"
-            )
-        return self
 
 
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
@@ -277,4 +296,6 @@ def default_plugin_args(name: str, args: Any, path: str) -> dict[str, Any]:
             raise PolicyError([FieldError(path, "must be an object")])
         return dict(args or {})
     parsed = parse_model(model, args, path)
-    return parsed.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
+    if model.core_args is not None:
+        return model.core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
+    return parsed.json_args()

@@ -39,16 +39,42 @@ def aggregate_message(errors: Iterable[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One validation problem: `path` is relative to the requirement ("key", "values[0]", ...);
-    `supported` is set for field.NotSupported (bad operator), empty for field.Invalid."""
+    """One validation problem: `path` is relative to the validated object ("key", "values[0]", ...).
+    `kind` is the field.ErrorType: Invalid, NotSupported (with `supported`) or Duplicate."""
 
     path: str
     value: object
     detail: str
     supported: tuple[str, ...] = ()
+    kind: str = "Invalid"
 
     def error(self, base: str) -> str:
+        """The field.Error text upstream aggregates, with `base` prefixed to the path."""
         path = child_path(base, self.path)
         if self.supported:
             return not_supported(path, str(self.value), self.supported)
+        if self.kind == "Duplicate":
+            return f"{path}: Duplicate value: {go_value(self.value)}"
         return invalid(path, self.value, self.detail)
+
+    @property
+    def message(self) -> str:
+        """The text without path and value, for callers that report the path themselves."""
+        if self.supported:
+            return f'unsupported value "{self.value}": supported values: ' + ", ".join(self.supported)
+        if self.kind == "Duplicate":
+            return f"Duplicate value: {go_value(self.value)}"
+        return self.detail
+
+
+class ArgsError(ValueError):
+    """Plugin args that upstream's validation rejects; str() is upstream's aggregate message."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(aggregate_message(p.error("") for p in self.problems))
+
+
+def raise_problems(problems: Sequence[Problem]) -> None:
+    if problems:
+        raise ArgsError(problems)

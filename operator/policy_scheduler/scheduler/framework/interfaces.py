@@ -177,7 +177,8 @@ class Handle:
 class Plugin:
     name: ClassVar[str] = ""
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: object) -> None:
+        # JSON-shaped args from the profile, or the plugin's own typed args dataclass.
         self.handle = handle
         self.args = args
 

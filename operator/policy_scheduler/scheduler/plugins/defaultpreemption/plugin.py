@@ -34,6 +34,7 @@ from policy_scheduler.scheduler.framework.status import (
     unschedulable,
 )
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     calculate_num_candidates,
     dry_run_preemption,
@@ -48,43 +49,11 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
 from policy_scheduler.scheduler.selectors import aggregate_message
 
 NAME = "DefaultPreemption"
-DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
-DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
-
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 PREEMPTION_DISABLED = "preemption is disabled: "
-
-
-def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
-    value = args.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
-    return value
-
-
-def _validate(percentage: int, absolute: int) -> None:
-    """ValidateDefaultPreemptionArgs."""
-    errs: list[str] = []
-    if not 0 <= percentage <= 100:
-        errs.append(f"minCandidateNodesPercentage: Invalid value: {percentage}: not in valid range [0, 100]")
-    if absolute < 0:
-        errs.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
-    if percentage == 0 and absolute == 0:
-        errs.append(
-            "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
-            "minCandidateNodesAbsolute"
-        )
-        errs.append(
-            "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as "
-            "minCandidateNodesPercentage"
-        )
-    if errs:
-        raise ValueError(aggregate_message(errs))
 
 
 def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
@@ -95,15 +64,12 @@ def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name = NAME
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: DefaultPreemptionArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.min_candidate_nodes_percentage = _int_arg(
-            args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
-        )
-        self.min_candidate_nodes_absolute = _int_arg(
-            args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
-        )
-        _validate(self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
+        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
+        typed = args if isinstance(args, DefaultPreemptionArgs) else DefaultPreemptionArgs.from_json(args)
+        self.min_candidate_nodes_percentage = typed.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = typed.min_candidate_nodes_absolute
 
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
