@@ -26,7 +26,9 @@ from policy_scheduler.policy.kube_types import (
     qualified_name_problem,
 )
 from policy_scheduler.scheduler.field_errors import Problem
-from policy_scheduler.scheduler.plugins.defaultpreemption import args as core
+from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
+from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
+from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
@@ -171,6 +173,7 @@ class NodeResourcesFitArgs(ArgsModel):
 
 class NodeResourcesBalancedAllocationArgs(ArgsModel):
     plugin = "NodeResourcesBalancedAllocation"
+    core_args = noderesources.NodeResourcesBalancedAllocationArgs
 
     resources: list[ResourceSpec] = Field(
         default_factory=_default_resources, description="Resources to balance; cpu and memory if empty."
@@ -180,17 +183,6 @@ class NodeResourcesBalancedAllocationArgs(ArgsModel):
     @classmethod
     def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
         return resources or _default_resources()
-
-    @model_validator(mode="after")
-    def _unique_unit_weights(self) -> NodeResourcesBalancedAllocationArgs:
-        seen: set[str] = set()
-        for i, resource in enumerate(self.resources):
-            if resource.name in seen:
-                raise field_error(f"resources[{i}].name", f'Duplicate value: "{resource.name}"')
-            seen.add(resource.name)
-            if resource.weight != 1:
-                raise field_error(f"resources[{i}].weight", "must be 1")
-        return self
 
 
 class DefaultConstraint(TopologySpreadConstraint):
@@ -244,6 +236,7 @@ class PodTopologySpreadArgs(ArgsModel):
 
 class InterPodAffinityArgs(ArgsModel):
     plugin = "InterPodAffinity"
+    core_args = interpodaffinity.InterPodAffinityArgs
 
     hard_pod_affinity_weight: int = Field(
         1, ge=0, le=100, description="Score weight of existing pods' required affinity to the incoming pod."
@@ -263,7 +256,7 @@ class NodeAffinityArgs(ArgsModel):
 
 class DefaultPreemptionArgs(ArgsModel):
     plugin = "DefaultPreemption"
-    core_args = core.DefaultPreemptionArgs
+    core_args = defaultpreemption.DefaultPreemptionArgs
 
     min_candidate_nodes_percentage: int = Field(
         10, ge=0, le=100, description="Minimum candidates to dry-run, as a percentage of nodes."
