@@ -388,7 +388,7 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
         "resource group with slash",
         "NodeResourcesFit",
         {"ignoredResourceGroups": ["example.com/gpu"]},
-        f"{ARGS}.ignoredResourceGroups",
+        f"{ARGS}.ignoredResourceGroups[0]",
         "resource group name can't contain '/'",
     ),
     (

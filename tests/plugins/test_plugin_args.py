@@ -14,7 +14,10 @@ from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreempti
 from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
 from policy_scheduler.scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
-from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from policy_scheduler.scheduler.plugins.noderesources.args import (
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+)
 from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
 )
@@ -24,6 +27,7 @@ CORE_ARGS: list[tuple[str, Any]] = [
     ("DefaultPreemption", DefaultPreemptionArgs),
     ("InterPodAffinity", InterPodAffinityArgs),
     ("NodeResourcesBalancedAllocation", NodeResourcesBalancedAllocationArgs),
+    ("NodeResourcesFit", NodeResourcesFitArgs),
 ]
 
 
@@ -58,6 +62,17 @@ def test_plugins_take_typed_args() -> None:
             NodeResourcesBalancedAllocationArgs,
             {"resources": [{"name": "cpu"}, {"name": "cpu", "weight": 2}]},
             '[resources[1].name: Duplicate value: "cpu", resources[1].weight: Invalid value: 2: must be 1]',
+        ),
+        (
+            NodeResourcesFitArgs,
+            {
+                "ignoredResourceGroups": ["a/b"],
+                "scoringStrategy": {"type": "X", "resources": [{"name": "cpu", "weight": 101}]},
+            },
+            "[ignoredResourceGroups[0]: Invalid value: \"a/b\": resource group name can't contain '/', "
+            'scoringStrategy.type: Unsupported value: "X": supported values: "LeastAllocated", "MostAllocated", '
+            '"RequestedToCapacityRatio", scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of '
+            "cpu not in valid range (0, 100]]",
         ),
     ],
 )

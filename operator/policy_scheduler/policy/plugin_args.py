@@ -107,13 +107,6 @@ class RequestedToCapacityRatioParam(SpecModel):
         min_length=1, description="Points of the scoring function, sorted by strictly increasing utilization."
     )
 
-    @model_validator(mode="after")
-    def _sorted(self) -> RequestedToCapacityRatioParam:
-        for i in range(1, len(self.shape)):
-            if self.shape[i - 1].utilization >= self.shape[i].utilization:
-                raise field_error(f"shape[{i}].utilization", "values must be sorted in increasing order")
-        return self
-
 
 class ScoringStrategy(SpecModel):
     """How NodeResourcesFit scores nodes."""
@@ -134,12 +127,6 @@ class ScoringStrategy(SpecModel):
     def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
         return resources or _default_resources()
 
-    @model_validator(mode="after")
-    def _ratio_needs_shape(self) -> ScoringStrategy:
-        if self.type == "RequestedToCapacityRatio" and self.requested_to_capacity_ratio is None:
-            raise field_error("requestedToCapacityRatio", "required when type is RequestedToCapacityRatio")
-        return self
-
 
 def _default_scoring_strategy() -> ScoringStrategy:
     return ScoringStrategy(type="LeastAllocated")
@@ -147,6 +134,7 @@ def _default_scoring_strategy() -> ScoringStrategy:
 
 class NodeResourcesFitArgs(ArgsModel):
     plugin = "NodeResourcesFit"
+    core_args = noderesources.NodeResourcesFitArgs
 
     ignored_resources: list[LabelKey] = Field(
         default_factory=list, description="Resources the fit filter ignores (not scoring)."
@@ -158,17 +146,6 @@ class NodeResourcesFitArgs(ArgsModel):
     scoring_strategy: ScoringStrategy = Field(
         default_factory=_default_scoring_strategy, description="Defaults to LeastAllocated on cpu and memory."
     )
-
-    @field_validator("ignored_resource_groups")
-    @classmethod
-    def _groups_are_names(cls, groups: list[str]) -> list[str]:
-        for group in groups:
-            if "/" in group:
-                raise ValueError(f"resource group name can't contain '/': {group!r}")
-            problem = qualified_name_problem(group)
-            if problem:
-                raise ValueError(f"invalid resource group {group!r}: {problem}")
-        return groups
 
 
 class NodeResourcesBalancedAllocationArgs(ArgsModel):

@@ -40,7 +40,7 @@ def aggregate_message(errors: Iterable[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One validation problem: `path` is relative to the validated object ("key", "values[0]", ...).
-    `kind` is the field.ErrorType: Invalid, NotSupported (with `supported`) or Duplicate."""
+    `kind` is the field.ErrorType: Invalid, NotSupported (with `supported`), Duplicate or Required."""
 
     path: str
     value: object
@@ -55,6 +55,8 @@ class Problem:
             return not_supported(path, str(self.value), self.supported)
         if self.kind == "Duplicate":
             return f"{path}: Duplicate value: {go_value(self.value)}"
+        if self.kind == "Required":
+            return f"{path}: Required value: {self.detail}"
         return invalid(path, self.value, self.detail)
 
     @property
