@@ -466,7 +466,7 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
         "PodTopologySpread",
         {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
         f"{ARGS}.defaultingType",
-        "must be List when .defaultConstraints are not empty",
+        "when .defaultConstraints are not empty",
     ),
     (
         "zero max skew",

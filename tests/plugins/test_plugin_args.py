@@ -22,12 +22,14 @@ from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import
     NodeResourcesBalancedAllocation,
 )
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import ResourceSpec
+from policy_scheduler.scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 
 CORE_ARGS: list[tuple[str, Any]] = [
     ("DefaultPreemption", DefaultPreemptionArgs),
     ("InterPodAffinity", InterPodAffinityArgs),
     ("NodeResourcesBalancedAllocation", NodeResourcesBalancedAllocationArgs),
     ("NodeResourcesFit", NodeResourcesFitArgs),
+    ("PodTopologySpread", PodTopologySpreadArgs),
 ]
 
 
@@ -73,6 +75,13 @@ def test_plugins_take_typed_args() -> None:
             'scoringStrategy.type: Unsupported value: "X": supported values: "LeastAllocated", "MostAllocated", '
             '"RequestedToCapacityRatio", scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of '
             "cpu not in valid range (0, 100]]",
+        ),
+        (
+            PodTopologySpreadArgs,
+            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "Maybe"}]},
+            "[defaultConstraints[0].topologyKey: Required value: can not be empty, "
+            'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: '
+            '"DoNotSchedule", "ScheduleAnyway"]',
         ),
     ],
 )

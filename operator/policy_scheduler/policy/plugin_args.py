@@ -23,12 +23,12 @@ from policy_scheduler.policy.kube_types import (
     LabelKey,
     NodeAffinity,
     TopologySpreadConstraint,
-    qualified_name_problem,
 )
 from policy_scheduler.scheduler.field_errors import Problem
 from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
 from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
 from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
+from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
@@ -165,30 +165,10 @@ class NodeResourcesBalancedAllocationArgs(ArgsModel):
 class DefaultConstraint(TopologySpreadConstraint):
     """A default topology spread constraint; its pod selector is deduced per pod, so it has none."""
 
-    @model_validator(mode="after")
-    def _valid_default(self) -> DefaultConstraint:
-        if self.max_skew <= 0:
-            raise field_error("maxSkew", "not in valid range (0, inf)")
-        if not self.topology_key:
-            raise field_error("topologyKey", "can not be empty")
-        problem = qualified_name_problem(self.topology_key)
-        if problem:
-            raise field_error("topologyKey", problem)
-        if self.when_unsatisfiable not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise field_error(
-                "whenUnsatisfiable",
-                f'unsupported value "{self.when_unsatisfiable}": '
-                "supported values: DoNotSchedule, ScheduleAnyway",
-            )
-        if self.label_selector is not None:
-            raise field_error(
-                "labelSelector", "constraint must not define a selector, as they deduced for each pod"
-            )
-        return self
-
 
 class PodTopologySpreadArgs(ArgsModel):
     plugin = "PodTopologySpread"
+    core_args = podtopologyspread.PodTopologySpreadArgs
 
     default_constraints: list[DefaultConstraint] = Field(
         default_factory=list,
@@ -197,18 +177,6 @@ class PodTopologySpreadArgs(ArgsModel):
     defaulting_type: Literal["System", "List"] = Field(
         "System", description="System: Kubernetes' built-in defaults; List: defaultConstraints."
     )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> PodTopologySpreadArgs:
-        if self.defaulting_type == "System" and self.default_constraints:
-            raise field_error("defaultingType", "must be List when .defaultConstraints are not empty")
-        seen: set[tuple[str, str]] = set()
-        for i, c in enumerate(self.default_constraints):
-            key = (c.topology_key, c.when_unsatisfiable)
-            if key in seen:
-                raise field_error(f"defaultConstraints[{i}]", f'Duplicate value: "{{{key[0]}, {key[1]}}}"')
-            seen.add(key)
-        return self
 
 
 class InterPodAffinityArgs(ArgsModel):

@@ -40,7 +40,8 @@ def aggregate_message(errors: Iterable[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One validation problem: `path` is relative to the validated object ("key", "values[0]", ...).
-    `kind` is the field.ErrorType: Invalid, NotSupported (with `supported`), Duplicate or Required."""
+    `kind` is the field.ErrorType: Invalid, Duplicate, Required or Forbidden; a non-empty
+    `supported` makes it NotSupported."""
 
     path: str
     value: object
@@ -57,6 +58,8 @@ class Problem:
             return f"{path}: Duplicate value: {go_value(self.value)}"
         if self.kind == "Required":
             return f"{path}: Required value: {self.detail}"
+        if self.kind == "Forbidden":
+            return f"{path}: Forbidden: {self.detail}"
         return invalid(path, self.value, self.detail)
 
     @property

@@ -116,7 +116,7 @@ class NodeResourcesFitArgs:
             found.extend(Problem(f"ignoredResources[{i}]", name, detail) for detail in label_key_errors(name))
         strategy = self.scoring_strategy
         if strategy.type not in STRATEGIES:
-            found.append(Problem("scoringStrategy.type", strategy.type, "", STRATEGIES, kind="NotSupported"))
+            found.append(Problem("scoringStrategy.type", strategy.type, "", STRATEGIES))
         for i, spec in enumerate(strategy.resources):
             if not 0 < spec.weight <= 100:
                 found.append(
