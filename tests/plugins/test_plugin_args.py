@@ -14,6 +14,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreempti
 from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
 from policy_scheduler.scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
+from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinityArgs
 from policy_scheduler.scheduler.plugins.noderesources.args import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
@@ -30,6 +31,7 @@ CORE_ARGS: list[tuple[str, Any]] = [
     ("NodeResourcesBalancedAllocation", NodeResourcesBalancedAllocationArgs),
     ("NodeResourcesFit", NodeResourcesFitArgs),
     ("PodTopologySpread", PodTopologySpreadArgs),
+    ("NodeAffinity", NodeAffinityArgs),
 ]
 
 
@@ -83,9 +85,45 @@ def test_plugins_take_typed_args() -> None:
             'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: '
             '"DoNotSchedule", "ScheduleAnyway"]',
         ),
+        (
+            NodeAffinityArgs,
+            {
+                "addedAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]}
+                        ]
+                    }
+                }
+            },
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+            ".values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
+        ),
     ],
 )
 def test_upstream_aggregate_messages(core: Any, raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ArgsError) as info:
         core.from_json(raw)
     assert str(info.value) == message
+
+
+def test_node_affinity_args_round_trip() -> None:
+    """The policy's defaulted output is what the plugin reads back (to_json, then from_json)."""
+    raw = {
+        "addedAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+                ]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 3,
+                    "preference": {"matchExpressions": [{"key": "z", "operator": "Exists", "values": []}]},
+                }
+            ],
+        }
+    }
+    args = NodeAffinityArgs.from_json(raw)
+    assert NodeAffinityArgs.from_json(args.to_json()) == args
+    assert policy_args.default_plugin_args("NodeAffinity", raw, "args") == args.to_json()

@@ -25,6 +25,7 @@ from policy_scheduler.policy.kube_types import (
     TopologySpreadConstraint,
 )
 from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.plugins import nodeaffinity
 from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
 from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
 from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
@@ -193,6 +194,7 @@ class InterPodAffinityArgs(ArgsModel):
 
 class NodeAffinityArgs(ArgsModel):
     plugin = "NodeAffinity"
+    core_args = nodeaffinity.NodeAffinityArgs
 
     added_affinity: NodeAffinity | None = Field(
         None, description="Node affinity applied to every pod in addition to its own."

@@ -4,6 +4,7 @@ field errors, plugins as upstream's aggregate message)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,10 @@ class Problem:
     detail: str
     supported: tuple[str, ...] = ()
     kind: str = "Invalid"
+
+    def under(self, prefix: str) -> Problem:
+        """The same problem seen from an enclosing object at `prefix`."""
+        return dataclasses.replace(self, path=child_path(prefix, self.path))
 
     def error(self, base: str) -> str:
         """The field.Error text upstream aggregates, with `base` prefixed to the path."""

@@ -53,10 +53,13 @@ from policy_scheduler.scheduler.selectors.validation import (
     new_requirement_problems,
     node_requirement_problems,
     node_selector_errors,
+    node_selector_problems,
     parse_int64,
     preferred_terms_errors,
+    preferred_terms_problems,
     requirement_errors,
     term_errors,
+    term_problems,
 )
 
 __all__ = [
@@ -100,13 +103,16 @@ __all__ = [
     "node_matches_terms",
     "node_requirement_problems",
     "node_selector_errors",
+    "node_selector_problems",
     "not_supported",
     "parse_int64",
     "preferred_terms_errors",
+    "preferred_terms_problems",
     "preferred_terms_score",
     "required_terms",
     "requirement_errors",
     "requirement_matches_labels",
     "term_errors",
+    "term_problems",
     "to_label_selector",
 ]

@@ -182,33 +182,52 @@ def field_requirement_errors(req: Requirement, path: str = "") -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def term_errors(term: NodeSelectorTerm, path: str = "") -> tuple[str, ...]:
-    """Parse errors of a non-empty node selector term (newNodeSelectorTerm)."""
-    errs: list[str] = []
+def term_problems(term: NodeSelectorTerm) -> tuple[Problem, ...]:
+    """Parse problems of a non-empty node selector term (newNodeSelectorTerm), paths relative to it."""
+    found: list[Problem] = []
     for i, req in enumerate(term.match_expressions):
-        errs.extend(requirement_errors(req, f"{child_path(path, 'matchExpressions')}[{i}]"))
+        base = f"matchExpressions[{i}]"
+        found.extend(p.under(base) for p in node_requirement_problems(req.key, req.operator, req.values))
     for i, req in enumerate(term.match_fields):
-        errs.extend(field_requirement_errors(req, f"{child_path(path, 'matchFields')}[{i}]"))
-    return tuple(errs)
+        found.extend(
+            p.under(f"matchFields[{i}]") for p in field_requirement_problems(req.operator, req.values)
+        )
+    return tuple(found)
+
+
+@lru_cache(maxsize=4096)
+def term_errors(term: NodeSelectorTerm, path: str = "") -> tuple[str, ...]:
+    return tuple(p.error(path) for p in term_problems(term))
 
 
 def is_empty_term(term: NodeSelectorTerm) -> bool:
     return not term.match_expressions and not term.match_fields
 
 
-def node_selector_errors(terms: Sequence[NodeSelectorTerm], path: str = "") -> list[str]:
+def node_selector_problems(terms: Sequence[NodeSelectorTerm], path: str = "") -> list[Problem]:
     """NewNodeSelector's eager validation (empty terms are skipped, as upstream)."""
-    errs: list[str] = []
-    for i, term in enumerate(terms):
-        if not is_empty_term(term):
-            errs.extend(term_errors(term, f"{child_path(path, 'nodeSelectorTerms')}[{i}]"))
-    return errs
+    base = child_path(path, "nodeSelectorTerms")
+    return [
+        p.under(f"{base}[{i}]")
+        for i, term in enumerate(terms)
+        if not is_empty_term(term)
+        for p in term_problems(term)
+    ]
+
+
+def node_selector_errors(terms: Sequence[NodeSelectorTerm], path: str = "") -> list[str]:
+    return [p.error("") for p in node_selector_problems(terms, path)]
+
+
+def preferred_terms_problems(terms: Sequence[PreferredSchedulingTerm], path: str = "") -> list[Problem]:
+    """NewPreferredSchedulingTerms: terms with weight 0 or an empty preference are not parsed."""
+    return [
+        p.under(f"{path}[{i}]")
+        for i, term in enumerate(terms)
+        if term.weight != 0 and not is_empty_term(term.preference)
+        for p in term_problems(term.preference)
+    ]
 
 
 def preferred_terms_errors(terms: Sequence[PreferredSchedulingTerm], path: str = "") -> list[str]:
-    """NewPreferredSchedulingTerms: terms with weight 0 or an empty preference are not parsed."""
-    errs: list[str] = []
-    for i, term in enumerate(terms):
-        if term.weight != 0 and not is_empty_term(term.preference):
-            errs.extend(term_errors(term.preference, f"{path}[{i}]"))
-    return errs
+    return [p.error("") for p in preferred_terms_problems(terms, path)]
