@@ -1,8 +1,9 @@
-"""Typed args of the in-tree plugins: kube-scheduler v1 names, defaults and validation.
+"""Typed args of the in-tree plugins as CR fields: kube-scheduler v1 names, schema and types.
 
-Defaults follow apis/config/v1/defaults.go (SetDefaults_*Args) and validation follows
-apis/config/validation/validation_pluginargs.go, run on the defaulted values as upstream does.
-Deliberate differences:
+The fields give the CRD schema and the type and range checks. Defaults (SetDefaults_*Args) and
+the plugins' validation rules (Validate*Args) are the core's: each plugin's args dataclass
+(`core_args`), the same code the plugin runs, so the two cannot disagree.
+Deliberate differences (in the core):
 - the shape path is `scoringStrategy.requestedToCapacityRatio.shape[i]` (upstream reports
   `scoringStrategy.shape[i]`, which is not where the field is);
 - RequestedToCapacityRatio requires `requestedToCapacityRatio.shape` (upstream dereferences a
@@ -84,11 +85,6 @@ class ResourceSpec(SpecModel):
         1, ge=0, le=MAX_RESOURCE_WEIGHT, description="Weight of the resource, 1-100; 0 or unset means 1."
     )
 
-    @field_validator("weight")
-    @classmethod
-    def _zero_means_one(cls, weight: int) -> int:
-        return weight or 1
-
 
 def _default_resources() -> list[ResourceSpec]:
     return [ResourceSpec(name="cpu", weight=1), ResourceSpec(name="memory", weight=1)]
@@ -123,11 +119,6 @@ class ScoringStrategy(SpecModel):
         None, description="Arguments of the RequestedToCapacityRatio strategy."
     )
 
-    @field_validator("resources")
-    @classmethod
-    def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
-        return resources or _default_resources()
-
 
 def _default_scoring_strategy() -> ScoringStrategy:
     return ScoringStrategy(type="LeastAllocated")
@@ -156,11 +147,6 @@ class NodeResourcesBalancedAllocationArgs(ArgsModel):
     resources: list[ResourceSpec] = Field(
         default_factory=_default_resources, description="Resources to balance; cpu and memory if empty."
     )
-
-    @field_validator("resources")
-    @classmethod
-    def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
-        return resources or _default_resources()
 
 
 class DefaultConstraint(TopologySpreadConstraint):
