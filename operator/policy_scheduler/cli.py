@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("files", nargs="+", help="YAML files (multi-document or kind: List)")
     sim.add_argument("-o", "--output", choices=["table", "json"], default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaks")
+    sim.add_argument(
+        "--progress", action="store_true", help="progress on stderr (default: large runs on a TTY)"
+    )
     sim.set_defaults(func=_simulate)
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
