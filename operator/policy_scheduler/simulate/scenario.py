@@ -85,6 +85,11 @@ def read_documents(path: Path) -> Iterator[Document]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    yield from parse_documents(text, str(path))
+
+
+def parse_documents(text: str, path: str) -> Iterator[Document]:
+    """read_documents for text already read (stdin); `path` names it in messages."""
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
