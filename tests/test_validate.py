@@ -317,3 +317,13 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_cel_stage_is_reported(tmp_path: Path) -> None:
     path = write(tmp_path, [mirror({"value": 1}, "system-x")])
     assert found([path]) == [("PriorityClassMirror/system-x", "", CEL)]
+
+
+def test_yaml_that_is_not_kubernetes_objects_is_passed_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "workflow.yaml").write_text("on: push\njobs: {}\n")
+    (tmp_path / "hooks.yaml").write_text("- id: x\n  entry: y\n")
+    write(tmp_path, [profile({})])
+    assert main(["validate", str(tmp_path)]) == 0
+    assert "skipped" not in capsys.readouterr().err.split("validated")[0]

@@ -79,16 +79,17 @@ class Document:
         return f"{self.file}: document {self.index + 1}: {kind} {ident}"
 
 
-def read_documents(path: Path) -> Iterator[Document]:
-    """The objects of a multi-document YAML file, `kind: List` (or `*List`) items expanded."""
+def read_documents(path: Path, *, lenient: bool = False) -> Iterator[Document]:
+    """The objects of a multi-document YAML file, `kind: List` (or `*List`) items expanded.
+    `lenient`: documents that are not objects (a YAML list, a scalar) are passed over."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
-    yield from parse_documents(text, str(path))
+    yield from parse_documents(text, str(path), lenient=lenient)
 
 
-def parse_documents(text: str, path: str) -> Iterator[Document]:
+def parse_documents(text: str, path: str, *, lenient: bool = False) -> Iterator[Document]:
     """read_documents for text already read (stdin); `path` names it in messages."""
     try:
         docs = list(yaml.safe_load_all(text))
@@ -97,6 +98,8 @@ def parse_documents(text: str, path: str) -> Iterator[Document]:
     index = 0
     for doc in docs:
         if doc is None:
+            continue
+        if not isinstance(doc, Mapping) and lenient:
             continue
         if not isinstance(doc, Mapping):
             raise ScenarioError(

@@ -40,8 +40,9 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
 
 def _documents(name: str) -> list[Document]:
     if name == STDIN:
-        return list(parse_documents(sys.stdin.read(), "<stdin>"))
-    return list(read_documents(Path(name)))
+        return list(parse_documents(sys.stdin.read(), "<stdin>", lenient=True))
+    # A repository holds other YAML too (CI workflows, values files): only objects matter.
+    return list(read_documents(Path(name), lenient=True))
 
 
 def _ident(doc: Document) -> str:
@@ -63,6 +64,8 @@ def validate_paths(paths: Iterable[str]) -> Report:
         for doc in docs:
             kind = str(doc.body.get("kind", ""))
             api_version = str(doc.body.get("apiVersion", ""))
+            if not kind:
+                continue  # not a Kubernetes object
             if kind not in POLICY_KINDS or not api_version.startswith(c.GROUP + "/"):
                 report.skipped.append((doc.file, _ident(doc)))
                 continue
