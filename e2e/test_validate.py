@@ -141,3 +141,56 @@ def test_validate_agrees_with_the_api_server(
     for problem in problems:
         if problem.field:  # a root rule is reported by the server at <nil>
             assert problem.field in server.stderr, (problem, server.stderr)
+
+
+def test_validate_reads_what_kubectl_get_prints(crds: Kubectl, tmp_path: Path) -> None:
+    """Objects as the server returns them (managedFields, uid, defaults, a List) are valid."""
+    stored = [
+        profile(
+            "v-roundtrip", {"schedulerName": "v-roundtrip-scheduler", "evictionPolicyName": "v-roundtrip"}
+        ),
+        policy("v-roundtrip", {"dryRun": True}),
+        mirror("v-roundtrip", {"value": 10}),
+    ]
+    crds.create(*stored)
+    try:
+        dump = crds.run(
+            "get",
+            "schedulingprofiles/v-roundtrip",
+            "evictionpolicies/v-roundtrip",
+            "priorityclassmirrors/v-roundtrip",
+            "--show-managed-fields",
+            "-o",
+            "yaml",
+        ).stdout
+        assert "managedFields" in dump and "kind: List" in dump
+        path = tmp_path / "dump.yaml"
+        path.write_text(dump, encoding="utf-8")
+        report = validate_paths([str(path)])
+        assert report.problems == []
+        assert len(report.objects) == 3
+    finally:
+        for obj in stored:
+            crds.delete(obj["kind"].lower(), obj["metadata"]["name"])
+
+
+def test_simulate_reads_a_cluster_dump(kubectl: Kubectl, tmp_path: Path) -> None:
+    """`kubectl get ... -o yaml` of a real cluster, with kinds simulate does not use, exits 0."""
+    import subprocess
+    import sys
+
+    dump = kubectl.run(
+        "get",
+        "nodes,pods,deployments,replicasets,services,configmaps,priorityclasses",
+        "-A",
+        "--show-managed-fields",
+        "-o",
+        "yaml",
+    ).stdout
+    path = tmp_path / "cluster.yaml"
+    path.write_text(dump, encoding="utf-8")
+    cmd = [sys.executable, "-m", "policy_scheduler.cli", "simulate", str(path), "-o", "json"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "note: skipped kinds simulate does not use: ConfigMap" in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("summary: ")
