@@ -177,9 +177,9 @@ def test_eviction_policy_in_another_file_resolves_the_reference(tmp_path: Path) 
 def test_reference_to_an_invalid_eviction_policy(tmp_path: Path) -> None:
     bad = policy({"protected": [{"podSelector": {"matchLabels": {"a": "-bad-"}}}]}, "bad")
     path = write(tmp_path, [profile({"evictionPolicyName": "bad"}), bad])
-    assert found([path]) == [
-        ("EvictionPolicy/bad", "spec.protected[0].podSelector.matchLabels.a", OPERATOR),
+    assert found([path]) == [  # in input order, each object's problems together
         ("SchedulingProfile/p", "spec.evictionPolicyName", REFERENCE),
+        ("EvictionPolicy/bad", "spec.protected[0].podSelector.matchLabels.a", OPERATOR),
     ]
 
 

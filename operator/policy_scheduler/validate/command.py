@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from policy_scheduler.policy import constants as c
@@ -47,7 +47,7 @@ def _documents(name: str) -> list[Document]:
 
 def _ident(doc: Document) -> str:
     meta = doc.body.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
     return f"{doc.body.get('kind', '?')}/{name or '?'}"
 
 
@@ -78,6 +78,9 @@ def validate_paths(paths: Iterable[str]) -> Report:
             checked.append((doc.file, obj))
             report.problems += [Problem(doc.file, _ident(doc), f, m, s) for f, m, s in obj.errors]
     report.problems += cross_checks(checked)
+    # Grouped by object, in input order: cross-object problems join their object's others.
+    order = {key: i for i, key in reversed(list(enumerate(report.objects)))}
+    report.problems.sort(key=lambda p: order.get((p.file, p.object), -1))
     _note_skipped(report)
     return report
 

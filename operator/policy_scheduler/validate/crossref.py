@@ -15,6 +15,7 @@ def cross_checks(checked: Sequence[tuple[str, Checked]]) -> list[Problem]:
     as the older object does in the cluster."""
     problems: list[Problem] = []
     first: dict[tuple[str, str], str] = {}
+    checked = [(file, obj) for file, obj in checked if obj.name]  # a nameless one has its error
     for file, obj in checked:
         key = (obj.kind, obj.name)
         if key in first:
