@@ -194,3 +194,15 @@ def test_simulate_reads_a_cluster_dump(kubectl: Kubectl, tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     assert "note: skipped kinds simulate does not use: ConfigMap" in result.stderr
     assert result.stderr.splitlines()[-1].startswith("summary: ")
+
+
+def test_unknown_fields_under_warn_validation(crds: Kubectl, tmp_path: Path) -> None:
+    """kubectl --validate=warn: the server drops the field, says so, and judges the rest."""
+    path = tmp_path / "unknown.yaml"
+    path.write_text(yaml.safe_dump(profile("v-warn", {"bogus": 1, "percentageOfNodesToScore": 50})))
+    server = crds.run("apply", "--dry-run=server", "--validate=warn", "-f", str(path), check=False)
+    assert server.returncode == 0, server.stderr
+    assert 'unknown field "spec.bogus"' in server.stderr
+    report = validate_paths([str(path)], field_validation="warn")
+    assert report.errors == []
+    assert [(p.field, p.severity) for p in report.problems] == [("spec.bogus", "warning")]

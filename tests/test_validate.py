@@ -289,7 +289,7 @@ def test_text_lines_are_file_object_field_message(tmp_path: Path, capsys: pytest
     out = capsys.readouterr().out
     assert out == (
         f"{path}:EvictionPolicy/e:spec.rateLimit.perNodePerMinute: "
-        'Invalid value: "object": perNodePerMinute above evictionsPerMinute would never take effect\n'
+        'perNodePerMinute above evictionsPerMinute would never take effect\n'
     )
 
 
@@ -306,6 +306,7 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
             "field": "spec.percentageOfNodesToScore",
             "message": "Invalid value: 101: should be less than or equal to 100",
             "stage": SCHEMA,
+            "severity": "error",
         }
     ]
     assert data["objects"] == [
@@ -327,3 +328,23 @@ def test_yaml_that_is_not_kubernetes_objects_is_passed_over(
     write(tmp_path, [profile({})])
     assert main(["validate", str(tmp_path)]) == 0
     assert "skipped" not in capsys.readouterr().err.split("validated")[0]
+
+
+def test_unknown_fields_as_kubectl_validate_warn_and_ignore(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Dropped, the field no longer hides a rule violation: the CEL rule still runs on the rest.
+    path = write(tmp_path, [profile({"bogus": 1, "podInitialBackoffSeconds": 10, "podMaxBackoffSeconds": 5})])
+    assert found([path]) == [
+        ("SchedulingProfile/p", "spec.bogus", SCHEMA),
+        ("SchedulingProfile/p", "spec.podMaxBackoffSeconds", CEL),
+    ]
+
+    clean = write(tmp_path, [profile({"bogus": 1})], "clean.yaml")
+    assert main(["validate", "--validate", "warn", str(clean)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"{clean}:SchedulingProfile/p:spec.bogus: warning: unknown field: the API server drops it\n"
+    assert "1 warning(s)" in err
+    assert main(["validate", "--validate", "ignore", "-o", "json", str(clean)]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == []
+    assert main(["validate", str(clean)]) == 1

@@ -133,7 +133,7 @@ def test_root_rule_on_the_name() -> None:
     assert errors("PriorityClassMirror", {"value": 1}, "system-mine") == [
         (
             "",
-            "Invalid value: \"object\": names with the 'system-' prefix are reserved for system priority classes",
+            "names with the 'system-' prefix are reserved for system priority classes",
             CEL,
         )
     ]

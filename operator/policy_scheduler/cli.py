@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check policy manifests offline, as the server and operator do")
     val.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="YAML/JSON files, dirs, - (stdin)")
     val.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    val.add_argument(
+        "--validate",
+        choices=["strict", "warn", "ignore"],
+        default="strict",
+        help="unknown fields, as kubectl apply --validate: refused, or dropped with(out) a warning",
+    )
     val.set_defaults(func=_validate)
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")

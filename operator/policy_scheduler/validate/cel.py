@@ -104,18 +104,9 @@ def _evaluate(rule: Mapping[str, Any], value: Any, path: str) -> RuleError | Non
         return None
     if not isinstance(result, celtypes.BoolType):
         return RuleError(where, f"rule did not evaluate to a boolean: {text}")
-    message = rule.get("message") or f"failed rule: {text}"
-    return RuleError(where, f'Invalid value: "{_kind(value)}": {message}')
+    return RuleError(where, str(rule.get("message") or f"failed rule: {text}"))
 
 
 def _eval_message(exc: CELEvalError) -> str:
     text = str(exc.args[0]) if exc.args else str(exc)
     return text.split(" (in activation")[0]
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__

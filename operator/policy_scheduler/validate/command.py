@@ -16,8 +16,8 @@ from pathlib import Path
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Document, ScenarioError, parse_documents, read_documents
 from policy_scheduler.validate.crossref import cross_checks
-from policy_scheduler.validate.objects import POLICY_KINDS, Checked, check_object
-from policy_scheduler.validate.report import INPUT, Problem, Report
+from policy_scheduler.validate.objects import POLICY_KINDS, STRICT, Checked, check_object
+from policy_scheduler.validate.report import INPUT, WARNING, Problem, Report
 
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
@@ -51,7 +51,7 @@ def _ident(doc: Document) -> str:
     return f"{doc.body.get('kind', '?')}/{name or '?'}"
 
 
-def validate_paths(paths: Iterable[str]) -> Report:
+def validate_paths(paths: Iterable[str], field_validation: str = STRICT) -> Report:
     report = Report()
     checked: list[tuple[str, Checked]] = []
     for name in expand(paths):
@@ -74,9 +74,11 @@ def validate_paths(paths: Iterable[str]) -> Report:
                 message = f"version {api_version!r} is not served: use {c.API_VERSION}"
                 report.problems.append(Problem(doc.file, _ident(doc), "apiVersion", message, INPUT))
                 continue
-            obj = check_object(kind, doc.body)
+            obj = check_object(kind, doc.body, field_validation)
             checked.append((doc.file, obj))
-            report.problems += [Problem(doc.file, _ident(doc), f, m, s) for f, m, s in obj.errors]
+            ident = _ident(doc)
+            report.problems += [Problem(doc.file, ident, f, m, s, WARNING) for f, m, s in obj.warnings]
+            report.problems += [Problem(doc.file, ident, f, m, s) for f, m, s in obj.errors]
     report.problems += cross_checks(checked)
     # Grouped by object, in input order: cross-object problems join their object's others.
     order = {key: i for i, key in reversed(list(enumerate(report.objects)))}
@@ -96,7 +98,7 @@ def _note_skipped(report: Report) -> None:
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    report = validate_paths(args.paths)
+    report = validate_paths(args.paths, args.validate)
     if args.output == "json":
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
@@ -109,4 +111,4 @@ def validate_command(args: argparse.Namespace) -> int:
         print("note: no policy objects found", file=sys.stderr)
     if any(p.stage == INPUT and not p.object for p in report.problems):
         return EXIT_BAD_INPUT
-    return EXIT_PROBLEMS if report.problems else 0
+    return EXIT_PROBLEMS if report.errors else 0

@@ -4,7 +4,7 @@ then, if the server would store it, the checks the operator applies to accept it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -15,6 +15,8 @@ from policy_scheduler.validate import schema as structural
 from policy_scheduler.validate.cel import check_rules
 from policy_scheduler.validate.report import CEL, OPERATOR, SCHEMA, SERVER_STAGES
 
+# kubectl's --validate values (the API server's fieldValidation: Strict, Warn, Ignore).
+STRICT, WARN, IGNORE = "strict", "warn", "ignore"
 POLICY_KINDS = (c.SCHEDULING_PROFILE_KIND, c.EVICTION_POLICY_KIND, c.PRIORITY_CLASS_MIRROR_KIND)
 
 
@@ -24,6 +26,7 @@ class Checked:
     name: str
     body: dict[str, Any]  # as the server would store it: defaults applied
     errors: list[tuple[str, str, str]]  # (field, message, stage)
+    warnings: list[tuple[str, str, str]] = field(default_factory=list)
     profile: ResolvedProfile | None = None  # a SchedulingProfile the operator accepts
 
     @property
@@ -48,15 +51,23 @@ def crd_schemas() -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def check_object(kind: str, body: Mapping[str, Any]) -> Checked:
+def check_object(kind: str, body: Mapping[str, Any], field_validation: str = STRICT) -> Checked:
+    """`field_validation` as kubectl's --validate: strict refuses unknown fields, warn drops
+    them with a warning, ignore drops them silently."""
     obj = {k: v for k, v in body.items() if k != "status"}
     meta = obj.get("metadata")
     name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
     schema = crd_schemas()[kind]
-    found = structural.metadata_errors(meta) + structural.reject_unknown(obj, schema, "")
-    stored = structural.apply_defaults(obj, schema)
+    pruned, unknown = structural.prune_unknown(obj, schema, "")
+    found = structural.metadata_errors(meta)
+    warnings: list[tuple[str, str, str]] = []
+    if field_validation == STRICT:
+        found += [structural.SchemaError(path, "unknown field") for path in unknown]
+    elif field_validation == WARN:
+        warnings = [(path, "unknown field: the API server drops it", SCHEMA) for path in unknown]
+    stored = structural.apply_defaults(pruned, schema)
     found += structural.validate(stored, schema, "")
-    checked = Checked(kind, name, stored, [(e.path, e.message, SCHEMA) for e in found])
+    checked = Checked(kind, name, stored, [(e.path, e.message, SCHEMA) for e in found], warnings)
     if any(e.blocking for e in found):
         return checked  # the server skips CEL rules then, and never stores the object
     checked.errors += [(e.path, e.message, CEL) for e in check_rules(stored, schema)]

@@ -9,6 +9,8 @@ from typing import Any
 INPUT, SCHEMA, CEL, OPERATOR, REFERENCE = "input", "schema", "cel", "operator", "reference"
 # Stages whose problems make the API server refuse the object (the rest the operator rejects).
 SERVER_STAGES = frozenset({SCHEMA, CEL})
+# Only errors fail validation; a warning is what the API server would tell and accept.
+ERROR, WARNING = "error", "warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,11 +20,13 @@ class Problem:
     field: str  # JSON path below the object; empty when the object as a whole is at fault
     message: str
     stage: str
+    severity: str = ERROR
 
     def line(self) -> str:
+        message = self.message if self.severity == ERROR else f"{self.severity}: {self.message}"
         if not self.object:
-            return f"{self.file}: {self.message}"
-        return f"{self.file}:{self.object}:{self.field or '<root>'}: {self.message}"
+            return f"{self.file}: {message}"
+        return f"{self.file}:{self.object}:{self.field or '<root>'}: {message}"
 
 
 @dataclass(slots=True)
@@ -32,11 +36,15 @@ class Report:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, Kind/name) not ours
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == ERROR]
+
     def to_json(self) -> dict[str, Any]:
         """The public JSON contract (`-o json`): keep it stable."""
-        invalid = {(p.file, p.object) for p in self.problems}
+        invalid = {(p.file, p.object) for p in self.errors}
         return {
-            "valid": not self.problems,
+            "valid": not self.errors,
             "problems": [asdict(p) for p in self.problems],
             "objects": [{"file": f, "object": o, "valid": (f, o) not in invalid} for f, o in self.objects],
             "skipped": [{"file": f, "object": o} for f, o in self.skipped],
@@ -44,8 +52,11 @@ class Report:
 
     def summary(self) -> str:
         files = len({f for f, _ in self.objects} | {f for f, _ in self.skipped})
-        bad = len({(p.file, p.object) for p in self.problems if p.object})
+        bad = len({(p.file, p.object) for p in self.errors if p.object})
+        warnings = len(self.problems) - len(self.errors)
         return (
             f"validated {len(self.objects)} policy object(s) in {files} file(s): "
-            f"{len(self.problems)} problem(s) in {bad} object(s), {len(self.skipped)} other object(s) skipped"
+            f"{len(self.errors)} problem(s) in {bad} object(s), "
+            + (f"{warnings} warning(s), " if warnings else "")
+            + f"{len(self.skipped)} other object(s) skipped"
         )

@@ -1,6 +1,6 @@
 """A custom resource against its CRD's structural OpenAPI schema, in the API server's order:
-unknown fields (rejected, as `kubectl apply`'s default strict field validation makes the server
-do), then defaults, then types, required fields, enums, patterns, bounds and list-map keys.
+unknown fields (refused under strict field validation, `kubectl apply`'s default; dropped
+otherwise), then defaults, then types, required fields, enums, patterns, bounds and list-map keys.
 
 Only the schema keywords a structural CRD schema may use are read; the CEL rules are cel.py's.
 """
@@ -70,26 +70,34 @@ def _type_ok(value: Any, wanted: str) -> bool:
 # ---- 1. unknown fields and 2. defaults ---------------------------------------------------------------
 
 
-def reject_unknown(value: Any, schema: Schema, path: str) -> list[SchemaError]:
-    """Fields the schema does not declare: `strict decoding error: unknown field`."""
-    errors: list[SchemaError] = []
-    if isinstance(value, Mapping) and schema.get("type", "object") == "object":
-        if schema.get(PRESERVE):
-            return errors
+def prune_unknown(value: Any, schema: Schema, path: str) -> tuple[Any, list[str]]:
+    """A copy without the fields the schema does not declare, and their paths. The server drops
+    them (pruning) or, under strict field validation, refuses: `strict decoding error: unknown field`."""
+    if isinstance(value, Mapping) and schema.get("type", "object") == "object" and not schema.get(PRESERVE):
         properties: Mapping[str, Schema] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
+        kept: dict[str, Any] = {}
+        unknown: list[str] = []
         for key, item in value.items():
-            sub = join_path(path, str(key))
-            if key in properties:
-                errors += reject_unknown(item, properties[key], sub)
-            elif isinstance(extra, Mapping):
-                errors += reject_unknown(item, extra, sub)
-            elif extra is not True:
-                errors.append(SchemaError(sub, "unknown field"))
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+            sub_path = join_path(path, str(key))
+            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
+            if sub is not None:
+                kept[key], below = prune_unknown(item, sub, sub_path)
+                unknown += below
+            elif extra is True:
+                kept[key] = item
+            else:
+                unknown.append(sub_path)
+        return kept, unknown
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        items: list[Any] = []
+        unknown = []
         for i, item in enumerate(value):
-            errors += reject_unknown(item, schema["items"], join_path(path, i))
-    return errors
+            pruned, below = prune_unknown(item, schema["items"], join_path(path, i))
+            items.append(pruned)
+            unknown += below
+        return items, unknown
+    return value, []
 
 
 def apply_defaults(value: Any, schema: Schema) -> Any:
