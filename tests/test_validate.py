@@ -289,7 +289,7 @@ def test_text_lines_are_file_object_field_message(tmp_path: Path, capsys: pytest
     out = capsys.readouterr().out
     assert out == (
         f"{path}:EvictionPolicy/e:spec.rateLimit.perNodePerMinute: "
-        'perNodePerMinute above evictionsPerMinute would never take effect\n'
+        "perNodePerMinute above evictionsPerMinute would never take effect\n"
     )
 
 
