@@ -199,8 +199,9 @@ def _rules(schema: Mapping[str, Any]) -> Iterator[str]:
 ALL_RULES = sorted({rule for schema in crd_schemas().values() for rule in _rules(schema)})
 
 
-def test_our_crds_have_the_rules_we_test() -> None:
-    assert len(ALL_RULES) == 7
+def test_the_crds_have_rules_to_check() -> None:
+    # docs/validate.md lists them; a new rule must pass the support check below.
+    assert len(ALL_RULES) >= 7
 
 
 @pytest.mark.parametrize("rule", ALL_RULES)

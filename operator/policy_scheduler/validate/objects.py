@@ -9,7 +9,7 @@ from functools import cache
 from typing import Any
 
 from policy_scheduler.policy import constants as c
-from policy_scheduler.policy.errors import FieldError, PolicyError
+from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.validate import schema as structural
 from policy_scheduler.validate.cel import check_rules
@@ -83,9 +83,8 @@ def _operator_checks(checked: Checked) -> None:
         OPERATOR_CHECKS[checked.kind](checked, spec)
     except PolicyError as exc:
         checked.errors += [(e.path, e.message, OPERATOR) for e in exc.errors]
-    except ValueError as exc:
-        error = FieldError("spec", str(exc))
-        checked.errors.append((error.path, error.message, OPERATOR))
+    except ValueError as exc:  # not a PolicyError: no field path of its own
+        checked.errors.append(("spec", str(exc), OPERATOR))
 
 
 def _profile(checked: Checked, spec: dict[str, Any]) -> None:
