@@ -1,4 +1,4 @@
-"""`policy-scheduler` command line: run, simulate, import-config, crds, dev-cluster, demo."""
+"""`policy-scheduler` command line: run, simulate, validate, import-config, crds, dev-cluster, demo."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ def _simulate(args: argparse.Namespace) -> int:
     from policy_scheduler.simulate.command import simulate_command
 
     return simulate_command(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from policy_scheduler.validate.command import validate_command
+
+    return validate_command(args)
 
 
 def _import_config(args: argparse.Namespace) -> int:
@@ -83,7 +89,21 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("files", nargs="+", help="YAML files (multi-document or kind: List)")
     sim.add_argument("-o", "--output", choices=["table", "json"], default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaks")
+    sim.add_argument(
+        "--progress", action="store_true", help="progress on stderr (default: large runs on a TTY)"
+    )
     sim.set_defaults(func=_simulate)
+
+    val = sub.add_parser("validate", help="check policy manifests offline, as the server and operator do")
+    val.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="YAML/JSON files, dirs, - (stdin)")
+    val.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    val.add_argument(
+        "--validate",
+        choices=["strict", "warn", "ignore"],
+        default="strict",
+        help="unknown fields, as kubectl apply --validate: refused, or dropped with(out) a warning",
+    )
+    val.set_defaults(func=_validate)
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
