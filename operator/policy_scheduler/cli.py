@@ -10,9 +10,10 @@ from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
+    from policy_scheduler.config import OperatorConfig
     from policy_scheduler.operator_main import run_operator
 
-    return run_operator(args)
+    return run_operator(OperatorConfig.from_args(args))
 
 
 def _simulate(args: argparse.Namespace) -> int:
