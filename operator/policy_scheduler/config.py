@@ -15,6 +15,8 @@ from policy_scheduler.kube.retry import RetryPolicy
 @dataclass(frozen=True, slots=True)
 class ApiTimings:
     request_timeout: float = 30.0  # total per request (watches: connect only)
+    crd_served_wait: float = 60.0  # --install-crds: how long our CRDs may take to be served
+    crd_served_poll: float = 0.2
     # pods/status patches (conditions, nominations, DisruptionTarget)
     status_patch_retry: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5)
@@ -37,6 +39,7 @@ class InformerTimings:
     # A watch that ends sooner than this without delivering anything counts as a failure, so a
     # server that keeps closing streams at once is retried with backoff, not in a hot loop.
     min_healthy_watch: float = 1.0
+    watch_read_slack: float = 30.0  # idle read timeout beyond the watch's own timeoutSeconds
     page_size: int = 500  # client-go pager's default page size
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(initial=0.5, cap=30.0, max_attempts=None))
 

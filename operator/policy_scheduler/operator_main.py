@@ -11,21 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 from typing import Any
 
 import kopf
 
-from policy_scheduler.apiobjects import structs
-from policy_scheduler.apiobjects.convert import (
-    namespace_from_api,
-    node_from_api,
-    pdb_from_api,
-    pod_from_api_or_malformed,
-    pod_from_decode_failure,
-)
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
@@ -35,12 +26,12 @@ from policy_scheduler.controllers.profile_store import ProfileStore, compile_pro
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
+from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
-from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
@@ -54,8 +45,6 @@ from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS
 
 log = logging.getLogger(__name__)
 
-# As kube-scheduler: terminal pods hold no resources and are never scheduled.
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PROFILES = "schedulingprofiles"
 
 
@@ -101,20 +90,7 @@ class Operator:
         self.policies = EvictionPolicyStore(status=self.status)
         # PodTopologySpread's default constraints select pods by their Services and controllers.
         self.owners = DefaultSelectorIndex()
-        self.pdbs = Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api, timings=config.informer)
-        self.owner_informers: list[Informer[Any, Any]] = [
-            Informer(
-                api,
-                path,
-                item_type,
-                convert,
-                on_add=self.owners.add,
-                on_update=self.owners.update,
-                on_delete=self.owners.delete,
-                timings=config.informer,
-            )
-            for path, item_type, convert in OWNER_RESOURCES
-        ]
+        self.pdbs = ClusterInformers.pdb_informer(api, config.informer)
         # The engine's preemption gate is the evictor's, and the evictor requeues into the
         # engine: the evictor gets the engine's pods once the engine exists (attach below).
         self.evictor = Evictor(
@@ -141,38 +117,13 @@ class Operator:
             compile_profile_spec, self.engine.set_profiles, eviction_policy_known=self.policies.known
         )
         self.policies.profiles = self.profiles
-        self.namespace_labels: dict[str, dict[str, str]] = {}
         self.profile_selector = parse_selector(config.profile_selector)
-        self.pods: Informer[structs.Pod, Pod] = Informer(
+        self.cluster = ClusterInformers(
             api,
-            PODS,
-            structs.Pod,
-            pod_from_api_or_malformed,
-            on_add=self.engine.pod_added,
-            on_update=self.engine.pod_updated,
-            on_delete=self._pod_deleted,
-            on_decode_failure=pod_from_decode_failure,
-            field_selector=POD_FIELD_SELECTOR,
-            timings=config.informer,
-        )
-        self.nodes = Informer(
-            api,
-            NODES,
-            structs.Node,
-            node_from_api,
-            on_add=self.engine.node_added,
-            on_update=self.engine.node_updated,
-            on_delete=self.engine.node_deleted,
-            timings=config.informer,
-        )
-        self.namespaces = Informer(
-            api,
-            NAMESPACES,
-            structs.Namespace,
-            namespace_from_api,
-            on_add=self._namespace_changed,
-            on_update=lambda _o, n: self._namespace_changed(n),
-            on_delete=self._namespace_deleted,
+            self.engine,
+            on_pod_deleted=self._pod_deleted,
+            owners=self.owners,
+            pdbs=self.pdbs,
             timings=config.informer,
         )
 
@@ -181,18 +132,8 @@ class Operator:
         self.reporter.pod_gone(pod)
         self.evictor.pod_deleted(pod)
 
-    def _namespace_changed(self, ns: Any) -> None:
-        self.namespace_labels[ns.name] = dict(ns.labels)
-        self.engine.set_namespace_labels(self.namespace_labels)
-
-    def _namespace_deleted(self, ns: Any) -> None:
-        self.namespace_labels.pop(ns.name, None)
-        self.engine.set_namespace_labels(self.namespace_labels)
-
     def synced(self) -> bool:
-        return all(i.has_synced.is_set() for i in (self.pods, self.nodes, self.namespaces)) and all(
-            i.has_synced.is_set() for i in self.owner_informers
-        )
+        return self.cluster.synced()
 
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata", {})
@@ -235,15 +176,13 @@ class Operator:
             server = await start_server(self.config.metrics_host, self.config.metrics_port, self.synced)
         self.events.start()
         self.reporter.start()
-        for informer in (self.namespaces, self.nodes, self.pods, self.pdbs):
-            tasks.append(informer.start())
-        tasks.extend(informer.start() for informer in self.owner_informers)
+        tasks.extend(self.cluster.start())
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         mirrors = mirror_registrar(
             api=self.api,
             status_writer=self.status,
-            pods=lambda: self.pods.store.values(),
+            pods=lambda: self.cluster.pods.store.values(),
             is_leader=self.leader.is_leader,
         )
         registry = build_registry(
@@ -271,7 +210,7 @@ class Operator:
         kopf_task.add_done_callback(lambda _: stop.set())
         tasks.append(kopf_task)
         await asyncio.wait(
-            [asyncio.ensure_future(self._wait_synced()), asyncio.ensure_future(stop.wait())],
+            [asyncio.ensure_future(self.cluster.wait_synced()), asyncio.ensure_future(stop.wait())],
             return_when=asyncio.FIRST_COMPLETED,
         )
         tasks.append(asyncio.create_task(self.engine.run(self.leader.is_leader), name="scheduler"))
@@ -297,22 +236,12 @@ class Operator:
             if server is not None:
                 await server.cleanup()
 
-    async def _wait_synced(self) -> None:
-        await asyncio.gather(
-            *(i.has_synced.wait() for i in (self.pods, self.nodes, self.namespaces, self.pdbs)),
-            *(i.has_synced.wait() for i in self.owner_informers),
-        )
-        # The initial lists created most long-lived objects at once: move them out of the
-        # collector's generations so later collections don't rescan them (big clusters).
-        gc.collect()
-        gc.freeze()
-
 
 async def _main(config: OperatorConfig) -> int:
     api = await make_api_client(config.kubeconfig)
     try:
         if config.install_crds:
-            await install_crds(api)
+            await install_crds(api, config.api)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

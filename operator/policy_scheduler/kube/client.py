@@ -23,6 +23,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from policy_scheduler.apiobjects.decode import decode_status
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ USER_AGENT = "policy-scheduler/0.1"
 JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = DEFAULTS.api.request_timeout
 
 # Errors that say nothing about the request itself: the connection, not the server, failed.
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ConnectionError)

@@ -222,7 +222,9 @@ class Informer(Generic[S, V]):
         }
         started = time.monotonic()
         received = False
-        async with stream(self.api, self.path, query=query, read_timeout=timeout_seconds + 30.0) as resp:
+        async with stream(
+            self.api, self.path, query=query, read_timeout=timeout_seconds + self.timings.watch_read_slack
+        ) as resp:
             if resp.status == 410:
                 raise _Gone
             if resp.status != 200:
