@@ -24,7 +24,7 @@ from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decod
 from policy_scheduler.apiobjects.owners import OwnerInfo
 from policy_scheduler.config import DEFAULTS, InformerTimings
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
-from policy_scheduler.kube.retry import Backoff, parse_retry_after
+from policy_scheduler.kube.retry import Backoff, Sleep, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ class Informer(Generic[S, V]):
         label_selector: str | None = None,
         timings: InformerTimings = DEFAULTS.informer,
         page_size: int | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.api = api
         self.path = path
@@ -106,6 +107,7 @@ class Informer(Generic[S, V]):
         self.timings = timings
         self.page_size = page_size or timings.page_size
         self.backoff = Backoff(timings.retry)
+        self.sleep = sleep
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         self.resource_version = ""
@@ -148,7 +150,7 @@ class Informer(Generic[S, V]):
                     "list/watch failed; retrying",
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
                 )
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
 
     # --- list ----------------------------------------------------------------------------------
 
