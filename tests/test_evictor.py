@@ -456,3 +456,15 @@ async def test_dry_run_clears_again_after_a_repeat_and_reports_once(monkeypatch:
     await h.evictor.drain()
     assert h.cleared == ["ns/high="] * 3
     assert h.results() == [("a", "WouldEvict")]
+
+
+async def test_a_long_throttle_abandons_and_requeues_after_retry_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.api.answer("POST", "/a/eviction", (429, status_body("Too many requests"), 600.0))
+    await h.run(h.victim("a", "ua"))
+    assert len(h.api.posted()) == 1 and h.sleeps == []  # no call sleeps for ten minutes
+    assert h.results() == [("a", "Failed")] and h.cleared == ["ns/high="]
+    assert h.requeued == [] and h.evictor.in_progress(h.preemptor)  # held for the server's 600 s
+    await h.evictor.stop()

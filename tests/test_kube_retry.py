@@ -144,6 +144,14 @@ async def test_deadline_bounds_an_unbounded_policy() -> None:
     assert server.calls == 4
 
 
+async def test_a_retry_after_beyond_the_policys_bound_is_left_to_the_caller() -> None:
+    time = FakeTime()
+    server = Server(Answer(429, b"", 600.0), Answer(200, b""))
+    answer = await run(server, RetryPolicy(max_retry_after=30.0), time)
+    assert (answer.status, answer.retry_after) == (429, 600.0)
+    assert server.calls == 1 and time.sleeps == []
+
+
 async def test_connection_errors_are_retried_then_raised() -> None:
     time = FakeTime()
     recovered = Server(ConnectionError("reset"), Answer(201, b""))

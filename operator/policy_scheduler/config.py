@@ -19,7 +19,7 @@ class ApiTimings:
     crd_served_poll: float = 0.2
     # pods/status patches (conditions, nominations, DisruptionTarget)
     status_patch_retry: RetryPolicy = field(
-        default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5)
+        default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5, max_retry_after=30.0)
     )
 
 
@@ -68,7 +68,9 @@ class EvictionTimings:
     requeue_cap: float = 60.0
     dry_run_memory: float = 300.0  # the same dry-run decision for a preemptor is reported again after this
     dry_run_retry: float = 30.0  # a preemptor under a dry-run policy retries this often
-    api_retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(initial=0.5, cap=10.0, max_attempts=5))
+    api_retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(initial=0.5, cap=10.0, max_attempts=5, max_retry_after=30.0)
+    )
 
 
 @dataclass(frozen=True, slots=True)

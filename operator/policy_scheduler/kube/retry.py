@@ -52,6 +52,9 @@ class RetryPolicy:
     cap: float = 30.0
     max_attempts: int | None = 5  # None: unbounded (then `deadline`, if any, bounds it)
     deadline: float | None = None  # seconds from the first attempt
+    # A server asking for a longer wait than this ends the retries: the caller gets the answer
+    # (with its retry_after) and decides, rather than one call sleeping for minutes.
+    max_retry_after: float | None = None
 
     def ceiling(self, retries: int) -> float:
         """The upper bound of the delay before retry number `retries` + 1."""
@@ -120,7 +123,12 @@ async def with_retries(
         delay = backoff.next(answer.retry_after)
         out_of_attempts = policy.max_attempts is not None and attempt >= policy.max_attempts
         out_of_time = policy.deadline is not None and clock() - start + delay > policy.deadline
-        if out_of_attempts or out_of_time:
+        too_long = (
+            policy.max_retry_after is not None
+            and answer.retry_after is not None
+            and answer.retry_after > policy.max_retry_after
+        )
+        if out_of_attempts or out_of_time or too_long:
             if error is not None:
                 raise error
             return answer
