@@ -16,7 +16,6 @@ WOULD_EVICT = "WouldEvict"
 BLOCKED_BY_BUDGET = "BlockedByBudget"
 RATE_LIMITED = "RateLimited"
 FAILED = "Failed"
-BLOCKED_UNAVAILABLE = "Blocked"
 
 
 @dataclass(frozen=True, slots=True)
