@@ -7,8 +7,8 @@ from typing import Any
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore, to_settings
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.evictor import DEFAULT_SETTINGS, EvictionRecord, RateLimits
 from policy_scheduler.policy.eviction import EvictionPolicySpec, EvictionPolicyStatus
+from policy_scheduler.policy.eviction_settings import DEFAULT_SETTINGS, EvictionRecord, RateLimits
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import ProtectedTerm
 

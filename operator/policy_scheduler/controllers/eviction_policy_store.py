@@ -18,16 +18,6 @@ from typing import Any
 from policy_scheduler import metrics
 from policy_scheduler.controllers.profile_store import ProfileStore
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.evictor import (
-    BLOCKED_BY_BUDGET,
-    DEFAULT_SETTINGS,
-    EVICTED,
-    RATE_LIMITED,
-    WOULD_EVICT,
-    EvictionRecord,
-    EvictionSettings,
-    RateLimits,
-)
 from policy_scheduler.policy import kube_types
 from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import (
@@ -39,6 +29,16 @@ from policy_scheduler.policy.constants import (
 )
 from policy_scheduler.policy.errors import PolicyError, parse_model
 from policy_scheduler.policy.eviction import EvictionPolicySpec
+from policy_scheduler.policy.eviction_settings import (
+    BLOCKED_BY_BUDGET,
+    DEFAULT_SETTINGS,
+    EVICTED,
+    RATE_LIMITED,
+    WOULD_EVICT,
+    EvictionRecord,
+    EvictionSettings,
+    RateLimits,
+)
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig, ProtectedTerm
 

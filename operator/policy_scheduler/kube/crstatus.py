@@ -13,12 +13,11 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
 from policy_scheduler.policy.constants import GROUP, VERSION
 
 log = logging.getLogger(__name__)
-
-DEFAULT_INTERVAL = 2.0
 
 
 class StatusWriter:
@@ -26,7 +25,7 @@ class StatusWriter:
         self,
         api: Any,
         *,
-        interval: float = DEFAULT_INTERVAL,
+        interval: float = DEFAULTS.status_interval,
         is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self.api = api

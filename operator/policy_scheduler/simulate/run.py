@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from policy_scheduler.kube.owner_index import OwnerIndex
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
@@ -132,7 +132,7 @@ async def _simulate(
     hooks.policy_for = policy_for
     services = {
         "pdbs": scenario.pdbs,
-        OWNER_SELECTORS_SERVICE: OwnerIndex(scenario.owners).owner_selectors,
+        OWNER_SELECTORS_SERVICE: DefaultSelectorIndex(scenario.owners).owner_selectors,
         "eviction_policy": policy_for,
     }
     engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
