@@ -31,13 +31,13 @@ from policy_scheduler.apiobjects.convert import (
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
 from policy_scheduler.controllers.kopf_app import build_registry, settings
 from policy_scheduler.controllers.priorityclass_mirror import registrar as mirror_registrar
-from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.evictor import Evictor, preemption_services
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import NAMESPACES, NODES, PDBS, PODS, Informer
@@ -45,7 +45,7 @@ from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_id
 from policy_scheduler.kube.owner_index import OWNER_RESOURCES, OwnerIndex
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
-from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
+from policy_scheduler.policy.constants import API_VERSION, EVICTION_POLICY_PLURAL, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
@@ -102,7 +102,8 @@ class Operator:
         self.profiles = ProfileStore(
             compile_profile_spec,
             self.engine.set_profiles,
-            eviction_policy_known=lambda name: self.policies.known(name),
+            eviction_policy_problem=lambda name: self.policies.problem(name),
+            notify=self._profile_event,
         )
         self.policies = EvictionPolicyStore(self.profiles, self.status)
         self.pdbs = Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api)
@@ -181,8 +182,13 @@ class Operator:
             int(meta.get("generation") or 0),
             str(meta.get("creationTimestamp", "")),
             dict(body.get("spec") or {}),
+            body.get("status"),
         )
         self._refresh_status()
+
+    def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
+        ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+        self.events.event(ref, type_, reason, "Preempt", note)
 
     def _refresh_status(self) -> None:
         synced = self.synced()

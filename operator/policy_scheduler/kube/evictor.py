@@ -89,6 +89,7 @@ class EvictionSettings:
     policy_name: str | None  # None: no EvictionPolicy, the built-in default
     config: EvictionPolicyConfig = DEFAULT_POLICY
     limits: RateLimits | None = None  # None: unlimited, as kube-scheduler
+    unavailable_reason: str | None = None  # the EvictionPolicy cannot be used: evict nothing
 
 
 DEFAULT_SETTINGS = EvictionSettings(None)
@@ -361,7 +362,11 @@ class Evictor:
     def submit(self, preemptor: Pod, victims: Sequence[Pod], node: str, scheduler_name: str) -> None:
         if not victims or not self.is_leader():
             return
-        job = _Job(preemptor, tuple(victims), node, scheduler_name, self.policy_lookup(scheduler_name))
+        settings = self.policy_lookup(scheduler_name)
+        if settings.unavailable_reason is not None:
+            log.warning("no eviction", extra={"pod": preemptor.key, "why": settings.unavailable_reason})
+            return
+        job = _Job(preemptor, tuple(victims), node, scheduler_name, settings)
         running = self._jobs.get(preemptor.uid)
         if running is not None:
             if running.dry_run:
