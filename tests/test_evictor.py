@@ -368,3 +368,14 @@ async def test_dry_run_clears_again_after_a_repeat_and_reports_once(monkeypatch:
     await h.evictor.drain()
     assert h.cleared == ["ns/high="] * 3
     assert h.results() == [("a", "WouldEvict")]
+
+
+async def test_nothing_is_evicted_when_the_policy_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    reason = "preemption is off: no EvictionPolicy named 'policy'"
+    h.evictor.policy_lookup = lambda _: EvictionSettings(
+        "policy", EvictionPolicyConfig(unavailable_reason=reason), unavailable_reason=reason
+    )
+    await h.run(h.victim("a", "ua"))
+    assert h.api.calls == [] and h.records == [] and h.patched == []
+    assert not h.evictor.in_progress(h.preemptor)
