@@ -28,9 +28,9 @@ from policy_scheduler.apiobjects.convert import (
     pod_from_api_or_malformed,
     pod_from_decode_failure,
 )
+from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
-from policy_scheduler.controllers.kopf_app import build_registry, settings
-from policy_scheduler.controllers.priorityclass_mirror import registrar as mirror_registrar
+from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
@@ -45,7 +45,7 @@ from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_id
 from policy_scheduler.kube.owner_index import OWNER_RESOURCES, OwnerIndex
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
-from policy_scheduler.policy.constants import API_VERSION, EVICTION_POLICY_PLURAL, SCHEDULING_PROFILE_KIND
+from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
@@ -220,21 +220,17 @@ class Operator:
         tasks.extend(informer.start() for informer in self.owner_informers)
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        mirrors = mirror_registrar(
-            api=self.api,
-            status_writer=self.status,
-            pods=lambda: self.pods.store.values(),
-            is_leader=self.leader.is_leader,
-        )
-        registry = build_registry(
+        mirrors = MirrorController(
             self.api,
-            {PROFILES: self.on_profile_event, EVICTION_POLICY_PLURAL: self.policies.on_event},
-            extra=[mirrors],
+            self.status,
+            pod_priority_counter(lambda: self.pods.store.values()),
+            self.leader.is_leader,
         )
+        wiring = kopf_app.Wiring(self.api, self.on_profile_event, self.policies.on_event, mirrors)
         kopf_task = asyncio.create_task(
             kopf.operator(
-                registry=registry,
-                settings=settings(),
+                registry=kopf_app.registry,
+                memo=kopf_app.memo(wiring),
                 standalone=True,
                 clusterwide=True,
                 stop_flag=kopf_stop,

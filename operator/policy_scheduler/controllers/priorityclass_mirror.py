@@ -12,7 +12,7 @@ Recreating a class (value or preemptionPolicy changed): pods created between the
 create are refused by the Priority admission plugin; pods already running keep their old
 priority and are counted in status.outdatedPodCount.
 
-Contract with the operator (see `registrar`):
+Contract with the operator (kopf_app feeds the events; see `pod_priority_counter`):
     pod_priorities(class_name) -> Mapping[int, int]
         for the live pods (the operator's pod informer: not Succeeded/Failed) whose
         spec.priorityClassName == class_name, the number of pods per spec.priority value.
@@ -30,8 +30,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import kopf
-
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
 from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status
@@ -39,7 +37,7 @@ from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.policy.constants import GROUP, PRIORITY_CLASS_MIRROR_PLURAL, VERSION
+from policy_scheduler.policy.constants import PRIORITY_CLASS_MIRROR_PLURAL
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
 from policy_scheduler.scheduler.model import Pod
@@ -309,37 +307,6 @@ class MirrorController:
 # ---- wiring ---------------------------------------------------------------------------------------
 
 
-def register(
-    registry: kopf.OperatorRegistry,
-    *,
-    api: Any,
-    status_writer: StatusWriter,
-    pod_priorities: PodPriorities,
-    is_leader: Callable[[], bool],
-) -> MirrorController:
-    """Register the kopf handlers (mirror events, native class events, start/stop)."""
-    controller = MirrorController(api, status_writer, pod_priorities, is_leader)
-
-    # async handlers: kopf runs sync ones in a thread pool, and the controller is loop-bound.
-    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
-    async def _mirror_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
-        controller.on_mirror_event(event.get("type"), dict(body))
-
-    @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
-    async def _native_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
-        controller.on_native_event(event.get("type"), dict(body))
-
-    @kopf.on.startup(registry=registry)
-    async def _start(**_: Any) -> None:
-        controller.start()
-
-    @kopf.on.cleanup(registry=registry)
-    async def _stop(**_: Any) -> None:
-        await controller.stop()
-
-    return controller
-
-
 def pod_priority_counter(pods: Callable[[], Iterable[Pod]]) -> PodPriorities:
     """pod_priorities over the operator's pod cache (`pods` returns the cached pods)."""
 
@@ -347,24 +314,3 @@ def pod_priority_counter(pods: Callable[[], Iterable[Pod]]) -> PodPriorities:
         return Counter(p.priority for p in pods() if p.priority_class_name == class_name)
 
     return pod_priorities
-
-
-def registrar(
-    *,
-    api: Any,
-    status_writer: StatusWriter,
-    pods: Callable[[], Iterable[Pod]],
-    is_leader: Callable[[], bool],
-) -> Callable[[kopf.OperatorRegistry], None]:
-    """For build_registry(extra=[...]): `pods` returns the pod informer's cached pods."""
-
-    def register_mirrors(registry: kopf.OperatorRegistry) -> None:
-        register(
-            registry,
-            api=api,
-            status_writer=status_writer,
-            pod_priorities=pod_priority_counter(pods),
-            is_leader=is_leader,
-        )
-
-    return register_mirrors
