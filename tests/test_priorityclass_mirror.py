@@ -321,6 +321,9 @@ class FakeStatus:
     def forget(self, plural: str, name: str) -> None:
         self.desired.pop((plural, name), None)
 
+    def observe(self, plural: str, name: str, status: Any) -> None:
+        pass
+
 
 class FakeNative:
     """An in-memory PriorityClass collection standing in for kube/priorityclasses.py."""

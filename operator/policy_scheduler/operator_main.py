@@ -176,6 +176,7 @@ class Operator:
             self.profiles.delete(name)
             self.status.forget(PROFILES, name)
             return
+        self.status.observe(PROFILES, name, body.get("status"))
         self.profiles.apply(
             name,
             meta.get("uid", ""),

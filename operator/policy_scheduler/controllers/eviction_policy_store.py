@@ -158,6 +158,8 @@ class EvictionPolicyStore:
         if event_type == "DELETED":
             self.delete(name)
             return
+        if self.status_writer is not None:
+            self.status_writer.observe(EVICTION_POLICY_PLURAL, name, body.get("status"))
         self.apply(
             name,
             str(meta.get("uid", "")),

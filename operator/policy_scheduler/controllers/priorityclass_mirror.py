@@ -119,6 +119,7 @@ class MirrorController:
                 self.status_writer.forget(PLURAL, name)
                 self.queue.add(name)
             return
+        self.status_writer.observe(PLURAL, name, body.get("status"))
         generation = int(meta.get("generation") or 0)
         record = self.records.get(name)
         if record is not None and record.uid == uid and record.generation == generation:
