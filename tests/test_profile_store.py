@@ -158,3 +158,25 @@ def test_recheck_does_not_count_the_same_rejection_again() -> None:
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)  # a resync of the same object
     store.recheck()
     assert rejected._value.get() == before + 1
+
+
+def kstatus(generation: int, status: dict[str, Any]) -> str:
+    """sigs.k8s.io/cli-utils kstatus, generic rules for a custom resource (checkGenericProperties)."""
+    if status.get("observedGeneration", generation) != generation:
+        return "InProgress"
+    for cond in status.get("conditions", []):
+        if cond["type"] == "Reconciling" and cond["status"] == "True":
+            return "InProgress"
+        if cond["type"] == "Stalled" and cond["status"] == "True":
+            return "Failed"
+    return "Current"
+
+
+def test_kstatus_reads_a_rejected_generation_as_failed_not_current() -> None:
+    store, _ = _store()
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    assert kstatus(1, store.status("p", None, synced=True) or {}) == "Current"
+    store.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID)
+    assert kstatus(2, store.status("p", None, synced=True) or {}) == "Failed"
+    store.apply("p", "u1", 3, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    assert kstatus(3, store.status("p", None, synced=True) or {}) == "Current"
