@@ -188,8 +188,9 @@ class Operator:
         self._refresh_status()
 
     def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
-        ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
-        self.events.event(ref, type_, reason, "Preempt", note)
+        if self.leader.is_leader():  # standbys see the same change; one report is enough
+            ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+            self.events.event(ref, type_, reason, "Preempt", note)
 
     def _refresh_status(self) -> None:
         synced = self.synced()
