@@ -19,23 +19,23 @@ import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import OperatorConfig
+from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
-from policy_scheduler.controllers.kopf_app import build_registry, settings
-from policy_scheduler.controllers.priorityclass_mirror import registrar as mirror_registrar
-from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
+from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
-from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
+from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import PREEMPTION_IN_PROGRESS_SERVICE
@@ -114,7 +114,10 @@ class Operator:
         )
         self.evictor.attach(EnginePods(self.engine))
         self.profiles = ProfileStore(
-            compile_profile_spec, self.engine.set_profiles, eviction_policy_known=self.policies.known
+            compile_profile_spec,
+            self.engine.set_profiles,
+            eviction_policy_problem=self.policies.problem,
+            notify=self._profile_event,
         )
         self.policies.profiles = self.profiles
         self.profile_selector = parse_selector(config.profile_selector)
@@ -142,14 +145,21 @@ class Operator:
             self.profiles.delete(name)
             self.status.forget(PROFILES, name)
             return
+        self.status.observe(PROFILES, name, body.get("status"))
         self.profiles.apply(
             name,
             meta.get("uid", ""),
             int(meta.get("generation") or 0),
             str(meta.get("creationTimestamp", "")),
             dict(body.get("spec") or {}),
+            body.get("status"),
         )
         self._refresh_status()
+
+    def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
+        if self.leader.is_leader():  # standbys see the same change; one report is enough
+            ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+            self.events.event(ref, type_, reason, "Preempt", note)
 
     def _refresh_status(self) -> None:
         synced = self.synced()
@@ -179,23 +189,19 @@ class Operator:
         tasks.extend(self.cluster.start())
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        mirrors = mirror_registrar(
-            api=self.api,
-            status_writer=self.status,
-            pods=lambda: self.cluster.pods.store.values(),
-            is_leader=self.leader.is_leader,
-        )
-        registry = build_registry(
+        mirrors = MirrorController(
             self.api,
-            {PROFILES: self.on_profile_event, EVICTION_POLICY_PLURAL: self.policies.on_event},
-            extra=[mirrors],
+            self.status,
+            pod_priority_counter(lambda: self.cluster.pods.store.values()),
+            self.leader.is_leader,
         )
+        wiring = kopf_app.Wiring(self.api, self.on_profile_event, self.policies.on_event, mirrors)
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.
         identity: Any = self.identity
         kopf_task = asyncio.create_task(
             kopf.operator(
-                registry=registry,
-                settings=settings(),
+                registry=kopf_app.registry,
+                memo=kopf_app.memo(wiring),
                 standalone=True,
                 clusterwide=True,
                 stop_flag=kopf_stop,

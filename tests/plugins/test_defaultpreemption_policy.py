@@ -477,3 +477,17 @@ def test_needs_the_framework_on_the_handle() -> None:
     result, status = plugin.post_filter(CycleState(), pod("p", priority=VERY_HIGH), statuses({}))
     assert result is None
     assert status.code == Code.ERROR
+
+
+def test_an_unavailable_policy_picks_no_victims_and_says_why() -> None:
+    """Fail safe: the profile's EvictionPolicy cannot be used, so nothing is preempted."""
+    pods = [pod("low", "node1", LOW, SMALL), pod("mid", "node1", MID, MEDIUM)]
+    preemptor = pod("p", priority=HIGH, req={"cpu": 400, "memory": 400})
+    reason = "preemption is off: no EvictionPolicy named 'careful'"
+    env = build([node("node1")], pods, policy=EvictionPolicyConfig(unavailable_reason=reason))
+    result, status = post_filter(env, preemptor)
+    assert result is None and status.code == U
+    assert status.message == f"preemption: {reason}"
+    env = build([node("node1")], pods, policy=BEST_EFFORT)  # the same scene with a usable policy
+    result, status = post_filter(env, preemptor)
+    assert status.is_success and victim_names(result) == ["mid"]

@@ -102,7 +102,7 @@ def _eviction_policy(checked: Checked, spec: dict[str, Any]) -> None:
 
 
 def _mirror(checked: Checked, spec: dict[str, Any]) -> None:
-    from policy_scheduler.controllers.priorityclass_mirror import validate
+    from policy_scheduler.controllers.mirror_plan import validate
 
     validate(checked.name, spec)
 

@@ -169,6 +169,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not isinstance(framework, Framework):
             return None, error("the preemption plugin needs handle.framework")
         policy = self.policy(pod)
+        if policy.unavailable_reason is not None:
+            return None, unschedulable(policy.unavailable_reason)  # fail safe: no victims at all
         eligible, message = self.pod_eligible_to_preempt_others(
             pod, diagnosis.status_of(pod.nominated_node_name), policy
         )

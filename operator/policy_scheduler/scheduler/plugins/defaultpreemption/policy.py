@@ -43,6 +43,8 @@ class EvictionPolicyConfig:
     # Used by whoever evicts (the operator), not by victim selection.
     dry_run: bool = False
     max_grace_period_seconds: int | None = None
+    # Set when the profile's EvictionPolicy cannot be used: preempt nothing, and say why.
+    unavailable_reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.budget_mode not in BUDGET_MODES:
