@@ -8,7 +8,15 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml ./
 COPY operator ./operator
-RUN pip wheel --wheel-dir /wheels .
+# Developer-only code (local control plane, parity against kube-scheduler, benchmarks, the
+# demo) is not shipped: the CLI reports those commands as unavailable. Keep this list in step
+# with cli.DEV_MODULES and tests/test_dockerfile.py.
+RUN rm -rf operator/policy_scheduler/devcluster \
+           operator/policy_scheduler/parity \
+           operator/policy_scheduler/bench \
+           operator/policy_scheduler/demo.py \
+           operator/*.egg-info \
+ && pip wheel --wheel-dir /wheels .
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \

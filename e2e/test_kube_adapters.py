@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,6 +16,7 @@ import pytest_asyncio
 
 from policy_scheduler.apiobjects import convert, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import make_api_client, request, request_ok
@@ -287,7 +289,9 @@ async def list_events(api: Any, namespace: str) -> list[EventItem]:
 
 async def test_events_are_created_and_aggregated(api: Any, namespace: str) -> None:
     pod = convert.pod_from_api(await create_pod(api, namespace, "eventful"))
-    recorder = EventRecorder(api, instance="e2e", flush_interval=0.2)
+    recorder = EventRecorder(
+        api, instance="e2e", timings=dataclasses.replace(DEFAULTS.events, flush_interval=0.2)
+    )
     recorder.start()
     try:
         for _ in range(4):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubectl import Kubectl, condition, namespace, pod, wait_for
-from policy_scheduler.controllers.priorityclass_mirror import (
+from policy_scheduler.controllers.mirror_plan import (
     MANAGED_BY_LABEL,
     ORIGIN_ANNOTATION,
 )

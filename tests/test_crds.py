@@ -87,6 +87,10 @@ def test_scheduling_profile_printer_columns() -> None:
     default = [(col["name"], col["jsonPath"]) for col in columns if not col.get("priority")]
     assert default == [
         ("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+        ("Accepted", '.status.conditions[?(@.type=="Accepted")].status'),
+        # Generation != InForce: the stored spec was rejected and an older one is in force.
+        ("Generation", ".metadata.generation"),
+        ("InForce", ".status.lastAcceptedGeneration"),
         ("Scheduler", ".spec.schedulerName"),
         ("Scheduled", ".status.scheduled"),
         ("Pending", ".status.pending"),
@@ -146,7 +150,13 @@ def test_free_form_fields_are_only_plugin_args() -> None:
         for path, node in nodes(schema_of(r))
         if node.get("x-kubernetes-preserve-unknown-fields")
     ]
-    assert preserved == [("SchedulingProfile", ".spec.pluginConfig[].args")]
+    # lastAcceptedSpec: a verbatim copy of a spec the apiserver and the operator accepted; the
+    # operator validates it again when it reads it back.
+    assert preserved == [
+        ("SchedulingProfile", ".spec.pluginConfig[].args"),
+        ("SchedulingProfile", ".status.lastAcceptedSpec"),
+        ("EvictionPolicy", ".status.lastAcceptedSpec"),
+    ]
 
 
 def test_cel_rules() -> None:

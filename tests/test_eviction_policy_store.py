@@ -7,8 +7,8 @@ from typing import Any
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore, to_settings
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.evictor import DEFAULT_SETTINGS, EvictionRecord, RateLimits
 from policy_scheduler.policy.eviction import EvictionPolicySpec, EvictionPolicyStatus
+from policy_scheduler.policy.eviction_settings import DEFAULT_SETTINGS, EvictionRecord, RateLimits
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import ProtectedTerm
 
@@ -37,7 +37,7 @@ def body(
 def stores() -> tuple[EvictionPolicyStore, ProfileStore, StatusWriter]:
     writer = StatusWriter(None)
     policies = EvictionPolicyStore(status=writer)
-    profiles = ProfileStore(compile_profile_spec, lambda _: None, eviction_policy_known=policies.known)
+    profiles = ProfileStore(compile_profile_spec, lambda _: None, eviction_policy_problem=policies.problem)
     policies.profiles = profiles
     return policies, profiles, writer
 
@@ -72,9 +72,26 @@ def test_invalid_update_keeps_the_last_accepted_version() -> None:
     accepted = condition(status, "Accepted")
     assert accepted["status"] == "False" and "spec.rateLimit.burst" in accepted["message"]
     assert condition(status, "Ready")["status"] == "True"
-    assert "generation 1 is in force" in condition(status, "Ready")["message"]
-    assert status["observedGeneration"] == 2
+    assert "generation 2 was rejected; generation 1 stays in force" in condition(status, "Ready")["message"]
+    assert condition(status, "Stalled")["status"] == "True"  # kstatus: Failed, not Current
+    assert status["observedGeneration"] == 2 and status["lastAcceptedGeneration"] == 1
+    assert status["lastAcceptedSpec"] == SPEC
     EvictionPolicyStatus.model_validate(status)  # the shape the CRD expects
+
+
+def test_a_restarted_operator_serves_the_persisted_policy() -> None:
+    policies, _, writer = stores()
+    policies.on_event("ADDED", body("p", SPEC))
+    policies.on_event("MODIFIED", body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2))
+    persisted = writer._desired[("evictionpolicies", "p")]
+
+    restarted, _, writer = stores()
+    restarted.on_event(None, body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2, status=persisted))
+    assert restarted.problem("p") is None
+    settings = restarted.records["p"].settings
+    assert settings is not None and settings.limits is not None and settings.limits.burst == 3
+    status = writer._desired[("evictionpolicies", "p")]
+    assert status["lastAcceptedGeneration"] == 1 and condition(status, "Ready")["status"] == "True"
 
 
 def test_policy_for_scheduler_follows_the_profile() -> None:
@@ -91,24 +108,42 @@ def test_policy_for_scheduler_follows_the_profile() -> None:
     assert policies.policy_for_scheduler("nobody") is None
 
 
-def test_profiles_are_rechecked_when_a_policy_disappears() -> None:
+def test_a_deleted_policy_means_no_preemption_until_it_is_back() -> None:
     policies, profiles, _ = stores()
     policies.on_event(None, body("p", SPEC))
     profiles.apply(
         "prof", "pu", 1, "2025-01-01T00:00:00Z", {"schedulerName": "s1", "evictionPolicyName": "p"}
     )
-    assert profiles.records["prof"].error is None
+    assert profiles.records["prof"].policy_problem is None
     policies.on_event("DELETED", body("p", SPEC))
-    assert "no EvictionPolicy named 'p'" in (profiles.records["prof"].error or "")
-    assert policies.settings_for_scheduler("s1") is DEFAULT_SETTINGS
-
-
-def test_profile_referencing_an_unknown_policy_is_rejected() -> None:
-    _, profiles, _ = stores()
-    profiles.apply(
-        "prof", "pu", 1, "2025-01-01T00:00:00Z", {"schedulerName": "s1", "evictionPolicyName": "missing"}
+    settings = policies.settings_for_scheduler("s1")
+    assert settings is not DEFAULT_SETTINGS  # never the permissive default
+    assert settings.unavailable_reason == "preemption is off: no EvictionPolicy named 'p'"
+    config = policies.policy_for_scheduler("s1")
+    assert config is not None and config.unavailable_reason == settings.unavailable_reason
+    assert profiles.records["prof"].policy_problem == (
+        "EvictionPolicyNotFound",
+        "no EvictionPolicy named 'p'",
     )
-    assert "missing" in (profiles.records["prof"].error or "")
+    policies.on_event("ADDED", body("p", SPEC, uid="u2"))
+    assert policies.settings_for_scheduler("s1").unavailable_reason is None
+    assert profiles.records["prof"].policy_problem is None
+
+
+def test_a_policy_that_was_never_valid_means_no_preemption() -> None:
+    policies, profiles, _ = stores()
+    profiles.apply(
+        "prof", "pu", 1, "2025-01-01T00:00:00Z", {"schedulerName": "s1", "evictionPolicyName": "p"}
+    )
+    assert profiles.records["prof"].accepted is not None  # the profile itself is accepted
+    policies.on_event("ADDED", body("p", {"budgetMode": "Sometimes"}))
+    reason = policies.settings_for_scheduler("s1").unavailable_reason
+    assert reason is not None and "EvictionPolicy 'p' has no valid generation" in reason
+    problem = profiles.records["prof"].policy_problem
+    assert problem is not None and problem[0] == "EvictionPolicyInvalid"
+    policies.on_event("MODIFIED", body("p", SPEC, generation=2))  # fixed: preemption resumes
+    assert policies.settings_for_scheduler("s1").unavailable_reason is None
+    assert profiles.records["prof"].policy_problem is None
 
 
 def test_records_feed_counters_and_bounded_recent_evictions() -> None:

@@ -4,25 +4,22 @@ what happens after a refusal. Pure logic only; e2e/test_preemption.py runs it fo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from typing import Any
 
 import pytest
 
-from policy_scheduler.kube import evictor as ev
-from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.evictor import (
-    EvictionRecord,
-    EvictionSettings,
-    Evictor,
-    Limiter,
-    Outcome,
-    RateLimits,
-    classify,
-    eviction_body,
-    grace_period,
-)
+from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube.events import WARNING, EventRecorder, ObjectRef
+from policy_scheduler.kube.eviction import api as eviction_api
+from policy_scheduler.kube.eviction import nominations
+from policy_scheduler.kube.eviction.api import Outcome, classify, eviction_body, grace_period
+from policy_scheduler.kube.eviction.evictor import Evictor
+from policy_scheduler.kube.eviction.limiter import Limiter
+from policy_scheduler.kube.retry import Answer
+from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
 
@@ -136,24 +133,24 @@ class FakeApi:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any]] = []
-        self.answers: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
+        self.answers: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
 
-    def answer(self, method: str, suffix: str, *answers: tuple[int, bytes]) -> None:
+    def answer(self, method: str, suffix: str, *answers: tuple[Any, ...]) -> None:
+        """Each answer: (status, body) or (status, body, Retry-After seconds)."""
         self.answers[(method, suffix)] = list(answers)
 
-    async def request(
-        self, api: Any, method: str, path: str, *, body: Any = None, **_: Any
-    ) -> tuple[int, bytes]:
+    async def request(self, api: Any, method: str, path: str, *, body: Any = None, **_: Any) -> Answer:
         self.calls.append((method, path, body))
         for (m, suffix), answers in self.answers.items():
             if m == method and path.endswith(suffix) and answers:
-                return answers.pop(0) if len(answers) > 1 else answers[0]
+                status, data, *retry_after = answers.pop(0) if len(answers) > 1 else answers[0]
+                return Answer(status, data, *retry_after)
         if method == "GET":
             name = path.rsplit("/", 1)[1]
             pod = self.pods.get(name)
-            return (200, json.dumps(pod).encode()) if pod else (404, b"{}")
-        return 201, b"{}"
+            return Answer(200, json.dumps(pod).encode()) if pod else Answer(404, b"{}")
+        return Answer(201, b"{}")
 
     def posted(self) -> list[str]:
         return [path for method, path, _ in self.calls if method == "POST"]
@@ -163,18 +160,68 @@ def pod(name: str, uid: str, priority: int = 0, node: str = "") -> Pod:
     return Pod(name=name, namespace="ns", uid=uid, priority=priority, node_name=node)
 
 
+class Events(EventRecorder):
+    """Records what the evictor says, writes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(None, instance="test")
+        self.said: list[tuple[ObjectRef, str, str, str]] = []
+
+    def event(
+        self,
+        regarding: ObjectRef,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: ObjectRef | None = None,
+    ) -> None:
+        self.said.append((regarding, type_, reason, note))
+        super().event(regarding, type_, reason, action, note, related)
+
+
+class Policies:
+    def __init__(self, settings: EvictionSettings) -> None:
+        self.settings = settings
+        self.records: list[EvictionRecord] = []
+
+    def settings_for_scheduler(self, scheduler_name: str) -> EvictionSettings:
+        return self.settings
+
+    def record(self, policy: str | None, entry: EvictionRecord) -> None:
+        self.records.append(entry)
+
+
+class Pods:
+    def __init__(self, pods: dict[str, Pod], requeued: list[str]) -> None:
+        self.pods = pods
+        self.requeued = requeued
+
+    def pending(self, key: str) -> Pod | None:
+        return self.pods.get(key)
+
+    def requeue(self, pod: Pod) -> None:
+        self.requeued.append(pod.key)
+
+
 class Harness:
     def __init__(
-        self, monkeypatch: pytest.MonkeyPatch, config: EvictionPolicyConfig, limits: RateLimits | None = None
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        config: EvictionPolicyConfig,
+        limits: RateLimits | None = None,
+        *,
+        unavailable: str | None = None,
+        **timings: float,
     ) -> None:
         self.api = FakeApi()
         self.preemptor = pod("high", "p-uid", 1000)
         self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
         self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}
         self.requeued: list[str] = []
-        self.records: list[EvictionRecord] = []
         self.cleared: list[str] = []
         self.patched: list[dict[str, Any]] = []
+        self.sleeps: list[float] = []
 
         async def fake_clear(api: Any, ns: str, name: str, node: str) -> bool:
             self.cleared.append(f"{ns}/{name}={node}")
@@ -184,21 +231,25 @@ class Harness:
             self.patched.append(body)
             return True
 
-        monkeypatch.setattr(ev, "set_nominated_node", fake_clear)
-        monkeypatch.setattr(ev, "patch_status", fake_patch)
-        monkeypatch.setattr(ev, "REQUEUE_INITIAL", 0.01)
-        settings = EvictionSettings("policy", config, limits)
+        async def fake_sleep(seconds: float) -> None:  # the API retries' waits
+            self.sleeps.append(seconds)
+
+        monkeypatch.setattr(nominations, "set_nominated_node", fake_clear)
+        monkeypatch.setattr(eviction_api, "patch_status", fake_patch)
+        self.policies = Policies(EvictionSettings("policy", config, limits, unavailable_reason=unavailable))
+        self.records = self.policies.records
+        self.events = Events()
+        quick = {"requeue_initial": 0.01, "nomination_settle": 0.05, **timings}
         self.evictor = Evictor(
             None,
-            EventRecorder(None, instance="test"),
+            self.events,
             is_leader=lambda: True,
-            policy_lookup=lambda _: settings,
-            pod_lookup=self.pods.get,
-            requeue=lambda p: self.requeued.append(p.key),
-            on_record=lambda _policy, record: self.records.append(record),
-            request_fn=self.api.request,
-            nomination_settle=0.05,
+            policies=self.policies,
+            timings=dataclasses.replace(DEFAULTS.eviction, **quick),
+            call_fn=self.api.request,
+            sleep=fake_sleep,
         )
+        self.evictor.attach(Pods(self.pods, self.requeued))
 
     def victim(self, name: str, uid: str, grace: int | None = 30, terminating: bool = False) -> Pod:
         spec: dict[str, Any] = {} if grace is None else {"terminationGracePeriodSeconds": grace}
@@ -281,13 +332,50 @@ async def test_multiple_budgets_is_a_failure_under_enforce(monkeypatch: pytest.M
     assert h.cleared == ["ns/high="]
 
 
-async def test_transient_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_transient_errors_are_retried_after_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    monkeypatch.setattr(ev.Backoff, "next", lambda self: 0.0)
-    h.api.answer("POST", "/a/eviction", (503, b""), (429, status_body("Too many requests")), (201, b"{}"))
+    h.api.answer(
+        "POST", "/a/eviction", (503, b""), (429, status_body("Too many requests"), 7.0), (201, b"{}")
+    )
     await h.run(h.victim("a", "ua"))
     assert len(h.api.posted()) == 3
     assert h.results() == [("a", "Evicted")]
+    assert len(h.sleeps) == 2 and h.sleeps[0] <= 0.5 and h.sleeps[1] == 7.0  # jittered, then as asked
+
+
+async def test_a_conflict_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.api.answer("POST", "/a/eviction", (409, status_body("the object has been modified")))
+    await h.run(h.victim("a", "ua"))
+    assert len(h.api.posted()) == 1 and h.sleeps == []
+    assert h.results() == [("a", "Failed")]
+    assert h.cleared == ["ns/high="]
+
+
+async def test_enforce_budget_refusal_requeues_after_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig(budget_mode="Enforce"))
+    h.api.answer("POST", "/a/eviction", (429, PDB_429, 30.0))
+    await h.run(h.victim("a", "ua"))
+    assert len(h.api.posted()) == 1  # abandoned at once, as before
+    assert h.results() == [("a", "BlockedByBudget")] and h.cleared == ["ns/high="]
+    assert h.requeued == []  # not after requeue_initial: the server asked for 30 s
+    assert h.evictor.in_progress(h.preemptor)
+    await h.evictor.stop()
+
+
+async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    reason = 'EvictionPolicy "strict" not found'
+    h = Harness(monkeypatch, EvictionPolicyConfig(), unavailable=reason)
+    await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
+    assert h.api.calls == [] and h.patched == []
+    assert [(r.name, r.result, r.message) for r in h.records] == [
+        ("a", "Failed", reason),
+        ("b", "Failed", reason),
+    ]
+    warnings = [(ref.name, reason_) for ref, type_, reason_, _ in h.events.said if type_ == WARNING]
+    assert warnings == [("high", "PreemptionBlocked")]
+    assert reason in h.events.said[0][3]
+    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]  # retried later
 
 
 async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,16 +412,16 @@ async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.Mon
 
 
 async def test_dry_run_hold_ends_with_a_requeue(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True))
-    h.evictor.dry_run_retry = 0.05
+    h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True), dry_run_retry=0.05)
     await h.run(h.victim("a", "ua"))
     await asyncio.sleep(0.1)
     assert h.requeued == ["ns/high"] and not h.evictor.in_progress(h.preemptor)
 
 
 async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness(monkeypatch, EvictionPolicyConfig(), RateLimits(evictions_per_minute=1, burst=1))
-    h.evictor.max_rate_wait = 0.05
+    h = Harness(
+        monkeypatch, EvictionPolicyConfig(), RateLimits(evictions_per_minute=1, burst=1), max_rate_wait=0.05
+    )
     await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
     assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
     assert h.results() == [("a", "Evicted"), ("b", "RateLimited")]
@@ -368,3 +456,15 @@ async def test_dry_run_clears_again_after_a_repeat_and_reports_once(monkeypatch:
     await h.evictor.drain()
     assert h.cleared == ["ns/high="] * 3
     assert h.results() == [("a", "WouldEvict")]
+
+
+async def test_a_long_throttle_abandons_and_requeues_after_retry_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.api.answer("POST", "/a/eviction", (429, status_body("Too many requests"), 600.0))
+    await h.run(h.victim("a", "ua"))
+    assert len(h.api.posted()) == 1 and h.sleeps == []  # no call sleeps for ten minutes
+    assert h.results() == [("a", "Failed")] and h.cleared == ["ns/high="]
+    assert h.requeued == [] and h.evictor.in_progress(h.preemptor)  # held for the server's 600 s
+    await h.evictor.stop()

@@ -15,6 +15,7 @@ from policy_scheduler.kube.podstatus import (
     status_path,
     unschedulable_patch,
 )
+from policy_scheduler.kube.retry import retryable
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -123,7 +124,17 @@ def test_api_error_from_status_body() -> None:
 
 @pytest.mark.parametrize(
     ("status", "transient"),
-    [(0, True), (429, True), (500, True), (503, True), (404, False), (409, False), (422, False)],
+    [
+        (0, True),
+        (429, True),
+        (500, True),
+        (503, True),
+        (400, False),
+        (403, False),
+        (404, False),
+        (409, False),
+        (422, False),
+    ],
 )
-def test_is_transient(status: int, transient: bool) -> None:
-    assert client.is_transient(status) is transient
+def test_retryable(status: int, transient: bool) -> None:
+    assert retryable(status) is transient

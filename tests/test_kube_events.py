@@ -5,10 +5,12 @@ Only the synchronous half is exercised (what gets queued); nothing talks to a se
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import events
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.scheduler import model
@@ -25,8 +27,10 @@ class Clock:
         return self.now
 
 
-def recorder(clock: Clock, **kwargs: Any) -> EventRecorder:
-    return EventRecorder(None, instance="test-1", clock=clock, **kwargs)
+def recorder(clock: Clock, **timings: Any) -> EventRecorder:
+    return EventRecorder(
+        None, instance="test-1", clock=clock, timings=dataclasses.replace(DEFAULTS.events, **timings)
+    )
 
 
 def queued(rec: EventRecorder) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,7 +12,9 @@ import pytest
 from policy_scheduler.apiobjects import convert, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure
 from policy_scheduler.kube import client
+from policy_scheduler.kube import informer as informer_module
 from policy_scheduler.kube.informer import Informer, _Gone, object_key
+from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler import model
 
 
@@ -212,3 +215,31 @@ async def test_iter_lines_reassembles_split_and_long_lines() -> None:
     chunks = [b'{"a":', b"1}\n{", b'"b":2}\n\n', long[:1000], long[1000:], b"\n", b"tail"]
     lines = [ln async for ln in client.iter_lines(FakeResponse(chunks))]  # type: ignore[arg-type]
     assert lines == [b'{"a":1}', b'{"b":2}', long, b"tail"]
+
+
+async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = [
+        Answer(429, b'{"kind":"Status","message":"slow down"}', 12.0),
+        Answer(500, b"oops"),
+        Answer(200, b'{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}'),
+    ]
+    slept: list[float] = []
+
+    async def fake_call(*_: Any, **__: Any) -> Answer:
+        return answers.pop(0)
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def stop_watching() -> None:
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(informer_module, "call", fake_call)
+    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=fake_sleep)
+    monkeypatch.setattr(inf, "_watch", stop_watching)
+    with pytest.raises(asyncio.CancelledError):
+        await inf.run()
+    assert len(slept) == 2
+    assert slept[0] == 12.0  # the jittered backoff (<= 0.5 s) is shorter than Retry-After
+    assert 0.0 <= slept[1] <= 1.0  # full jitter under the second ceiling (0.5 * 2)
+    assert inf.has_synced.is_set() and inf.resource_version == "5"

@@ -342,6 +342,11 @@ def _obj(generation: int, observed: int | None, **conditions: str) -> dict[str, 
         (_obj(2, 2, Accepted="True", Ready="True", Degraded="False"), "Healthy"),
         (_obj(2, 2, Accepted="False", Ready="True", Degraded="True"), "Degraded"),
         (_obj(2, 2, Accepted="True", Ready="False", Degraded="False"), "Progressing"),
+        # A rejected generation with the last accepted one in force: Stalled, as kstatus reads it.
+        (_obj(2, 2, Accepted="False", Ready="True", Stalled="True"), "Degraded"),
+        (_obj(2, 2, Accepted="True", Ready="True", Stalled="False", Degraded="False"), "Healthy"),
+        # A profile whose EvictionPolicy is missing: it schedules but preempts nothing.
+        (_obj(1, 1, Accepted="True", Ready="True", Stalled="False", Degraded="True"), "Degraded"),
         (_obj(1, 1, Accepted="True"), "Healthy"),  # EvictionPolicy
         (_obj(1, 1, Accepted="True", Synced="False", Ready="False"), "Degraded"),  # PriorityClassMirror
         (_obj(1, 1, Accepted="True", Synced="True", Ready="True"), "Healthy"),

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
 import pytest
 
+from policy_scheduler.cli import build_parser
+from policy_scheduler.config import DEFAULTS, OperatorConfig
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.logs import JsonFormatter, KeyValueFormatter
+from policy_scheduler.operator_main import Operator
+from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.stats import ProfileStats, reason_key
 
 
@@ -68,3 +73,31 @@ def test_pending_reasons_group_fit_errors_by_reason_not_node_count() -> None:
     assert stats.top_reasons() == [("Insufficient cpu", 2), ("Insufficient memory", 1)]
     stats.record_scheduled("ns/a")
     assert stats.top_reasons() == [("Insufficient cpu", 1), ("Insufficient memory", 1)]
+
+
+def test_operator_config_from_the_command_line() -> None:
+    args = build_parser().parse_args(
+        ["run", "--no-leader-elect", "--metrics-port", "0", "--profile-selector", "shard=a", "--install-crds"]
+    )
+    config = OperatorConfig.from_args(args)
+    assert (config.leader_elect, config.metrics_port, config.profile_selector, config.install_crds) == (
+        False,
+        0,
+        "shard=a",
+        True,
+    )
+    assert config.kubeconfig is None and config.identity is None
+    assert config.eviction == DEFAULTS.eviction  # timings are not command-line options
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.leader_elect = True  # type: ignore[misc]
+
+
+def test_operator_is_composed_in_dependency_order() -> None:
+    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    pod = Pod(name="p", namespace="ns", uid="u1")
+    operator.engine.pod_added(pod)
+    # The evictor sees the engine's pending pods, and preemption's gate is the evictor's.
+    assert operator.evictor.pods.pending("ns/p") is operator.engine.unassigned["ns/p"]
+    assert not operator.evictor.in_progress(pod)
+    assert operator.policies.profiles is operator.profiles
+    assert operator.cluster.pdbs is operator.pdbs and not operator.synced()

@@ -1,4 +1,4 @@
-"""OwnerIndex: helper.DefaultSelector over informer-fed Services and controllers, its cache, the
+"""DefaultSelectorIndex: helper.DefaultSelector over informer-fed Services and controllers, its cache, the
 informer wiring, and default spreading in `simulate`."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from policy_scheduler.apiobjects import owners
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
-from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.owner_index import OWNER_RESOURCES, OwnerIndex
+from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer
 from policy_scheduler.scheduler.model import LabelSelector, OwnerReference, Pod, Requirement
 from policy_scheduler.scheduler.plugins.podtopologyspread import default_selector
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
@@ -206,7 +206,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_default_selector(case: Case) -> None:
-    index = OwnerIndex(case.objects)
+    index = DefaultSelectorIndex(case.objects)
     assert index.owner_selectors(case.pod) == case.want
     assert index.owner_selectors(case.pod) == case.want  # again, from the cache
     assert reference(case.pod, case.objects) == case.want  # the plugin's reference implementation
@@ -216,7 +216,7 @@ def test_default_selector(case: Case) -> None:
 
 
 def test_changes_are_seen_through_the_cache() -> None:
-    index = OwnerIndex()
+    index = DefaultSelectorIndex()
     p = pod(WEB, ("ReplicaSet", "web-1"))
     assert index.owner_selectors(p) is None
     service = svc("s", {"app": "web"})
@@ -240,14 +240,14 @@ def test_changes_are_seen_through_the_cache() -> None:
 
 
 def test_a_nil_selector_update_removes_the_service() -> None:
-    index = OwnerIndex([svc("s", {"app": "web"})])
+    index = DefaultSelectorIndex([svc("s", {"app": "web"})])
     index.update(svc("s", {"app": "web"}), svc("s", None))
     assert index.owner_selectors(pod(WEB)) is None
     assert not index._services
 
 
 def test_status_only_updates_keep_the_cache() -> None:
-    index = OwnerIndex([rs("web-1", sel({"app": "web"}))])
+    index = DefaultSelectorIndex([rs("web-1", sel({"app": "web"}))])
     p = pod(WEB, ("ReplicaSet", "web-1"))
     index.owner_selectors(p)
     cached = dict(index._cache[NS])
@@ -260,7 +260,7 @@ def test_status_only_updates_keep_the_cache() -> None:
 
 
 def test_replicas_share_one_cache_entry_and_the_cache_is_bounded() -> None:
-    index = OwnerIndex([rs("web-1", sel({"app": "web"}))], max_cached=3)
+    index = DefaultSelectorIndex([rs("web-1", sel({"app": "web"}))], max_cached=3)
     for i in range(5):
         index.owner_selectors(pod(WEB, ("ReplicaSet", "web-1"), name=f"web-1-{i}"))
     assert len(index._cache[NS]) == 1
@@ -272,7 +272,7 @@ def test_replicas_share_one_cache_entry_and_the_cache_is_bounded() -> None:
 
 
 def test_results_are_equal_objects_for_the_plugins_caches() -> None:
-    index = OwnerIndex([svc("s", {"app": "web"}), rs("web-1", sel({"app": "web"}))])
+    index = DefaultSelectorIndex([svc("s", {"app": "web"}), rs("web-1", sel({"app": "web"}))])
     a = index.owner_selectors(pod({**WEB, "hash": "1"}, ("ReplicaSet", "web-1")))
     b = index.owner_selectors(pod({**WEB, "hash": "2"}, ("ReplicaSet", "web-1")))
     assert a == b and hash(a) == hash(b)
@@ -354,7 +354,7 @@ def test_owner_from_dict_errors() -> None:
 
 
 def test_informers_feed_the_index() -> None:
-    index = OwnerIndex()
+    index = DefaultSelectorIndex()
     informers = {
         path: Informer(
             None, path, item_type, convert, on_add=index.add, on_update=index.update, on_delete=index.delete

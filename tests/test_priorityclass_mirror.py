@@ -9,23 +9,21 @@ from typing import Any
 import pytest
 
 from policy_scheduler.controllers import priorityclass_mirror as pcm
-from policy_scheduler.controllers.priorityclass_mirror import (
+from policy_scheduler.controllers.last_accepted import LastAccepted
+from policy_scheduler.controllers.mirror_plan import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     ORIGIN_ADOPTED,
     ORIGIN_ANNOTATION,
     ORIGIN_CREATED,
     Action,
-    MirrorController,
-    MirrorRecord,
     NativeState,
-    SyncResult,
-    mirror_status,
     plan,
     plan_deletion,
-    pod_counts,
     validate,
 )
+from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status, pod_counts
+from policy_scheduler.controllers.priorityclass_mirror import MirrorController
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import ApiError
 from policy_scheduler.policy.errors import PolicyError
@@ -255,8 +253,22 @@ def _types(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
 
 
+def record_of(
+    generation: int,
+    accepted: PriorityClassMirrorSpec | None,
+    error: str | None = None,
+    sync: SyncResult | None = None,
+) -> MirrorRecord:
+    last: LastAccepted[PriorityClassMirrorSpec] = LastAccepted()
+    if accepted is not None:
+        last.accept(generation, accepted.model_dump(by_alias=True), accepted)
+    if error is not None:
+        last.reject(error)
+    return MirrorRecord(NAME, UID, generation, last, sync)
+
+
 def test_status_of_a_synced_mirror() -> None:
-    record = MirrorRecord(NAME, UID, 3, spec(), None, SyncResult(True, "InSync", "ok", "native-1"))
+    record = record_of(3, spec(), None, SyncResult(True, "InSync", "ok", "native-1"))
     status = mirror_status(record, {1000: 4, 10: 1})
     assert status["observedGeneration"] == 3
     assert status["nativeUid"] == "native-1"
@@ -265,12 +277,13 @@ def test_status_of_a_synced_mirror() -> None:
         "Accepted": ("True", "Valid"),
         "Synced": ("True", "InSync"),
         "Ready": ("True", "Synced"),
+        "Stalled": ("False", "AsExpected"),
     }
     assert all(c["observedGeneration"] == 3 for c in status["conditions"])
 
 
 def test_status_of_an_invalid_mirror_and_transition_times() -> None:
-    record = MirrorRecord(NAME, UID, 1, None, "spec.value: must be an integer")
+    record = record_of(1, None, "spec.value: must be an integer")
     status = mirror_status(record, {})
     accepted = status["conditions"][0]
     assert (accepted["status"], accepted["reason"], accepted["message"]) == (
@@ -279,6 +292,7 @@ def test_status_of_an_invalid_mirror_and_transition_times() -> None:
         "spec.value: must be an integer",
     )
     assert _types(status)["Ready"] == ("False", "InvalidSpec")
+    assert _types(status)["Stalled"] == ("True", "InvalidSpec")  # kstatus: Failed
     assert "podCount" not in status
     # The time moves only when the status of a condition changes.
     record.transitions["Accepted"] = ("False", "2000-01-01T00:00:00Z")
@@ -287,10 +301,10 @@ def test_status_of_an_invalid_mirror_and_transition_times() -> None:
 
 
 def test_status_of_a_failed_and_a_pending_sync() -> None:
-    failed = MirrorRecord(NAME, UID, 1, spec(), None, SyncResult(False, "Forbidden", "403 Forbidden: no"))
+    failed = record_of(1, spec(), None, SyncResult(False, "Forbidden", "403 Forbidden: no"))
     assert _types(mirror_status(failed, {}))["Synced"] == ("False", "Forbidden")
     assert _types(mirror_status(failed, {}))["Ready"] == ("False", "Forbidden")
-    pending = MirrorRecord(NAME, UID, 1, spec(), None)
+    pending = record_of(1, spec())
     assert _types(mirror_status(pending, {}))["Synced"] == ("Unknown", "Pending")
 
 
@@ -306,6 +320,9 @@ class FakeStatus:
 
     def forget(self, plural: str, name: str) -> None:
         self.desired.pop((plural, name), None)
+
+    def observe(self, plural: str, name: str, status: Any) -> None:
+        pass
 
 
 class FakeNative:
@@ -458,5 +475,23 @@ async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: 
     await ctl.sync(NAME)
     st = status.desired[("priorityclassmirrors", NAME)]
     assert _types(st)["Synced"] == ("False", "Forbidden")
-    assert NAME in ctl._retries
+    assert ctl.queue.retries(NAME) == 1
     await ctl.stop()
+
+
+async def test_invalid_update_keeps_the_last_accepted_spec_in_force(fake: FakeNative) -> None:
+    status = FakeStatus()
+    ctl = MirrorController(None, status, lambda _: {1000: 1}, lambda: True)  # type: ignore[arg-type]
+    ctl.on_mirror_event(None, mirror(1000))
+    await ctl.sync(NAME)
+    ctl.on_mirror_event("MODIFIED", mirror(2000, generation=2, preemptionPolicy="Sometimes"))
+    await ctl.sync(NAME)
+    assert fake.objects[NAME]["value"] == 1000  # generation 1 still in force, still synced
+    st = status.desired[("priorityclassmirrors", NAME)]
+    assert _types(st)["Accepted"] == ("False", "InvalidSpec")
+    assert _types(st)["Synced"] == ("True", "InSync")
+    stalled = next(c for c in st["conditions"] if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["message"]) == (
+        "True",
+        "generation 2 was rejected; generation 1 stays in force",
+    )

@@ -1,10 +1,12 @@
-"""ProfileStore: the last accepted version stays in force; conflicts; references re-checked."""
+"""ProfileStore: the last accepted version stays in force (and survives restarts through the
+status); conflicts; an unusable EvictionPolicy turns preemption off, never the profile."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileStatus
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.stats import ProfileStats
 
@@ -24,9 +26,11 @@ class _Published:
 def _store(known: set[str] | None = None) -> tuple[ProfileStore, _Published]:
     published = _Published()
     policies = known if known is not None else set()
-    return ProfileStore(
-        compile_profile_spec, published, eviction_policy_known=policies.__contains__
-    ), published
+
+    def problem(name: str) -> tuple[str, str] | None:
+        return None if name in policies else ("EvictionPolicyNotFound", f"no EvictionPolicy named {name!r}")
+
+    return ProfileStore(compile_profile_spec, published, eviction_policy_problem=problem), published
 
 
 def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -51,9 +55,46 @@ def test_invalid_update_keeps_the_last_accepted_version_in_force() -> None:
     assert conditions["Accepted"] == ("False", "InvalidSpec")
     assert conditions["Ready"] == ("True", "Scheduling")
     assert conditions["Degraded"] == ("True", "LastAcceptedInForce")
-    assert status["observedGeneration"] == 2 and status["acceptedGeneration"] == 1
+    assert conditions["Stalled"] == ("True", "InvalidSpec")  # kstatus: Failed, not Current
+    assert status["observedGeneration"] == 2 and status["lastAcceptedGeneration"] == 1
+    assert status["lastAcceptedSpec"] == {"schedulerName": "s", "percentageOfNodesToScore": 50}
     message = next(c["message"] for c in status["conditions"] if c["type"] == "Accepted")
     assert "spec.plugins.score.enabled[0]" in message and "NoSuchPlugin" in message
+    stalled = next(c["message"] for c in status["conditions"] if c["type"] == "Stalled")
+    assert stalled == "generation 2 was rejected; generation 1 stays in force"
+    SchedulingProfileStatus.model_validate(status)  # the shape the CRD expects
+
+
+INVALID = {"schedulerName": "s", "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin"}]}}}
+
+
+def test_a_restarted_operator_serves_the_persisted_last_accepted_spec() -> None:
+    before, _ = _store()
+    before.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "percentageOfNodesToScore": 50})
+    before.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID)
+    persisted = before.status("p", None, synced=True)
+
+    after, published = _store()  # a new process: it only has the object, status included
+    after.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID, persisted)
+    assert published.names == ["s"] and published.profiles[0].percentage_of_nodes_to_score == 50
+    status = after.status("p", None, synced=True)
+    assert status is not None and status["lastAcceptedGeneration"] == 1
+    stalled = next(c["message"] for c in status["conditions"] if c["type"] == "Stalled")
+    assert "generation 1 stays in force (restored from status.lastAcceptedSpec)" in stalled
+    # A valid update replaces the restored version.
+    after.apply("p", "u1", 3, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    assert published.profiles[0].percentage_of_nodes_to_score != 50
+    assert after.status("p", None, synced=True)["lastAcceptedGeneration"] == 3  # type: ignore[index]
+
+
+def test_without_a_persisted_spec_an_invalid_profile_is_not_served() -> None:
+    store, published = _store()
+    garbage = {"lastAcceptedGeneration": 1, "lastAcceptedSpec": {"schedulerName": 7}}
+    store.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID, garbage)
+    assert published.names == []
+    status = store.status("p", None, synced=True)
+    assert status is not None and "lastAcceptedGeneration" not in status
+    assert _conditions(status)["Ready"] == ("False", "NotServing")
 
 
 def test_duplicate_scheduler_name_is_served_by_the_oldest_profile() -> None:
@@ -67,16 +108,31 @@ def test_duplicate_scheduler_name_is_served_by_the_oldest_profile() -> None:
     assert store.in_force == {"s": "young"}
 
 
-def test_profile_waiting_for_its_eviction_policy_is_accepted_once_it_exists() -> None:
+def test_missing_eviction_policy_turns_preemption_off_until_it_exists() -> None:
     known: set[str] = set()
+    notes: list[tuple[str, str, str]] = []
     store, published = _store(known)
+    store.notify = lambda record, type_, reason, note: notes.append((record.name, type_, reason))
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "evictionPolicyName": "careful"})
-    assert published.names == []
+    assert published.names == ["s"]  # it schedules; it only preempts nothing
+    status = store.status("p", None, synced=True)
+    assert status is not None
+    conditions = _conditions(status)
+    assert conditions["Accepted"] == ("True", "Valid")
+    assert conditions["EvictionPolicyResolved"] == ("False", "EvictionPolicyNotFound")
+    assert conditions["Degraded"] == ("True", "EvictionPolicyUnavailable")
+    message = next(c["message"] for c in status["conditions"] if c["type"] == "EvictionPolicyResolved")
+    assert message == "preemption is off: no EvictionPolicy named 'careful'"
+    assert notes == [("p", "Warning", "EvictionPolicyNotFound")]
+    store.recheck()
+    assert len(notes) == 1  # said once, not on every re-check
     known.add("careful")
     store.recheck()
-    assert published.names == ["s"]
     status = store.status("p", None, synced=True)
-    assert status is not None and _conditions(status)["Accepted"] == ("True", "Valid")
+    assert status is not None
+    assert _conditions(status)["EvictionPolicyResolved"] == ("True", "Resolved")
+    assert _conditions(status)["Degraded"] == ("False", "AsExpected")
+    assert notes[-1] == ("p", "Normal", "EvictionPolicyResolved")
 
 
 def test_not_ready_until_caches_synced_and_stats_reported() -> None:
@@ -98,7 +154,29 @@ def test_recheck_does_not_count_the_same_rejection_again() -> None:
     store, _ = _store()
     rejected = policy_reloads.labels("SchedulingProfile", "rejected")
     before = rejected._value.get()
-    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "evictionPolicyName": "missing"})
-    store.recheck()
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)  # a resync of the same object
     store.recheck()
     assert rejected._value.get() == before + 1
+
+
+def kstatus(generation: int, status: dict[str, Any]) -> str:
+    """sigs.k8s.io/cli-utils kstatus, generic rules for a custom resource (checkGenericProperties)."""
+    if status.get("observedGeneration", generation) != generation:
+        return "InProgress"
+    for cond in status.get("conditions", []):
+        if cond["type"] == "Reconciling" and cond["status"] == "True":
+            return "InProgress"
+        if cond["type"] == "Stalled" and cond["status"] == "True":
+            return "Failed"
+    return "Current"
+
+
+def test_kstatus_reads_a_rejected_generation_as_failed_not_current() -> None:
+    store, _ = _store()
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    assert kstatus(1, store.status("p", None, synced=True) or {}) == "Current"
+    store.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID)
+    assert kstatus(2, store.status("p", None, synced=True) or {}) == "Failed"
+    store.apply("p", "u1", 3, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    assert kstatus(3, store.status("p", None, synced=True) or {}) == "Current"

@@ -1,7 +1,9 @@
 -- Argo CD health check for policy-scheduler's custom resources (SchedulingProfile,
 -- EvictionPolicy, PriorityClassMirror). Conventions: status.observedGeneration, conditions
 -- Accepted (spec valid), Ready (in force / in sync), Degraded (an older generation is in
--- force), Synced (PriorityClassMirror: the native PriorityClass matches).
+-- force, or a profile's EvictionPolicy is unusable), Stalled (the latest generation cannot be
+-- put in force; kstatus reads it as Failed), Synced (PriorityClassMirror: the native
+-- PriorityClass matches).
 local function message(condition, default)
   if condition.message ~= nil and condition.message ~= "" then
     return condition.message
@@ -22,6 +24,10 @@ for _, condition in ipairs(obj.status.conditions) do
   conditions[condition.type] = condition
 end
 
+local stalled = conditions["Stalled"]
+if stalled ~= nil and stalled.status == "True" then
+  return {status = "Degraded", message = message(stalled, "The latest generation is not in force")}
+end
 local accepted = conditions["Accepted"]
 if accepted ~= nil and accepted.status == "False" then
   return {status = "Degraded", message = message(accepted, "The spec was rejected")}

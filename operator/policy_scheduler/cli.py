@@ -1,8 +1,9 @@
-"""`policy-scheduler` command line: run, simulate, import-config, crds, dev-cluster, demo."""
+"""`policy-scheduler` command line: run, simulate, validate, import-config, crds, dev-cluster, demo."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -10,15 +11,22 @@ from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
+    from policy_scheduler.config import OperatorConfig
     from policy_scheduler.operator_main import run_operator
 
-    return run_operator(args)
+    return run_operator(OperatorConfig.from_args(args))
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from policy_scheduler.simulate.command import simulate_command
 
     return simulate_command(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from policy_scheduler.validate.command import validate_command
+
+    return validate_command(args)
 
 
 def _import_config(args: argparse.Namespace) -> int:
@@ -47,6 +55,23 @@ def _crds(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text if text.startswith("---") else "---\n" + text)
     return 0
+
+
+# Developer-only modules: in a source checkout, not in the runtime image (see the Dockerfile).
+DEV_MODULES = ("policy_scheduler.devcluster", "policy_scheduler.demo")
+
+
+def dev_tools_available() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in DEV_MODULES)
+
+
+def _dev_only(command: str) -> int:
+    print(
+        f"error: `{command}` is a developer command and is not part of this installation "
+        "(the runtime image ships without it); run it from a source checkout (pip install -e .)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -83,7 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("files", nargs="+", help="YAML files (multi-document or kind: List)")
     sim.add_argument("-o", "--output", choices=["table", "json"], default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaks")
+    sim.add_argument(
+        "--progress", action="store_true", help="progress on stderr (default: large runs on a TTY)"
+    )
     sim.set_defaults(func=_simulate)
+
+    val = sub.add_parser("validate", help="check policy manifests offline, as the server and operator do")
+    val.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="YAML/JSON files, dirs, - (stdin)")
+    val.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    val.add_argument(
+        "--validate",
+        choices=["strict", "warn", "ignore"],
+        default="strict",
+        help="unknown fields, as kubectl apply --validate: refused, or dropped with(out) a warning",
+    )
+    val.set_defaults(func=_validate)
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
@@ -92,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     crds = sub.add_parser("crds", help="print (or --write DIR) the CustomResourceDefinitions")
     crds.add_argument("--write", metavar="DIR")
     crds.set_defaults(func=_crds)
+
+    if not dev_tools_available():
+        for command in ("demo", "dev-cluster"):
+            stub = sub.add_parser(command, help="(developer checkout only)", add_help=False)
+            stub.add_argument("rest", nargs=argparse.REMAINDER)
+            stub.set_defaults(func=lambda _args, command=command: _dev_only(command))
+        return parser
 
     demo = sub.add_parser("demo", help="dev cluster + operator + example workload, prints placements")
     demo.add_argument("--nodes", type=int, default=6)

@@ -47,7 +47,7 @@ extension_point_duration = Histogram(
 evictions = Counter(
     "policy_scheduler_evictions_total",
     "Evictions requested by preemption, by result "
-    "(evicted, blocked_by_budget, rate_limited, dry_run, error).",
+    "(evicted, blocked_by_budget, rate_limited, dry_run, blocked: policy unavailable, error).",
     ["result", "policy"],
     registry=REGISTRY,
 )

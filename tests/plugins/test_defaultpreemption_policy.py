@@ -410,22 +410,6 @@ def test_policy_service_gets_the_profile_scheduler_name() -> None:
     assert seen == ["default-scheduler"]
 
 
-def test_unavailable_policy_evicts_nothing() -> None:
-    """A policy the operator cannot trust (missing or broken CR) disables preemption: no victims,
-    no nomination, and the reason in the message; the same cluster preempts with a usable policy."""
-    nodes = [node("node1", ONE_POD)]
-    pods = [pod("p1", "node1", LOW)]
-    preemptor = pod("p", priority=HIGH)
-    broken = EvictionPolicyConfig(unavailable_reason='EvictionPolicy "strict" not found')
-    env = build(nodes, pods, policy=broken)
-    result, status = post_filter(env, preemptor, statuses({"node1": U}))
-    assert result is None
-    assert status.code == U
-    assert status.message == 'preemption: preemption is disabled: EvictionPolicy "strict" not found'
-    result, status = post_filter(build(nodes, pods), preemptor, statuses({"node1": U}))
-    assert status.is_success and victim_names(result) == ["p1"]
-
-
 def test_cluster_services_defaults() -> None:
     """ClusterServices() is a cluster with no PDBs, the default policy and nothing in flight."""
     env = build([node("node1", ONE_POD)], [pod("p1", "node1", LOW)])
@@ -501,3 +485,17 @@ def test_needs_the_framework_on_the_handle() -> None:
     result, status = plugin.post_filter(CycleState(), pod("p", priority=VERY_HIGH), statuses({}))
     assert result is None
     assert status.code == Code.ERROR
+
+
+def test_an_unavailable_policy_picks_no_victims_and_says_why() -> None:
+    """Fail safe: the profile's EvictionPolicy cannot be used, so nothing is preempted."""
+    pods = [pod("low", "node1", LOW, SMALL), pod("mid", "node1", MID, MEDIUM)]
+    preemptor = pod("p", priority=HIGH, req={"cpu": 400, "memory": 400})
+    reason = "preemption is off: no EvictionPolicy named 'careful'"
+    env = build([node("node1")], pods, policy=EvictionPolicyConfig(unavailable_reason=reason))
+    result, status = post_filter(env, preemptor)
+    assert result is None and status.code == U
+    assert status.message == f"preemption: {reason}"
+    env = build([node("node1")], pods, policy=BEST_EFFORT)  # the same scene with a usable policy
+    result, status = post_filter(env, preemptor)
+    assert status.is_success and victim_names(result) == ["mid"]

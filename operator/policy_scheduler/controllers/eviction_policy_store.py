@@ -2,8 +2,10 @@
 evictor did under it, and the status that reports both.
 
 kopf's on.event handler feeds `on_event`; an invalid update keeps the last accepted version in
-force and only sets Accepted=False. Profiles find their policy through `policy_for_scheduler`
-(the preemption plugin's `eviction_policy` service) and `settings_for_scheduler` (the evictor).
+force (persisted in status.lastAcceptedSpec) and only sets Accepted=False and Stalled=True.
+Profiles find their policy through `policy_for_scheduler` (the preemption plugin's
+`eviction_policy` service) and `settings_for_scheduler` (the evictor); a profile whose policy is
+missing or was never valid gets settings that evict nothing (fail safe).
 """
 
 from __future__ import annotations
@@ -16,9 +18,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policy_scheduler import metrics
-from policy_scheduler.controllers.profile_store import ProfileStore
+from policy_scheduler.controllers.last_accepted import LastAccepted
+from policy_scheduler.controllers.profile_store import PolicyProblem, ProfileStore
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.evictor import (
+from policy_scheduler.policy.conditions import condition_dict
+from policy_scheduler.policy.constants import (
+    CONDITION_ACCEPTED,
+    CONDITION_READY,
+    CONDITION_STALLED,
+    EVICTION_POLICY_KIND,
+    EVICTION_POLICY_PLURAL,
+    MAX_RECENT_EVICTIONS,
+)
+from policy_scheduler.policy.errors import parse_model
+from policy_scheduler.policy.eviction import EvictionPolicySpec
+from policy_scheduler.policy.eviction_settings import (
     BLOCKED_BY_BUDGET,
     DEFAULT_SETTINGS,
     EVICTED,
@@ -28,16 +42,6 @@ from policy_scheduler.kube.evictor import (
     EvictionSettings,
     RateLimits,
 )
-from policy_scheduler.policy.conditions import condition_dict
-from policy_scheduler.policy.constants import (
-    CONDITION_ACCEPTED,
-    CONDITION_READY,
-    EVICTION_POLICY_KIND,
-    EVICTION_POLICY_PLURAL,
-    MAX_RECENT_EVICTIONS,
-)
-from policy_scheduler.policy.errors import PolicyError, parse_model
-from policy_scheduler.policy.eviction import EvictionPolicySpec
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig, ProtectedTerm
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 
@@ -89,12 +93,19 @@ class PolicyRecord:
     name: str
     uid: str
     generation: int = -1  # the last generation looked at (-1: none yet)
-    settings: EvictionSettings | None = None  # the last accepted version
-    accepted_generation: int | None = None
-    error: str | None = None  # why the latest generation was rejected
+    last: LastAccepted[EvictionSettings] = field(default_factory=LastAccepted)
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS.values(), 0))
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_EVICTIONS))
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # type -> (status, time)
+
+    @property
+    def settings(self) -> EvictionSettings | None:
+        """The last accepted version (None: never accepted)."""
+        return self.last.value
+
+    @property
+    def error(self) -> str | None:
+        return self.last.error
 
     def restore(self, status: Any) -> None:
         """Counters and recent evictions survive restarts: they live in the status we wrote."""
@@ -112,6 +123,12 @@ class PolicyRecord:
         for cond in status.get("conditions") or []:
             if isinstance(cond, dict) and cond.get("type") and cond.get("lastTransitionTime"):
                 self.transitions[cond["type"]] = (str(cond.get("status")), str(cond["lastTransitionTime"]))
+        self.last.restore(status, lambda spec: compile_policy(self.name, spec))
+
+
+def compile_policy(name: str, spec: Any) -> EvictionSettings:
+    """Validate an EvictionPolicy spec (PolicyError with field paths) and convert it."""
+    return to_settings(name, parse_model(EvictionPolicySpec, spec, "spec"))
 
 
 class EvictionPolicyStore:
@@ -129,6 +146,8 @@ class EvictionPolicyStore:
         if event_type == "DELETED":
             self.delete(name)
             return
+        if self.status_writer is not None:
+            self.status_writer.observe(EVICTION_POLICY_PLURAL, name, body.get("status"))
         self.apply(
             name,
             str(meta.get("uid", "")),
@@ -138,7 +157,7 @@ class EvictionPolicyStore:
         )
 
     def apply(self, name: str, uid: str, generation: int, spec: Any, status: Any = None) -> PolicyRecord:
-        known_before = self.known(name)
+        problem_before = self.problem(name)
         record = self.records.get(name)
         if record is None or record.uid != uid:
             record = self.records[name] = PolicyRecord(name, uid)
@@ -147,22 +166,19 @@ class EvictionPolicyStore:
             return record  # e.g. our own status write came back: nothing new in the spec
         record.generation = generation
         try:
-            settings = to_settings(name, parse_model(EvictionPolicySpec, spec, "spec"))
-        except (PolicyError, ValueError) as exc:
-            record.error = str(exc)
-            metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "rejected").inc()
-            log.warning(
-                "eviction policy rejected; last accepted version stays in force",
-                extra={"policy": name, "generation": generation, "error": record.error},
-            )
+            settings = compile_policy(name, spec)
+        except ValueError as exc:
+            if record.last.reject(str(exc)):
+                metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "rejected").inc()
+                log.warning(
+                    "eviction policy rejected",
+                    extra={"policy": name, "error": str(exc), "in_force": record.last.describe(generation)},
+                )
         else:
-            record.error = None
-            if record.settings != settings:
-                record.settings = settings
+            if record.last.accept(generation, spec, settings):
                 metrics.policy_reloads.labels(EVICTION_POLICY_KIND, "accepted").inc()
-            record.accepted_generation = generation
         self._publish(record)
-        if self.known(name) != known_before:
+        if self.problem(name) != problem_before:
             self._recheck_profiles()
         return record
 
@@ -180,22 +196,34 @@ class EvictionPolicyStore:
 
     # ---- lookups ---------------------------------------------------------------------------------
 
-    def known(self, name: str) -> bool:
-        """A policy exists with an accepted version (ProfileStore's eviction_policy_known)."""
+    def problem(self, name: str) -> PolicyProblem:
+        """Why the policy `name` cannot be used (ProfileStore's eviction_policy_problem)."""
         record = self.records.get(name)
-        return record is not None and record.settings is not None
+        if record is None:
+            return "EvictionPolicyNotFound", f"no EvictionPolicy named {name!r}"
+        if record.settings is None:
+            return "EvictionPolicyInvalid", f"EvictionPolicy {name!r} has no valid generation: {record.error}"
+        return None
 
     def settings_for_scheduler(self, scheduler_name: str) -> EvictionSettings:
-        """The policy of the profile serving `scheduler_name`; the built-in default without one
-        (or while the named policy does not exist: the profile then reports Accepted=False)."""
+        """The policy of the profile serving `scheduler_name`; the built-in default when the
+        profile names none. Fail safe: when the named policy is missing or has never been valid,
+        settings that evict nothing (unavailable_reason set), never the permissive default."""
         if self.profiles is None:
             return DEFAULT_SETTINGS
         profile = self.profiles.records.get(self.profiles.in_force.get(scheduler_name, ""))
         policy = profile.accepted.eviction_policy_name if profile and profile.accepted else None
-        record = self.records.get(policy) if policy else None
-        if record is None or record.settings is None:
+        if not policy:
             return DEFAULT_SETTINGS
-        return record.settings
+        problem = self.problem(policy)
+        if problem is not None:
+            reason = f"preemption is off: {problem[1]}"
+            return EvictionSettings(
+                policy, EvictionPolicyConfig(unavailable_reason=reason), unavailable_reason=reason
+            )
+        settings = self.records[policy].settings
+        assert settings is not None
+        return settings
 
     def policy_for_scheduler(self, scheduler_name: str) -> EvictionPolicyConfig | None:
         """The `eviction_policy` service of the preemption plugin."""
@@ -230,7 +258,7 @@ class EvictionPolicyStore:
         if record is None:
             return None
         accepted = record.error is None
-        settings = record.settings
+        in_force = record.last.describe(record.generation)
         conditions = [
             self._condition(
                 record,
@@ -242,14 +270,18 @@ class EvictionPolicyStore:
             self._condition(
                 record,
                 CONDITION_READY,
-                settings is not None,
+                record.settings is not None,
                 self._ready_reason(record),
-                self._ready_message(record),
+                self._ready_message(record, in_force),
+            ),
+            self._condition(
+                record, CONDITION_STALLED, not accepted, "AsExpected" if accepted else "InvalidSpec", in_force
             ),
         ]
         return {
             "observedGeneration": record.generation,
             "conditions": conditions,
+            **record.last.status_fields(),
             "counters": dict(record.counters),
             "recentEvictions": list(record.recent),
         }
@@ -261,15 +293,12 @@ class EvictionPolicyStore:
         return "DryRun" if record.settings.config.dry_run else "InForce"
 
     @staticmethod
-    def _ready_message(record: PolicyRecord) -> str:
+    def _ready_message(record: PolicyRecord, in_force: str) -> str:
         if record.settings is None:
-            return record.error or "no accepted version"
-        prefix = f"generation {record.accepted_generation} is in force"
-        if record.error is not None:
-            prefix = f"generation {record.generation} was rejected; {prefix}"
+            return f"{in_force}: profiles naming it preempt nothing; {record.error or 'invalid spec'}"
         if record.settings.config.dry_run:
-            return prefix + "; dryRun: victims are only reported, never evicted"
-        return prefix
+            return in_force + "; dryRun: victims are only reported, never evicted"
+        return in_force
 
     def _condition(
         self, record: PolicyRecord, type_: str, ok: bool, reason: str, message: str

@@ -1,23 +1,86 @@
-"""kopf, standalone, for our CRDs only: turns their events into PolicyStore updates.
+"""kopf, standalone, for our CRDs only: one module-level handler per kind, kopf's settings in
+its startup handler, and the operator's objects reached through kopf's memo.
 
-Handlers are on.event (no finalizers, no annotations written onto the objects); the store
-validates and the status writer reports. Pods and nodes never go through kopf.
+Handlers are on.event (no finalizers, no annotations written onto the objects): the stores
+validate, the status writer reports. Pods and nodes never go through kopf. Run it with
+
+    kopf.operator(registry=kopf_app.registry, memo=kopf_app.memo(Wiring(...)),
+                  standalone=True, clusterwide=True, ...)
+
+Handlers are async: kopf runs plain functions in a thread pool, and the stores, the engine and
+the mirror controller must only ever be touched from the event loop's thread.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
-from policy_scheduler.policy.constants import GROUP, VERSION
+from policy_scheduler.controllers.priorityclass_mirror import MirrorController
+from policy_scheduler.policy.constants import (
+    EVICTION_POLICY_PLURAL,
+    GROUP,
+    PRIORITY_CLASS_MIRROR_PLURAL,
+    SCHEDULING_PROFILE_PLURAL,
+    VERSION,
+)
 
 log = logging.getLogger(__name__)
 
+# fn(event type, or None for the initial listing; the object's body)
 EventHandler = Callable[[str | None, dict[str, Any]], None]
+
+registry = kopf.OperatorRegistry()
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What the handlers feed: the operator's objects, for one kopf.operator() run."""
+
+    api: Any  # the operator's own API client: kopf logs in with the same credentials
+    on_profile: EventHandler
+    on_eviction_policy: EventHandler
+    mirrors: MirrorController
+
+
+def memo(wiring: Wiring) -> kopf.Memo:
+    return kopf.Memo(wiring=wiring)
+
+
+def _wiring(memo: kopf.Memo) -> Wiring:
+    wiring = memo["wiring"]
+    assert isinstance(wiring, Wiring)
+    return wiring
+
+
+# ---- activities -------------------------------------------------------------------------------------
+
+
+@kopf.on.startup(registry=registry)
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    settings.posting.enabled = False  # our own EventRecorder reports; kopf's would be noise
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.peering.standalone = True  # one leader by our own Lease, not kopf's peering
+    _wiring(memo).mirrors.start()
+
+
+@kopf.on.cleanup(registry=registry)
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    await _wiring(memo).mirrors.stop()
+
+
+@kopf.on.login(registry=registry)
+def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+        info: kopf.ConnectionInfo | None = kopf.login_with_service_account(**kwargs)
+        return info
+    return connection_info(_wiring(memo).api)
 
 
 def connection_info(api: Any) -> kopf.ConnectionInfo:
@@ -40,42 +103,25 @@ def connection_info(api: Any) -> kopf.ConnectionInfo:
     )
 
 
-def build_registry(
-    api: Any,
-    handlers: dict[str, EventHandler],
-    extra: Sequence[Callable[[kopf.OperatorRegistry], None]] = (),
-) -> kopf.OperatorRegistry:
-    """`handlers`: CRD plural -> fn(event type or None for the initial listing, object body).
-    `extra`: functions that register further handlers (e.g. reconcilers that write to the API)."""
-    registry = kopf.OperatorRegistry()
-    for register in extra:
-        register(registry)
-
-    @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
-            info: kopf.ConnectionInfo | None = kopf.login_with_service_account(**kwargs)
-            return info
-        return connection_info(api)
-
-    for plural, handler in handlers.items():
-        _register(registry, plural, handler)
-    return registry
+# ---- one handler per kind -----------------------------------------------------------------------------
 
 
-def _register(registry: kopf.OperatorRegistry, plural: str, handler: EventHandler) -> None:
-    # async: kopf runs plain functions in a thread pool, and the store and engine must only
-    # ever be touched from the event loop's thread.
-    async def on_event(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
-        handler(event.get("type"), dict(body))
-
-    kopf.on.event(GROUP, VERSION, plural, registry=registry)(on_event)
+@kopf.on.event(GROUP, VERSION, SCHEDULING_PROFILE_PLURAL, registry=registry)
+async def scheduling_profile(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _wiring(memo).on_profile(event.get("type"), dict(body))
 
 
-def settings() -> kopf.OperatorSettings:
-    s = kopf.OperatorSettings()
-    s.posting.enabled = False  # our own EventRecorder reports; kopf's would be noise
-    s.watching.server_timeout = 300
-    s.watching.client_timeout = 330
-    s.peering.standalone = True
-    return s
+@kopf.on.event(GROUP, VERSION, EVICTION_POLICY_PLURAL, registry=registry)
+async def eviction_policy(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _wiring(memo).on_eviction_policy(event.get("type"), dict(body))
+
+
+@kopf.on.event(GROUP, VERSION, PRIORITY_CLASS_MIRROR_PLURAL, registry=registry)
+async def priority_class_mirror(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _wiring(memo).mirrors.on_mirror_event(event.get("type"), dict(body))
+
+
+# The native classes the mirrors manage: a hand-edited or deleted one is repaired at once.
+@kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
+async def priority_class(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _wiring(memo).mirrors.on_native_event(event.get("type"), dict(body))

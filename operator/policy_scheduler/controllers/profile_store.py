@@ -1,5 +1,7 @@
 """SchedulingProfiles as the operator knows them: the last accepted version of each, and the
-set in force. An invalid update never replaces a good version; it only sets Accepted=False.
+set in force. An invalid update never replaces a good version; it only sets Accepted=False and
+Stalled=True. A missing or unusable EvictionPolicy does not reject the profile: the profile keeps
+scheduling but preempts nothing (EvictionPolicyResolved=False) until the policy is usable.
 No kopf and no API here: handlers feed it, the status writer reads it.
 """
 
@@ -12,7 +14,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policy_scheduler import metrics
+from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.policy.conditions import Transitions, condition_dict
+from policy_scheduler.policy.constants import (
+    CONDITION_ACCEPTED,
+    CONDITION_DEGRADED,
+    CONDITION_EVICTION_POLICY,
+    CONDITION_READY,
+    CONDITION_STALLED,
+)
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.profile_resolution import effective_plugins
 from policy_scheduler.stats import ProfileStats
@@ -22,18 +32,32 @@ log = logging.getLogger(__name__)
 KIND = "SchedulingProfile"
 
 
+# (reason, message) when a profile's EvictionPolicy cannot be used; None when it can.
+PolicyProblem = tuple[str, str] | None
+# (record, event type, reason, note): the profile's EvictionPolicy became unusable or usable.
+Notify = Callable[["ProfileRecord", str, str, str], None]
+
+
 @dataclass(slots=True)
 class ProfileRecord:
     name: str
     uid: str
     generation: int
     created: str
-    accepted: ResolvedProfile | None = None
-    accepted_generation: int | None = None
-    error: str | None = None  # why the latest generation was rejected
+    last: LastAccepted[ResolvedProfile] = field(default_factory=LastAccepted)
     conflict: str | None = None  # why the accepted version is not in force
+    policy_problem: PolicyProblem = None  # why its EvictionPolicy is unusable (it preempts nothing)
     transitions: Transitions = field(default_factory=dict)
-    spec: dict[str, Any] | None = None  # the latest spec, re-validated when references change
+    spec: dict[str, Any] | None = None  # the latest spec
+
+    @property
+    def accepted(self) -> ResolvedProfile | None:
+        return self.last.value
+
+    @property
+    def error(self) -> str | None:
+        """Why the latest generation was rejected."""
+        return self.last.error
 
 
 Compiler = Callable[[dict[str, Any]], ResolvedProfile]
@@ -45,48 +69,76 @@ class ProfileStore:
         compile_spec: Compiler,
         on_change: Callable[[list[ResolvedProfile]], None],
         *,
-        eviction_policy_known: Callable[[str], bool] = lambda _: True,
+        eviction_policy_problem: Callable[[str], PolicyProblem] = lambda _: None,
+        notify: Notify | None = None,
     ) -> None:
         self.compile_spec = compile_spec
         self.on_change = on_change
-        self.eviction_policy_known = eviction_policy_known
+        self.eviction_policy_problem = eviction_policy_problem
+        self.notify = notify
         self.records: dict[str, ProfileRecord] = {}
         self.in_force: dict[str, str] = {}  # schedulerName -> profile object name
 
     def apply(
-        self, name: str, uid: str, generation: int, created: str, spec: dict[str, Any]
+        self,
+        name: str,
+        uid: str,
+        generation: int,
+        created: str,
+        spec: dict[str, Any],
+        status: Any = None,
     ) -> ProfileRecord:
+        """`status`: the object's status as read, to restore the persisted last accepted spec."""
         record = self.records.get(name)
         if record is None or record.uid != uid:
             record = self.records[name] = ProfileRecord(name, uid, generation, created)
+            if record.last.restore(status, self.compile_spec):
+                log.info(
+                    "profile restored from its status",
+                    extra={"profile": name, "generation": record.last.generation},
+                )
         record.generation = generation
         record.spec = spec
         self._validate(record)
+        self._check_policy(record)
         self._publish()
         return record
 
     def _validate(self, record: ProfileRecord) -> None:
-        name, generation, spec = record.name, record.generation, record.spec or {}
         try:
-            resolved = self.compile_spec(spec)
-            policy = resolved.eviction_policy_name
-            if policy and not self.eviction_policy_known(policy):
-                raise ValueError(f"spec.evictionPolicyName: no EvictionPolicy named {policy!r}")
+            resolved = self.compile_spec(record.spec or {})
         except ValueError as exc:
-            if record.error == str(exc):
-                return  # re-checked, same verdict: not a new rejection
-            record.error = str(exc)
-            metrics.policy_reloads.labels(KIND, "rejected").inc()
-            log.warning(
-                "profile rejected; last accepted version stays in force",
-                extra={"profile": name, "generation": generation, "error": record.error},
-            )
+            if record.last.reject(str(exc)):
+                metrics.policy_reloads.labels(KIND, "rejected").inc()
+                log.warning(
+                    "profile rejected",
+                    extra={
+                        "profile": record.name,
+                        "error": str(exc),
+                        "in_force": record.last.describe(record.generation),
+                    },
+                )
         else:
-            record.error = None
-            if record.accepted != resolved:
-                record.accepted = resolved
+            if record.last.accept(record.generation, record.spec, resolved):
                 metrics.policy_reloads.labels(KIND, "accepted").inc()
-            record.accepted_generation = generation
+
+    def _check_policy(self, record: ProfileRecord) -> None:
+        """Fail safe: a profile whose EvictionPolicy is unusable preempts nothing; say so once."""
+        policy = record.accepted.eviction_policy_name if record.accepted else None
+        problem = self.eviction_policy_problem(policy) if policy else None
+        if problem == record.policy_problem:
+            return
+        record.policy_problem = problem
+        if problem is not None:
+            log.warning("profile preempts nothing", extra={"profile": record.name, "why": problem[1]})
+            if self.notify is not None:
+                self.notify(record, "Warning", problem[0], f"preemption is off: {problem[1]}")
+        else:
+            log.info("profile eviction policy resolved", extra={"profile": record.name, "policy": policy})
+            if self.notify is not None:
+                self.notify(
+                    record, "Normal", "EvictionPolicyResolved", f"EvictionPolicy {policy!r} is in force"
+                )
 
     def delete(self, name: str) -> None:
         if self.records.pop(name, None) is not None:
@@ -94,11 +146,9 @@ class ProfileStore:
             self._publish()
 
     def recheck(self) -> None:
-        """Re-validate every profile's latest spec (an EvictionPolicy appeared or went away):
-        a profile rejected for a missing policy is accepted once the policy exists."""
+        """An EvictionPolicy appeared, went away or changed validity: re-resolve every profile's."""
         for record in list(self.records.values()):
-            self._validate(record)
-        self._publish()
+            self._check_policy(record)
 
     def _publish(self) -> None:
         in_force: dict[str, str] = {}
@@ -127,35 +177,49 @@ class ProfileStore:
             return None
         serving = record.accepted is not None and record.conflict is None
         accepted_ok = record.error is None and record.conflict is None
+        in_force = record.last.describe(record.generation)
+        problem = record.policy_problem
         conditions = [
             self._condition(
                 record,
-                "Accepted",
+                CONDITION_ACCEPTED,
                 accepted_ok,
                 "Valid" if accepted_ok else ("Conflict" if record.conflict else "InvalidSpec"),
                 record.conflict or record.error or "the profile is valid and in force",
             ),
             self._condition(
                 record,
-                "Ready",
+                CONDITION_READY,
                 serving and synced,
                 "Scheduling" if serving and synced else ("CachesNotSynced" if serving else "NotServing"),
-                self._ready_message(record, serving, synced),
+                self._ready_message(record, serving, synced, in_force),
             ),
             self._condition(
                 record,
-                "Degraded",
+                CONDITION_STALLED,
                 not accepted_ok,
-                "LastAcceptedInForce"
-                if (serving and not accepted_ok)
-                else ("NotServing" if not accepted_ok else "AsExpected"),
-                self._degraded_message(record, serving, accepted_ok),
+                "AsExpected" if accepted_ok else ("Conflict" if record.conflict else "InvalidSpec"),
+                in_force if record.conflict is None else f"{record.conflict}; not in force",
+            ),
+            self._condition(
+                record,
+                CONDITION_EVICTION_POLICY,
+                problem is None,
+                problem[0] if problem else ("Resolved" if self._policy_name(record) else "NoEvictionPolicy"),
+                f"preemption is off: {problem[1]}" if problem else self._policy_message(record),
+            ),
+            self._condition(
+                record,
+                CONDITION_DEGRADED,
+                not accepted_ok or problem is not None,
+                self._degraded_reason(serving, accepted_ok, problem),
+                self._degraded_message(record, serving, accepted_ok, in_force),
             ),
         ]
         status: dict[str, Any] = {"observedGeneration": record.generation, "conditions": conditions}
+        status.update(record.last.status_fields())
         if record.accepted is not None:
             status["effectivePlugins"] = effective_plugins(record.accepted)
-            status["acceptedGeneration"] = record.accepted_generation
         if stats is not None:
             status.update(
                 scheduled=stats.scheduled,
@@ -170,23 +234,39 @@ class ProfileStore:
         return status
 
     @staticmethod
-    def _ready_message(record: ProfileRecord, serving: bool, synced: bool) -> str:
+    def _policy_name(record: ProfileRecord) -> str | None:
+        return record.accepted.eviction_policy_name if record.accepted else None
+
+    @classmethod
+    def _policy_message(cls, record: ProfileRecord) -> str:
+        policy = cls._policy_name(record)
+        if policy:
+            return f"EvictionPolicy {policy!r} is in force"
+        return "no spec.evictionPolicyName: the built-in default policy applies"
+
+    @staticmethod
+    def _ready_message(record: ProfileRecord, serving: bool, synced: bool, in_force: str) -> str:
         if not serving:
             return record.conflict or record.error or "no accepted version"
         if not synced:
             return "waiting for the pod and node caches to sync"
         assert record.accepted is not None
-        return f"scheduling pods with schedulerName {record.accepted.scheduler_name!r}"
+        return f"scheduling pods with schedulerName {record.accepted.scheduler_name!r}; {in_force}"
 
     @staticmethod
-    def _degraded_message(record: ProfileRecord, serving: bool, accepted_ok: bool) -> str:
+    def _degraded_reason(serving: bool, accepted_ok: bool, problem: PolicyProblem) -> str:
+        if not accepted_ok:
+            return "LastAcceptedInForce" if serving else "NotServing"
+        return "EvictionPolicyUnavailable" if problem is not None else "AsExpected"
+
+    @staticmethod
+    def _degraded_message(record: ProfileRecord, serving: bool, accepted_ok: bool, in_force: str) -> str:
         if accepted_ok:
+            if record.policy_problem is not None:
+                return f"preemption is off: {record.policy_problem[1]}"
             return "the latest generation is in force"
         if serving:
-            return (
-                f"generation {record.generation} was rejected; "
-                f"generation {record.accepted_generation} stays in force"
-            )
+            return in_force
         return record.conflict or record.error or "not serving"
 
     @staticmethod

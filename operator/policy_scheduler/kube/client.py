@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,8 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from policy_scheduler.apiobjects.decode import decode_status
+from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube.retry import Answer, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ USER_AGENT = "policy-scheduler/0.1"
 JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = DEFAULTS.api.request_timeout
 
 # Errors that say nothing about the request itself: the connection, not the server, failed.
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ConnectionError)
@@ -41,23 +44,23 @@ Query = Mapping[str, QueryValue]
 class ApiError(Exception):
     """A non-2xx answer, with the server's Status reason and message when it sent one."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None) -> None:
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it did
         super().__init__(f"{status} {reason}: {message}")
 
     @classmethod
-    def from_response(cls, status: int, body: bytes) -> ApiError:
+    def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> ApiError:
         st = decode_status(body)
         if st is not None and (st.reason or st.message):
-            return cls(status, st.reason, st.message)
-        return cls(status, "", body[:500].decode("utf-8", "replace"))
+            return cls(status, st.reason, st.message, retry_after)
+        return cls(status, "", body[:500].decode("utf-8", "replace"), retry_after)
 
-
-def is_transient(status: int) -> bool:
-    """Worth retrying: throttled, server-side trouble, or no answer at all (status 0)."""
-    return status in (0, 429) or status >= 500
+    @classmethod
+    def from_answer(cls, answer: Answer) -> ApiError:
+        return cls.from_response(answer.status, answer.body, answer.retry_after)
 
 
 async def make_api_client(kubeconfig: str | None = None) -> Any:
@@ -121,7 +124,7 @@ def _body(body: Any) -> bytes | None:
     return msgspec.json.encode(body)
 
 
-async def request(
+async def call(
     api: Any,
     method: str,
     path: str,
@@ -130,8 +133,8 @@ async def request(
     body: Any = None,
     content_type: str | None = None,
     request_timeout: float = DEFAULT_TIMEOUT,
-) -> tuple[int, bytes]:
-    """One request; returns (HTTP status, body bytes) whatever the status.
+) -> Answer:
+    """One request; returns its Answer (status, body bytes, Retry-After) whatever the status.
 
     `body` is bytes as is, or anything msgspec can encode as JSON. Connection failures raise
     (see CONNECTION_ERRORS).
@@ -149,7 +152,25 @@ async def request(
         timeout=aiohttp.ClientTimeout(total=request_timeout),
         **extra,
     ) as resp:
-        return resp.status, await resp.read()
+        retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+        return Answer(resp.status, await resp.read(), retry_after)
+
+
+async def request(
+    api: Any,
+    method: str,
+    path: str,
+    *,
+    query: Query | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+    request_timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[int, bytes]:
+    """Like `call`, as (HTTP status, body bytes)."""
+    answer = await call(
+        api, method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
+    )
+    return answer.status, answer.body
 
 
 async def request_ok(

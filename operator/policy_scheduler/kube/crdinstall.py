@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.client import ApiError, request
 from policy_scheduler.policy.crdgen import render_crds
 
@@ -20,7 +21,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 FIELD_MANAGER = "policy-scheduler"
 
 
-async def install_crds(api: Any, wait_seconds: float = 60.0) -> list[str]:
+async def install_crds(api: Any, timings: ApiTimings = DEFAULTS.api) -> list[str]:
+    wait_seconds = timings.crd_served_wait
     names: list[str] = []
     for text in render_crds().values():
         crd = yaml.safe_load(text)
@@ -42,7 +44,7 @@ async def install_crds(api: Any, wait_seconds: float = 60.0) -> list[str]:
         while not (await _established(api, name) and await _served(api, name)):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"CustomResourceDefinition {name} not served after {wait_seconds:.0f}s")
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(timings.crd_served_poll)
     log.info("crds installed", extra={"crds": names})
     return names
 

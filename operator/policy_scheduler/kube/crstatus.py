@@ -2,7 +2,9 @@
 
 Callers set the desired status of an object whenever they like; a flusher writes at most one
 merge patch per object per interval, so a busy scheduler costs a few writes a second, not one
-per pod.
+per pod. The patch sets the status whole: a merge patch merges objects key by key, so every key
+the object holds (as last observed, or as last written) that the new status lacks is removed
+explicitly; otherwise a stale key would survive, e.g. in status.lastAcceptedSpec.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
 from policy_scheduler.policy.constants import GROUP, VERSION
 
 log = logging.getLogger(__name__)
-
-DEFAULT_INTERVAL = 2.0
 
 
 class StatusWriter:
@@ -26,7 +27,7 @@ class StatusWriter:
         self,
         api: Any,
         *,
-        interval: float = DEFAULT_INTERVAL,
+        interval: float = DEFAULTS.status_interval,
         is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self.api = api
@@ -34,7 +35,13 @@ class StatusWriter:
         self.is_leader = is_leader
         self._desired: dict[tuple[str, str], dict[str, Any]] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
+        self._observed: dict[tuple[str, str], dict[str, Any]] = {}
         self.writes = 0
+
+    def observe(self, plural: str, name: str, status: Any) -> None:
+        """The status as a watch event shows it: the keys a write must remove."""
+        if isinstance(status, dict):
+            self._observed[(plural, name)] = status
 
     def set(self, plural: str, name: str, status: dict[str, Any]) -> None:
         self._desired[(plural, name)] = status
@@ -42,6 +49,7 @@ class StatusWriter:
     def forget(self, plural: str, name: str) -> None:
         self._desired.pop((plural, name), None)
         self._written.pop((plural, name), None)
+        self._observed.pop((plural, name), None)
 
     async def flush(self) -> None:
         if not self.is_leader():
@@ -53,7 +61,11 @@ class StatusWriter:
             path = f"/apis/{GROUP}/{VERSION}/{plural}/{quote(name, safe='')}/status"
             try:
                 code, body = await request(
-                    self.api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH
+                    self.api,
+                    "PATCH",
+                    path,
+                    body={"status": replacing_patch(status, self._observed.get(key), self._written.get(key))},
+                    content_type=MERGE_PATCH,
                 )
             except CONNECTION_ERRORS as exc:
                 log.warning("status write failed", extra={"object": f"{plural}/{name}", "error": str(exc)})
@@ -72,3 +84,15 @@ class StatusWriter:
         while True:
             await asyncio.sleep(self.interval)
             await self.flush()
+
+
+def replacing_patch(new: Any, *olds: Any) -> Any:
+    """A JSON merge patch (RFC 7396) that sets `new` whole over any of `olds`: keys of an old
+    object that `new` lacks become null, at every level; lists and scalars are replaced."""
+    if not isinstance(new, dict):
+        return new
+    dicts = [old for old in olds if isinstance(old, dict)]
+    patch: dict[str, Any] = {key: None for old in dicts for key in old if key not in new}
+    for key, value in new.items():
+        patch[key] = replacing_patch(value, *(old.get(key) for old in dicts))
+    return patch

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from policy_scheduler.config import DEFAULTS, EventTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.scheduler import model
@@ -158,29 +159,23 @@ class EventRecorder:
         *,
         instance: str,
         controller: str = CONTROLLER,
-        qps: float = 25.0,
-        burst: int = 50,
-        per_object_qps: float = 1 / 300,
-        per_object_burst: int = 25,
-        series_window: float = 360.0,
-        flush_interval: float = 30.0,
-        queue_size: int = 1000,
+        timings: EventTimings = DEFAULTS.events,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.api = api
         self.instance = instance
         self.controller = controller
-        self.series_window = series_window
-        self.flush_interval = flush_interval
+        self.timings = timings
+        self.series_window = timings.series_window
         self.clock = clock
         self.dropped = 0
         self.written = 0
         self.failed = 0
-        self._global = TokenBucket(qps, burst)
-        self._per_object_rate = (per_object_qps, per_object_burst)
+        self._global = TokenBucket(timings.qps, timings.burst, clock)
+        self._per_object_rate = (timings.per_object_qps, timings.per_object_burst)
         self._per_object: dict[str, TokenBucket] = {}
         self._series: dict[EventKey, _Series] = {}
-        self._queue: asyncio.Queue[_Write] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[_Write] = asyncio.Queue(maxsize=timings.queue_size)
         self._last_name_ns = 0
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -243,7 +238,7 @@ class EventRecorder:
         bucket = self._per_object.get(identity)
         if bucket is None:
             rate, burst = self._per_object_rate
-            bucket = self._per_object[identity] = TokenBucket(rate, burst)
+            bucket = self._per_object[identity] = TokenBucket(rate, burst, self.clock)
         return bucket
 
     def _event_name(self, object_name: str) -> str:
@@ -273,12 +268,12 @@ class EventRecorder:
                 asyncio.create_task(self._flusher(), name="events flusher"),
             ]
 
-    async def stop(self, drain_timeout: float = 5.0) -> None:
+    async def stop(self) -> None:
         """Write pending series counts and queued events (bounded by drain_timeout), then stop."""
         if self._tasks:
             self.flush()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._queue.join(), drain_timeout)
+                await asyncio.wait_for(self._queue.join(), self.timings.drain_timeout)
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -305,7 +300,7 @@ class EventRecorder:
 
     async def _flusher(self) -> None:
         while True:
-            await asyncio.sleep(self.flush_interval)
+            await asyncio.sleep(self.timings.flush_interval)
             self.flush()
 
     async def _writer(self) -> None:

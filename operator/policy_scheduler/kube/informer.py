@@ -19,10 +19,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from policy_scheduler.apiobjects import structs
+from policy_scheduler.apiobjects import owners, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decode_watch_event
-from policy_scheduler.kube.backoff import Backoff
-from policy_scheduler.kube.client import ApiError, Query, iter_lines, request, stream
+from policy_scheduler.apiobjects.owners import OwnerInfo
+from policy_scheduler.config import DEFAULTS, InformerTimings
+from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
+from policy_scheduler.kube.retry import Backoff, Sleep, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +33,18 @@ NODES = "/api/v1/nodes"
 NAMESPACES = "/api/v1/namespaces"
 PDBS = "/apis/policy/v1/poddisruptionbudgets"
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+SERVICES = "/api/v1/services"
+REPLICATION_CONTROLLERS = "/api/v1/replicationcontrollers"
+REPLICA_SETS = "/apis/apps/v1/replicasets"
+STATEFUL_SETS = "/apis/apps/v1/statefulsets"
 
-LIST_TIMEOUT = 120.0
-# A watch that ends sooner than this without delivering anything counts as a failure, so a
-# server that keeps closing streams at once is retried with backoff rather than in a hot loop.
-MIN_HEALTHY_WATCH = 1.0
+# (collection path, struct type, converter) of the informers that feed a DefaultSelectorIndex.
+OWNER_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], OwnerInfo]], ...] = (
+    (SERVICES, owners.Service, owners.service_from_api),
+    (REPLICATION_CONTROLLERS, owners.ReplicationController, owners.replication_controller_from_api),
+    (REPLICA_SETS, owners.ReplicaSet, owners.replica_set_from_api),
+    (STATEFUL_SETS, owners.StatefulSet, owners.stateful_set_from_api),
+)
 
 
 class HasMetadata(Protocol):
@@ -81,9 +90,9 @@ class Informer(Generic[S, V]):
         on_decode_failure: Callable[[DecodeFailure], V | None] | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
-        page_size: int = 500,
-        watch_timeout: float = 300.0,
-        backoff: Backoff | None = None,
+        timings: InformerTimings = DEFAULTS.informer,
+        page_size: int | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.api = api
         self.path = path
@@ -95,9 +104,10 @@ class Informer(Generic[S, V]):
         self.on_decode_failure = on_decode_failure
         self.field_selector = field_selector
         self.label_selector = label_selector
-        self.page_size = page_size
-        self.watch_timeout = watch_timeout
-        self.backoff = backoff or Backoff()
+        self.timings = timings
+        self.page_size = page_size or timings.page_size
+        self.backoff = Backoff(timings.retry)
+        self.sleep = sleep
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         self.resource_version = ""
@@ -135,12 +145,12 @@ class Informer(Generic[S, V]):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                delay = self.backoff.next()
+                delay = self.backoff.next(exc.retry_after if isinstance(exc, ApiError) else None)
                 log.warning(
                     "list/watch failed; retrying",
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
                 )
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
 
     # --- list ----------------------------------------------------------------------------------
 
@@ -160,16 +170,16 @@ class Informer(Generic[S, V]):
             query: dict[str, str | int | bool] = {"limit": self.page_size, **self._selectors()}
             if token:
                 query["continue"] = token
-            status, body = await request(
-                self.api, "GET", self.path, query=query, request_timeout=LIST_TIMEOUT
+            answer = await call(
+                self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
             )
-            if status == 410 and token:
+            if answer.status == 410 and token:
                 # The continue token outlived its snapshot: start the list over.
                 items, failures, token = [], [], ""
                 continue
-            if status != 200:
-                raise ApiError.from_response(status, body)
-            page = decode_list(body, self.item_type)
+            if answer.status != 200:
+                raise ApiError.from_answer(answer)
+            page = decode_list(answer.body, self.item_type)
             items.extend(page.items)
             failures.extend(page.failures)
             token = page.continue_token
@@ -204,7 +214,7 @@ class Informer(Generic[S, V]):
 
     async def _watch(self) -> None:
         # Like the reflector, spread watch lifetimes over [t, 2t) so reconnects don't align.
-        timeout_seconds = int(self.watch_timeout * (1.0 + random.random()))
+        timeout_seconds = int(self.timings.watch_timeout * (1.0 + random.random()))
         query: Query = {
             "watch": True,
             "resourceVersion": self.resource_version,
@@ -214,17 +224,20 @@ class Informer(Generic[S, V]):
         }
         started = time.monotonic()
         received = False
-        async with stream(self.api, self.path, query=query, read_timeout=timeout_seconds + 30.0) as resp:
+        async with stream(
+            self.api, self.path, query=query, read_timeout=timeout_seconds + self.timings.watch_read_slack
+        ) as resp:
             if resp.status == 410:
                 raise _Gone
             if resp.status != 200:
-                raise ApiError.from_response(resp.status, await resp.read())
+                retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+                raise ApiError.from_response(resp.status, await resp.read(), retry_after)
             async for line in iter_lines(resp):
                 self._handle_line(line)
                 if not received:
                     received = True
                     self.backoff.reset()
-        if not received and time.monotonic() - started < MIN_HEALTHY_WATCH:
+        if not received and time.monotonic() - started < self.timings.min_healthy_watch:
             raise ConnectionError("watch closed immediately")
 
     def _handle_line(self, line: bytes) -> None:

@@ -17,6 +17,7 @@ from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
 from policy_scheduler import metrics
+from policy_scheduler.config import DEFAULTS, LeaderTimings
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +34,14 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str | None = None,
-        # Whole seconds: the Lease's leaseDurationSeconds is an integer field.
-        lease_duration: int = 15,
-        renew_deadline: int = 10,
-        retry_period: int = 2,
+        timings: LeaderTimings = DEFAULTS.leader,
         on_change: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = api
         self.namespace = namespace
         self.name = name
         self.identity = identity or default_identity()
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
+        self.timings = timings
         self.on_change = on_change
         self._leading = False
         self.became_leader = asyncio.Event()
@@ -81,9 +77,9 @@ class LeaderElector:
         while True:
             config = electionconfig.Config(
                 lock,
-                lease_duration=self.lease_duration,
-                renew_deadline=self.renew_deadline,
-                retry_period=self.retry_period,
+                lease_duration=self.timings.lease_duration,
+                renew_deadline=self.timings.renew_deadline,
+                retry_period=self.timings.retry_period,
                 onstarted_leading=self._lead,
                 onstopped_leading=self._stopped,
             )
@@ -94,7 +90,8 @@ class LeaderElector:
             except Exception as exc:  # API trouble: stand down and try again
                 log.warning("leader election error", extra={"error": str(exc)})
             self._set(False)
-            await asyncio.sleep(self.retry_period)
+            # As upstream's elector: a fixed retry period, no backoff (its jitter is the lease).
+            await asyncio.sleep(self.timings.retry_period)
 
 
 class AlwaysLeader:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy_scheduler import metrics
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
@@ -22,8 +23,6 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.stats import ProfileStats
 
 log = logging.getLogger(__name__)
-
-WRITERS = 4
 
 
 @dataclass(slots=True)
@@ -42,7 +41,9 @@ class PodReporter:
         *,
         is_leader: Callable[[], bool] = lambda: True,
         on_preempt: Callable[[Pod, PostFilterResult, Framework], None] | None = None,
+        writers: int = DEFAULTS.pod_status_writers,
     ) -> None:
+        self.writers = writers
         self.api = api
         self.events = events
         self.is_leader = is_leader
@@ -111,7 +112,7 @@ class PodReporter:
 
     def start(self) -> None:
         self._tasks = [
-            asyncio.create_task(self._writer(), name=f"pod-status-writer-{i}") for i in range(WRITERS)
+            asyncio.create_task(self._writer(), name=f"pod-status-writer-{i}") for i in range(self.writers)
         ]
 
     async def stop(self) -> None:

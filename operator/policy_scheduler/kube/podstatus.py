@@ -7,28 +7,21 @@ one, which is what we want when the condition was already False.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
-from policy_scheduler.kube.backoff import Backoff
-from policy_scheduler.kube.client import (
-    CONNECTION_ERRORS,
-    STRATEGIC_MERGE_PATCH,
-    ApiError,
-    is_transient,
-    request,
-)
+from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube.client import CONNECTION_ERRORS, STRATEGIC_MERGE_PATCH, ApiError, call
+from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 
 log = logging.getLogger(__name__)
 
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
-MAX_ATTEMPTS = 5
 
 
 def rfc3339(ts: datetime | float) -> str:
@@ -86,35 +79,34 @@ def nominated_node_patch(node_or_empty: str) -> dict[str, Any]:
 
 
 async def patch_status(
-    api: Any, namespace: str, name: str, body: dict[str, Any], *, backoff: Backoff | None = None
+    api: Any,
+    namespace: str,
+    name: str,
+    body: dict[str, Any],
+    *,
+    retry: RetryPolicy = DEFAULTS.api.status_patch_retry,
 ) -> bool:
     """Apply a strategic-merge patch to pods/status, retrying transient failures.
 
     Returns False when the pod no longer exists; raises ApiError on a permanent refusal or
     when retries run out.
     """
-    backoff = backoff or Backoff(initial=0.2, cap=5.0)
     path = status_path(namespace, name)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        try:
-            status, data = await request(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
-        except CONNECTION_ERRORS as exc:
-            status, error = 0, ApiError(0, type(exc).__name__, str(exc))
-        else:
-            if 200 <= status < 300:
-                return True
-            if status == 404:
-                return False
-            error = ApiError.from_response(status, data)
-        if not is_transient(status) or attempt == MAX_ATTEMPTS:
-            raise error
-        delay = backoff.next()
-        log.info(
-            "pod status patch failed; retrying",
-            extra={"pod": f"{namespace}/{name}", "status": status, "retry_in": round(delay, 2)},
+
+    async def once() -> Answer:
+        return await call(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+
+    try:
+        answer = await with_retries(
+            once, retry, connection_errors=CONNECTION_ERRORS, what=f"patch pod status {namespace}/{name}"
         )
-        await asyncio.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+    except CONNECTION_ERRORS as exc:
+        raise ApiError(0, type(exc).__name__, str(exc)) from exc
+    if 200 <= answer.status < 300:
+        return True
+    if answer.status == 404:
+        return False
+    raise ApiError.from_answer(answer)
 
 
 async def set_unschedulable_condition(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
@@ -60,3 +62,22 @@ def validations(*rules: JsonDict) -> JsonDict:
     """Schema extra carrying CEL rules, for a model's or a field's `json_schema_extra`."""
     items: list[JsonValue] = [*rules]
     return {"x-kubernetes-validations": items}
+
+
+# The status fields that persist the last accepted version of a policy object, so a restarted or
+# newly elected operator serves it while the current generation is invalid.
+LastAcceptedGeneration = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        description="The metadata.generation in force: the last one accepted. Differs from "
+        "metadata.generation while the latest spec is rejected.",
+    ),
+]
+LastAcceptedSpec = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="The spec of lastAcceptedGeneration, as accepted. The operator serves it after a "
+        "restart while the current spec is invalid.",
+    ),
+]

@@ -27,6 +27,10 @@ CONDITION_ACCEPTED = "Accepted"
 CONDITION_READY = "Ready"
 CONDITION_DEGRADED = "Degraded"
 CONDITION_SYNCED = "Synced"
+# kstatus reads Stalled=True as Failed: the latest generation cannot be put in force.
+CONDITION_STALLED = "Stalled"
+# SchedulingProfile: whether the EvictionPolicy it names is usable (if not, it preempts nothing).
+CONDITION_EVICTION_POLICY = "EvictionPolicyResolved"
 
 # kube-scheduler's apiVersion, for import-config and typed plugin args.
 KUBE_SCHEDULER_CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"

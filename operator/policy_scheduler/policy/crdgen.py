@@ -68,6 +68,11 @@ def _condition(type_: str, description: str, priority: int = 0) -> Column:
 
 
 _AGE = Column("Age", "date", ".metadata.creationTimestamp", "Time since the object was created.")
+# Side by side, these two show at a glance whether the stored spec is the one in force.
+_GENERATION = Column("Generation", "integer", ".metadata.generation", "The generation of the stored spec.")
+_IN_FORCE = Column(
+    "InForce", "integer", ".status.lastAcceptedGeneration", "The generation in force (the last accepted)."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +111,15 @@ RESOURCES: tuple[Resource, ...] = (
         status=SchedulingProfileStatus,
         columns=(
             _condition(c.CONDITION_READY, "Whether pods are being scheduled with this profile."),
+            _condition(c.CONDITION_ACCEPTED, "Whether the latest spec is valid and in force."),
+            _GENERATION,
+            _IN_FORCE,
             Column("Scheduler", "string", ".spec.schedulerName", "The schedulerName pods use to select it."),
             Column("Scheduled", "integer", ".status.scheduled", "Pods bound since the scheduler started."),
             Column("Pending", "integer", ".status.pending", "Pods waiting to be scheduled."),
-            _condition(c.CONDITION_ACCEPTED, "Whether the spec is valid and loaded.", priority=1),
+            _condition(
+                c.CONDITION_EVICTION_POLICY, "Whether its EvictionPolicy is usable (else no preemption).", 1
+            ),
             Column("Preemptions", "integer", ".status.preemptions", "Preemptions performed.", priority=1),
             Column(
                 "EvictionPolicy", "string", ".spec.evictionPolicyName", "EvictionPolicy used.", priority=1
@@ -128,7 +138,9 @@ RESOURCES: tuple[Resource, ...] = (
         spec=EvictionPolicySpec,
         status=EvictionPolicyStatus,
         columns=(
-            _condition(c.CONDITION_ACCEPTED, "Whether the spec is valid and in use."),
+            _condition(c.CONDITION_ACCEPTED, "Whether the latest spec is valid and in force."),
+            _GENERATION,
+            _IN_FORCE,
             Column("Budget", "string", ".spec.budgetMode", "How PodDisruptionBudgets are honoured."),
             Column("DryRun", "boolean", ".spec.dryRun", "Whether evictions are only recorded."),
             Column("Evicted", "integer", ".status.counters.evicted", "Pods evicted."),

@@ -8,7 +8,14 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
-from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule, validations
+from policy_scheduler.policy.base import (
+    LastAcceptedGeneration,
+    LastAcceptedSpec,
+    SpecModel,
+    StatusModel,
+    cel_rule,
+    validations,
+)
 from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 from policy_scheduler.policy.constants import MAX_RECENT_EVICTIONS
 from policy_scheduler.policy.errors import field_error
@@ -167,6 +174,8 @@ class EvictionPolicyStatus(StatusModel):
         description="Accepted: the spec is valid and in use.",
         json_schema_extra=CONDITIONS_LIST,
     )
+    last_accepted_generation: LastAcceptedGeneration = None
+    last_accepted_spec: LastAcceptedSpec = None
     counters: EvictionCounters = Field(
         default_factory=EvictionCounters, description="Eviction totals by outcome."
     )

@@ -13,7 +13,14 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
-from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule, validations
+from policy_scheduler.policy.base import (
+    LastAcceptedGeneration,
+    LastAcceptedSpec,
+    SpecModel,
+    StatusModel,
+    cel_rule,
+    validations,
+)
 from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 from policy_scheduler.policy.constants import MAX_PENDING_REASONS
 from policy_scheduler.policy.errors import field_error
@@ -219,6 +226,8 @@ class SchedulingProfileStatus(StatusModel):
         "profile. Degraded: the profile is in use but something needs attention.",
         json_schema_extra=CONDITIONS_LIST,
     )
+    last_accepted_generation: LastAcceptedGeneration = None
+    last_accepted_spec: LastAcceptedSpec = None
     effective_plugins: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Plugins in effect per extension point, in call order, after merging with the defaults "

@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
+from policy_scheduler.simulate.progress import ProgressLine, summary_line, wants_progress
 from policy_scheduler.simulate.run import PodOutcome, simulate
-from policy_scheduler.simulate.scenario import ScenarioError, load_scenario
+from policy_scheduler.simulate.scenario import ScenarioError, load_scenario, skipped_note
 
 EXIT_BAD_INPUT = 2
 
@@ -56,9 +57,19 @@ def simulate_command(args: argparse.Namespace) -> int:
     except (ScenarioError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    outcomes = simulate(scenario, profiles, seed=args.seed)
+    note = skipped_note(scenario)
+    if note:
+        print(note, file=sys.stderr)
+    progress = None
+    if wants_progress(sys.stderr, bool(getattr(args, "progress", False)), scenario):
+        progress = ProgressLine(sys.stderr, tty=sys.stderr.isatty())
+    outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress)
+    if progress is not None:
+        progress.close()
     if args.output == "json":
         sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
     else:
         sys.stdout.write(outcomes_table(outcomes))
+    # stderr keeps stdout (the table or the JSON contract) unchanged for scripts.
+    print(summary_line(scenario, outcomes), file=sys.stderr)
     return 0

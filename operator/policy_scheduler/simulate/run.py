@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from policy_scheduler.kube.owner_index import OwnerIndex
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
@@ -56,21 +56,27 @@ class _MemoryBinder:
         self.engine.pod_updated(pending, bound)
 
 
+Progress = Callable[[int, int], None]  # (pods attempted at least once, pods to schedule)
+
+
 class _RecordingHooks:
     def __init__(self, outcomes: dict[str, PodOutcome]) -> None:
         self.outcomes = outcomes
+        self.attempted: set[str] = set()
         self.engine: Engine | None = None
         self.policy_for: Callable[[str], EvictionPolicyConfig | None] | None = None
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         outcome = self.outcomes[pod.key]
         outcome.node, outcome.message = node_name, None
+        self.attempted.add(pod.key)
 
     def failed(
         self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
     ) -> None:
         outcome = self.outcomes[pod.key]
         outcome.message = message
+        self.attempted.add(pod.key)
         if nominated_node == "" and outcome.nominated_node:
             outcome.nominated_node = None
             assert self.engine is not None
@@ -115,7 +121,9 @@ class _RecordingHooks:
         pass
 
 
-async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: int) -> list[PodOutcome]:
+async def _simulate(
+    scenario: Scenario, profiles: list[ResolvedProfile], seed: int, progress: Progress | None
+) -> list[PodOutcome]:
     outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
     clock = FakeClock()
     hooks = _RecordingHooks(outcomes)
@@ -125,7 +133,7 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
     services = ClusterServices(
         list_pdbs=lambda: scenario.pdbs,
         eviction_policy=policy_for,
-        owner_selectors=OwnerIndex(scenario.owners).owner_selectors,
+        owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
     )
     engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
     hooks.engine = binder.engine = engine
@@ -139,10 +147,13 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
         clock.advance(0.001)  # queue order follows input order among equal priorities
         engine.pod_added(dataclasses.replace(pod, creation_timestamp=clock()))
     budget = 20 * len(scenario.pods) + 100
+    to_schedule = sum(1 for pod in scenario.pods if not pod.node_name)
     while budget > 0:
         budget -= 1
         if engine.schedule_next():
             await engine.scheduler.drain_binding()
+            if progress is not None:
+                progress(len(hooks.attempted), to_schedule)
             continue
         counts = engine.queue.pending_counts()
         if counts["backoff"] == 0:
@@ -155,5 +166,8 @@ async def _simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: i
     return [outcomes[p.key] for p in scenario.pods]
 
 
-def simulate(scenario: Scenario, profiles: list[ResolvedProfile], seed: int = 0) -> list[PodOutcome]:
-    return asyncio.run(_simulate(scenario, profiles, seed))
+def simulate(
+    scenario: Scenario, profiles: list[ResolvedProfile], seed: int = 0, progress: Progress | None = None
+) -> list[PodOutcome]:
+    """Outcomes in input order; `progress` is called after every scheduling attempt."""
+    return asyncio.run(_simulate(scenario, profiles, seed, progress))

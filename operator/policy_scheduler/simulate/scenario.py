@@ -1,7 +1,10 @@
 """Read `simulate` input: YAML files of Kubernetes objects and our policy CRs, into a Scenario.
 
-Everything is validated before anything is scheduled: an unknown kind, a bad quantity or a
-duplicate name is a ScenarioError naming the file, the object and the field.
+Everything is validated before anything is scheduled: a bad quantity or a duplicate name is a
+ScenarioError naming the file, the object and the field. What `kubectl get -o yaml` prints is
+read as is: kinds simulate does not use are counted and skipped, terminal pods (Succeeded,
+Failed) are left out as the operator's pod informer leaves them out, and server-populated
+fields (managedFields, status conditions...) are ignored by the decoders.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ SYSTEM_PRIORITY_CLASSES = (
     PriorityClassInfo("system-cluster-critical", 2000000000),
 )
 POLICY_GROUP = "scheduling.policy-scheduler.io"
+# The operator watches pods with status.phase!=Succeeded,status.phase!=Failed: these hold nothing.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class ScenarioError(ValueError):
@@ -52,10 +57,15 @@ class Scenario:
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
     priority_class_mirrors: list[dict[str, Any]] = field(default_factory=list)
+    # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
+    skipped_kinds: dict[str, int] = field(default_factory=dict)
+    terminal_pods: int = 0
 
 
 @dataclass(slots=True)
-class _Doc:
+class Document:
+    """One object of an input file; items of a List count as documents of their own."""
+
     file: str
     index: int
     body: Mapping[str, Any]
@@ -69,11 +79,18 @@ class _Doc:
         return f"{self.file}: document {self.index + 1}: {kind} {ident}"
 
 
-def _documents(path: Path) -> Iterator[_Doc]:
+def read_documents(path: Path, *, lenient: bool = False) -> Iterator[Document]:
+    """The objects of a multi-document YAML file, `kind: List` (or `*List`) items expanded.
+    `lenient`: documents that are not objects (a YAML list, a scalar) are passed over."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    yield from parse_documents(text, str(path), lenient=lenient)
+
+
+def parse_documents(text: str, path: str, *, lenient: bool = False) -> Iterator[Document]:
+    """read_documents for text already read (stdin); `path` names it in messages."""
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
@@ -81,6 +98,8 @@ def _documents(path: Path) -> Iterator[_Doc]:
     index = 0
     for doc in docs:
         if doc is None:
+            continue
+        if not isinstance(doc, Mapping) and lenient:
             continue
         if not isinstance(doc, Mapping):
             raise ScenarioError(
@@ -90,10 +109,10 @@ def _documents(path: Path) -> Iterator[_Doc]:
             for item in doc.get("items") or []:
                 if not isinstance(item, Mapping):
                     raise ScenarioError(f"{path}: document {index + 1}: list item is not an object")
-                yield _Doc(str(path), index, item)
+                yield Document(str(path), index, item)
                 index += 1
             continue
-        yield _Doc(str(path), index, doc)
+        yield Document(str(path), index, doc)
         index += 1
 
 
@@ -101,13 +120,13 @@ def load_scenario(paths: Iterable[str | Path]) -> Scenario:
     scenario = Scenario()
     seen: dict[tuple[str, str], str] = {}  # (kind, name) -> where it was read, for messages
     for path in paths:
-        for doc in _documents(Path(path)):
+        for doc in read_documents(Path(path)):
             _add(scenario, doc, seen)
     _apply_priority_admission(scenario, seen)
     return scenario
 
 
-def _identity(doc: _Doc) -> tuple[str, str]:
+def _identity(doc: Document) -> tuple[str, str]:
     kind = str(doc.body.get("kind", ""))
     meta = doc.body.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
@@ -118,10 +137,13 @@ def _identity(doc: _Doc) -> tuple[str, str]:
     return kind, name
 
 
-def _add(scenario: Scenario, doc: _Doc, seen: dict[tuple[str, str], str]) -> None:
+def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) -> None:
     kind = doc.body.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ScenarioError(f"{doc.where()}: kind: required")
+    if kind not in USED_KINDS:
+        scenario.skipped_kinds[kind] = scenario.skipped_kinds.get(kind, 0) + 1
+        return
     ident = _identity(doc)
     if ident in seen:
         raise ScenarioError(f"{doc.where()}: metadata.name: duplicate {ident[0]} {ident[1]!r}")
@@ -130,7 +152,11 @@ def _add(scenario: Scenario, doc: _Doc, seen: dict[tuple[str, str], str]) -> Non
         if kind == "Node":
             scenario.nodes.append(node_from_dict(doc.body))
         elif kind == "Pod":
-            scenario.pods.append(pod_from_dict(doc.body))
+            pod = pod_from_dict(doc.body)
+            if pod.phase in TERMINAL_PHASES:
+                scenario.terminal_pods += 1
+            else:
+                scenario.pods.append(pod)
         elif kind == "PriorityClass":
             pc = priority_class_from_dict(doc.body)
             scenario.priority_classes[pc.name] = pc
@@ -147,20 +173,29 @@ def _add(scenario: Scenario, doc: _Doc, seen: dict[tuple[str, str], str]) -> Non
             scenario.eviction_policies.append(dict(doc.body))
         elif kind == "PriorityClassMirror" and _is_ours(doc):
             scenario.priority_class_mirrors.append(dict(doc.body))
-        else:
-            raise ScenarioError(
-                f"{doc.where()}: kind: unsupported kind {kind!r} "
-                f"(apiVersion {doc.body.get('apiVersion')!r}); "
-                "simulate reads Node, Pod, PriorityClass, PodDisruptionBudget, Namespace, "
-                "Service, ReplicationController, ReplicaSet, StatefulSet, "
-                "SchedulingProfile, EvictionPolicy, PriorityClassMirror"
-            )
     except ConversionError as exc:
         field_path = f"{exc.path}: " if exc.path else ""
         raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
 
 
-def _is_ours(doc: _Doc) -> bool:
+POLICY_KINDS = ("SchedulingProfile", "EvictionPolicy", "PriorityClassMirror")
+USED_KINDS = frozenset(
+    ("Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace", *OWNER_KINDS, *POLICY_KINDS)
+)
+
+
+def skipped_note(scenario: Scenario) -> str | None:
+    """One line for stderr: what was read but not simulated."""
+    parts = [f"{kind} ({n})" for kind, n in sorted(scenario.skipped_kinds.items())]
+    notes = []
+    if parts:
+        notes.append("skipped kinds simulate does not use: " + ", ".join(parts))
+    if scenario.terminal_pods:
+        notes.append(f"skipped {scenario.terminal_pods} terminal pod(s) (Succeeded/Failed)")
+    return "note: " + "; ".join(notes) if notes else None
+
+
+def _is_ours(doc: Document) -> bool:
     api_version = str(doc.body.get("apiVersion", ""))
     if not api_version.startswith(POLICY_GROUP + "/"):
         raise ScenarioError(

@@ -53,7 +53,6 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
-PREEMPTION_DISABLED = "preemption is disabled: "
 
 
 def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
@@ -132,8 +131,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return None, error("the preemption plugin needs handle.framework")
         policy = self.policy(pod)
         if policy.unavailable_reason is not None:
-            # Fail safe: without a policy we can trust, evict nothing and nominate nothing.
-            return None, unschedulable(PREEMPTION_DISABLED + policy.unavailable_reason)
+            return None, unschedulable(policy.unavailable_reason)  # fail safe: no victims at all
         eligible, message = self.pod_eligible_to_preempt_others(
             pod, diagnosis.status_of(pod.nominated_node_name), policy
         )

@@ -40,7 +40,7 @@ class EvictionPolicyConfig:
     # Used by whoever evicts (the operator), not by victim selection.
     dry_run: bool = False
     max_grace_period_seconds: int | None = None
-    # Set when the policy cannot be trusted (missing or broken CR): preemption evicts nothing.
+    # Set when the profile's EvictionPolicy cannot be used: preempt nothing, and say why.
     unavailable_reason: str | None = None
 
     def __post_init__(self) -> None:

@@ -1,5 +1,6 @@
 """The `owner_selectors` service of PodTopologySpread: upstream helper.DefaultSelector over the
-Services, ReplicationControllers, ReplicaSets and StatefulSets the operator's informers keep.
+Services, ReplicationControllers, ReplicaSets and StatefulSets the operator's informers keep
+(kube/informer.py OWNER_RESOURCES) or a simulation loads. Pure: it never calls the API.
 
 For a pod it returns the selector that default topology spread constraints count pods with:
 
@@ -22,10 +23,9 @@ a namespace drops that namespace's cache. Updates that leave kind, name and sele
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from policy_scheduler.apiobjects import owners
 from policy_scheduler.apiobjects.owners import (
     REPLICA_SET,
     REPLICATION_CONTROLLER,
@@ -35,19 +35,6 @@ from policy_scheduler.apiobjects.owners import (
 )
 from policy_scheduler.scheduler.model import LabelSelector, Pod, Requirement
 from policy_scheduler.scheduler.selectors import SelectorError, compile_label_selector
-
-SERVICES = "/api/v1/services"
-REPLICATION_CONTROLLERS = "/api/v1/replicationcontrollers"
-REPLICA_SETS = "/apis/apps/v1/replicasets"
-STATEFUL_SETS = "/apis/apps/v1/statefulsets"
-
-# (collection path, struct type, converter) of the informers that feed an OwnerIndex.
-OWNER_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], OwnerInfo]], ...] = (
-    (SERVICES, owners.Service, owners.service_from_api),
-    (REPLICATION_CONTROLLERS, owners.ReplicationController, owners.replication_controller_from_api),
-    (REPLICA_SETS, owners.ReplicaSet, owners.replica_set_from_api),
-    (STATEFUL_SETS, owners.StatefulSet, owners.stateful_set_from_api),
-)
 
 _CONTROLLER_KINDS = frozenset((REPLICATION_CONTROLLER, REPLICA_SET, STATEFUL_SET))
 MAX_CACHED_PER_NAMESPACE = 4096
@@ -67,7 +54,7 @@ def _requirements(selector: LabelSelector | None) -> tuple[Requirement, ...]:
     return tuple(Requirement(key, op, tuple(sorted(values))) for key, op, values in compiled.requirements)
 
 
-class OwnerIndex:
+class DefaultSelectorIndex:
     """Services and controllers by namespace; `owner_selectors` is the plugin's service.
 
     `add`, `update` and `delete` take OwnerInfo and fit Informer callbacks directly.

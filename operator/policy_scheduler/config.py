@@ -1,0 +1,112 @@
+"""The operator's configuration: built once from the command line, frozen, passed down.
+
+Every timing of the API adapters lives here, with the upstream value it follows where there
+is one, so tuning and review happen in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from policy_scheduler.kube.retry import RetryPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class ApiTimings:
+    request_timeout: float = 30.0  # total per request (watches: connect only)
+    crd_served_wait: float = 60.0  # --install-crds: how long our CRDs may take to be served
+    crd_served_poll: float = 0.2
+    # pods/status patches (conditions, nominations, DisruptionTarget)
+    status_patch_retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5, max_retry_after=30.0)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderTimings:
+    # kube-scheduler's --leader-elect-lease-duration / -renew-deadline / -retry-period defaults.
+    # Whole seconds: the Lease's leaseDurationSeconds is an integer field.
+    lease_duration: int = 15
+    renew_deadline: int = 10
+    retry_period: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class InformerTimings:
+    list_timeout: float = 120.0
+    watch_timeout: float = 300.0  # client-go reflector minWatchTimeout (5 min), spread to [t, 2t)
+    # A watch that ends sooner than this without delivering anything counts as a failure, so a
+    # server that keeps closing streams at once is retried with backoff, not in a hot loop.
+    min_healthy_watch: float = 1.0
+    watch_read_slack: float = 30.0  # idle read timeout beyond the watch's own timeoutSeconds
+    page_size: int = 500  # client-go pager's default page size
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(initial=0.5, cap=30.0, max_attempts=None))
+
+
+@dataclass(frozen=True, slots=True)
+class EventTimings:
+    qps: float = 25.0
+    burst: int = 50
+    # client-go's event spam filter: a burst of 25 per object, then one per 5 minutes.
+    per_object_qps: float = 1 / 300
+    per_object_burst: int = 25
+    series_window: float = 360.0  # client-go events finishTime (6 min)
+    flush_interval: float = 30.0  # series counts are written this often
+    drain_timeout: float = 5.0  # at shutdown
+    queue_size: int = 1000  # client-go maxQueuedEvents
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionTimings:
+    max_rate_wait: float = 120.0  # a victim waits this long for a token, then the preemption is deferred
+    rate_poll: float = 5.0  # re-check the limits at least this often while waiting
+    nomination_settle: float = 5.0  # how long to wait for the reporter's nomination write
+    nomination_poll: float = 0.1
+    in_flight_slack: float = 60.0  # an evicted pod still around after its grace + this stops counting
+    requeue_initial: float = 1.0  # a failed candidate retries after this, doubling
+    requeue_cap: float = 60.0
+    dry_run_memory: float = 300.0  # the same dry-run decision for a preemptor is reported again after this
+    dry_run_retry: float = 30.0  # a preemptor under a dry-run policy retries this often
+    api_retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(initial=0.5, cap=10.0, max_attempts=5, max_retry_after=30.0)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    kubeconfig: str | None = None
+    install_crds: bool = False
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 10259  # kube-scheduler's secure port number; 0: no server
+    leader_elect: bool = True
+    lease_namespace: str = "policy-scheduler"
+    lease_name: str = "policy-scheduler"
+    identity: str | None = None  # default: hostname_pid
+    profile_selector: str = ""
+    status_interval: float = 2.0  # at most one status write per custom resource per interval
+    pod_status_writers: int = 4  # concurrent pods/status writers
+    api: ApiTimings = field(default_factory=ApiTimings)
+    leader: LeaderTimings = field(default_factory=LeaderTimings)
+    informer: InformerTimings = field(default_factory=InformerTimings)
+    events: EventTimings = field(default_factory=EventTimings)
+    eviction: EvictionTimings = field(default_factory=EvictionTimings)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
+        """From `policy-scheduler run`'s options (cli.py defines them)."""
+        return cls(
+            kubeconfig=args.kubeconfig,
+            install_crds=args.install_crds,
+            metrics_host=args.metrics_host,
+            metrics_port=args.metrics_port,
+            leader_elect=args.leader_elect,
+            lease_namespace=args.lease_namespace,
+            lease_name=args.lease_name,
+            identity=args.identity,
+            profile_selector=args.profile_selector,
+        )
+
+
+# The defaults, for components built without an OperatorConfig (tests, tools).
+DEFAULTS = OperatorConfig()

@@ -1,0 +1,133 @@
+"""The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets and
+the owners PodTopologySpread's default selectors need (Services and controllers)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from policy_scheduler.apiobjects import structs
+from policy_scheduler.apiobjects.convert import (
+    namespace_from_api,
+    node_from_api,
+    pdb_from_api,
+    pod_from_api_or_malformed,
+    pod_from_decode_failure,
+)
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.config import InformerTimings
+from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
+from policy_scheduler.scheduler.model import Node, Pod
+
+# As kube-scheduler: terminal pods hold no resources and are never scheduled.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class ClusterSink(Protocol):
+    """What the informers tell the scheduler (the Engine)."""
+
+    def pod_added(self, pod: Pod) -> None: ...
+
+    def pod_updated(self, old: Pod, new: Pod) -> None: ...
+
+    def node_added(self, node: Node) -> None: ...
+
+    def node_updated(self, old: Node, new: Node) -> None: ...
+
+    def node_deleted(self, node: Node) -> None: ...
+
+    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
+
+
+class ClusterInformers:
+    def __init__(
+        self,
+        api: Any,
+        sink: ClusterSink,
+        *,
+        on_pod_deleted: Callable[[Pod], None],
+        owners: DefaultSelectorIndex,
+        pdbs: Informer[structs.PodDisruptionBudget, Any],
+        timings: InformerTimings,
+    ) -> None:
+        self.sink = sink
+        self.pdbs = pdbs
+        self.owners: list[Informer[Any, Any]] = [
+            Informer(
+                api,
+                path,
+                item_type,
+                convert,
+                on_add=owners.add,
+                on_update=owners.update,
+                on_delete=owners.delete,
+                timings=timings,
+            )
+            for path, item_type, convert in OWNER_RESOURCES
+        ]
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        self.pods: Informer[structs.Pod, Pod] = Informer(
+            api,
+            PODS,
+            structs.Pod,
+            pod_from_api_or_malformed,
+            on_add=sink.pod_added,
+            on_update=sink.pod_updated,
+            on_delete=on_pod_deleted,
+            on_decode_failure=pod_from_decode_failure,
+            field_selector=POD_FIELD_SELECTOR,
+            timings=timings,
+        )
+        self.nodes = Informer(
+            api,
+            NODES,
+            structs.Node,
+            node_from_api,
+            on_add=sink.node_added,
+            on_update=sink.node_updated,
+            on_delete=sink.node_deleted,
+            timings=timings,
+        )
+        self.namespaces = Informer(
+            api,
+            NAMESPACES,
+            structs.Namespace,
+            namespace_from_api,
+            on_add=self._namespace_changed,
+            on_update=lambda _o, n: self._namespace_changed(n),
+            on_delete=self._namespace_deleted,
+            timings=timings,
+        )
+
+    @staticmethod
+    def pdb_informer(api: Any, timings: InformerTimings) -> Informer[structs.PodDisruptionBudget, Any]:
+        """Built first: preemption's PDB lister reads it before the scheduler exists."""
+        return Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api, timings=timings)
+
+    def _namespace_changed(self, ns: Any) -> None:
+        self.namespace_labels[ns.name] = dict(ns.labels)
+        self.sink.set_namespace_labels(self.namespace_labels)
+
+    def _namespace_deleted(self, ns: Any) -> None:
+        self.namespace_labels.pop(ns.name, None)
+        self.sink.set_namespace_labels(self.namespace_labels)
+
+    def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
+        core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
+        return [*core, *([self.pdbs] if pdbs else []), *self.owners]
+
+    def start(self) -> list[asyncio.Task[None]]:
+        return [informer.start() for informer in self._all()]
+
+    def synced(self) -> bool:
+        """What /readyz and profile status report (PDBs only matter to preemption)."""
+        return all(i.has_synced.is_set() for i in self._all(pdbs=False))
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.has_synced.wait() for i in self._all()))
+        # The initial lists created most long-lived objects at once: move them out of the
+        # collector's generations so later collections don't rescan them (big clusters).
+        gc.collect()
+        gc.freeze()

@@ -1,0 +1,56 @@
+"""What an EvictionPolicy asks of the evictor, and what the evictor reports back.
+
+Plain values shared by the policy store (controllers/), the evictor (kube/eviction/) and the
+simulator; nothing here talks to the API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import DEFAULT_POLICY, EvictionPolicyConfig
+
+# Results as EvictionPolicy status.recentEvictions spells them.
+EVICTED = "Evicted"
+WOULD_EVICT = "WouldEvict"
+BLOCKED_BY_BUDGET = "BlockedByBudget"
+RATE_LIMITED = "RateLimited"
+FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimits:
+    """EvictionPolicy spec.rateLimit; the defaults are the CRD's."""
+
+    evictions_per_minute: int = 60
+    burst: int = 10
+    max_in_flight: int = 10
+    per_namespace_per_minute: int | None = None
+    per_node_per_minute: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionSettings:
+    policy_name: str | None  # None: no EvictionPolicy, the built-in default
+    config: EvictionPolicyConfig = DEFAULT_POLICY
+    limits: RateLimits | None = None  # None: unlimited, as kube-scheduler
+    # Set when the profile names a policy that cannot be used (missing, not accepted): the
+    # evictor then evicts nothing rather than fall back to unlimited, unguarded evictions.
+    unavailable_reason: str | None = None
+
+
+DEFAULT_SETTINGS = EvictionSettings(None)
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRecord:
+    """One attempt, for the policy's status (recentEvictions and counters)."""
+
+    time: float  # unix seconds
+    namespace: str
+    name: str
+    uid: str
+    preemptor_uid: str
+    node: str
+    result: str
+    message: str = ""

@@ -1,0 +1,205 @@
+"""The retry helper and token bucket: the pure timing pieces of the API adapters, with a fake
+clock and sleep (no wall-clock waits)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import pytest
+
+from policy_scheduler.kube.ratelimit import TokenBucket
+from policy_scheduler.kube.retry import Answer, Backoff, RetryPolicy, parse_retry_after, with_retries
+
+
+class FakeTime:
+    """A clock that only sleeping advances."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Server:
+    """Answers in order, the last one for ever; counts the calls."""
+
+    def __init__(self, *answers: Answer | BaseException) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    async def __call__(self) -> Answer:
+        self.calls += 1
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+async def run(server: Server, policy: RetryPolicy, time: FakeTime, draw: float = 1.0) -> Answer:
+    return await with_retries(
+        server,
+        policy,
+        connection_errors=(ConnectionError,),
+        sleep=time.sleep,
+        clock=time.clock,
+        rng=lambda: draw,
+    )
+
+
+# ---- the backoff schedule ---------------------------------------------------------------------------
+
+
+def test_backoff_ceiling_doubles_up_to_cap() -> None:
+    backoff = Backoff(RetryPolicy(initial=0.5, factor=2.0, cap=30.0), rng=lambda: 1.0)
+    assert [backoff.next() for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.25, 0.5, 0.999])
+def test_full_jitter_stays_within_zero_and_the_ceiling(draw: float) -> None:
+    policy = RetryPolicy(initial=1.0, cap=8.0)
+    backoff = Backoff(policy, rng=lambda: draw)
+    delays = [backoff.next() for _ in range(10)]
+    assert delays == [draw * policy.ceiling(n) for n in range(10)]
+    assert all(0.0 <= d <= 8.0 for d in delays)
+
+
+def test_backoff_reset() -> None:
+    backoff = Backoff(RetryPolicy(initial=0.5), rng=lambda: 1.0)
+    backoff.next()
+    backoff.next()
+    assert backoff.next() == 2.0
+    backoff.reset()
+    assert backoff.next() == 0.5
+
+
+def test_retry_after_is_a_floor_for_the_delay() -> None:
+    backoff = Backoff(RetryPolicy(initial=1.0, cap=4.0), rng=lambda: 1.0)
+    assert backoff.next(retry_after=7.0) == 7.0  # the server's wish wins over the cap
+    assert backoff.next(retry_after=0.5) == 2.0  # but never shortens the backoff
+
+
+# ---- Retry-After ------------------------------------------------------------------------------------
+
+
+def test_parse_retry_after_seconds_and_http_date() -> None:
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
+    assert parse_retry_after("3", now) == 3.0
+    assert parse_retry_after(" 120 ", now) == 120.0
+    later = format_datetime(datetime(2025, 1, 1, 12, 0, 42, tzinfo=UTC), usegmt=True)
+    assert parse_retry_after(later, now) == 42.0
+    earlier = format_datetime(datetime(2025, 1, 1, 11, 0, 0, tzinfo=UTC), usegmt=True)
+    assert parse_retry_after(earlier, now) == 0.0
+    assert parse_retry_after(None, now) is None
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after("-1", now) is None
+
+
+# ---- with_retries -----------------------------------------------------------------------------------
+
+
+async def test_retry_after_on_429_and_503_is_honoured() -> None:
+    time = FakeTime()
+    server = Server(Answer(429, b"", 5.0), Answer(503, b"", 2.0), Answer(200, b"ok"))
+    answer = await run(server, RetryPolicy(initial=0.1, cap=1.0), time)
+    assert answer.status == 200 and server.calls == 3
+    assert time.sleeps == [5.0, 2.0]
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 409, 422])
+async def test_a_4xx_that_cannot_succeed_is_not_retried(status: int) -> None:
+    time = FakeTime()
+    server = Server(Answer(status, b"", 1.0), Answer(200, b""))
+    answer = await run(server, RetryPolicy(), time)
+    assert answer.status == status and server.calls == 1 and time.sleeps == []
+
+
+async def test_an_answer_the_caller_calls_final_is_not_retried() -> None:
+    server = Server(Answer(429, b"budget"), Answer(200, b""))
+    answer = await with_retries(
+        server, RetryPolicy(), final=lambda a: a.body == b"budget", sleep=FakeTime().sleep
+    )
+    assert answer.status == 429 and server.calls == 1
+
+
+async def test_attempts_are_bounded_and_the_last_answer_returned() -> None:
+    time = FakeTime()
+    server = Server(Answer(500, b"boom"))
+    answer = await run(server, RetryPolicy(initial=1.0, cap=3.0, max_attempts=4), time)
+    assert (answer.status, answer.body) == (500, b"boom")
+    assert server.calls == 4 and time.sleeps == [1.0, 2.0, 3.0]  # capped
+
+
+async def test_deadline_bounds_an_unbounded_policy() -> None:
+    time = FakeTime()
+    server = Server(Answer(503, b""))
+    await run(server, RetryPolicy(initial=1.0, cap=4.0, max_attempts=None, deadline=10.0), time)
+    assert time.sleeps == [1.0, 2.0, 4.0]  # a fourth wait (4 s) would end past the deadline
+    assert server.calls == 4
+
+
+async def test_a_retry_after_beyond_the_policys_bound_is_left_to_the_caller() -> None:
+    time = FakeTime()
+    server = Server(Answer(429, b"", 600.0), Answer(200, b""))
+    answer = await run(server, RetryPolicy(max_retry_after=30.0), time)
+    assert (answer.status, answer.retry_after) == (429, 600.0)
+    assert server.calls == 1 and time.sleeps == []
+
+
+async def test_connection_errors_are_retried_then_raised() -> None:
+    time = FakeTime()
+    recovered = Server(ConnectionError("reset"), Answer(201, b""))
+    assert (await run(recovered, RetryPolicy(initial=0.5), time)).status == 201
+    assert time.sleeps == [0.5]
+    down = Server(ConnectionError("refused"))
+    with pytest.raises(ConnectionError):
+        await run(down, RetryPolicy(max_attempts=3), FakeTime())
+    assert down.calls == 3
+
+
+# ---- the token bucket -------------------------------------------------------------------------------
+
+
+def test_token_bucket_burst_then_rate() -> None:
+    bucket = TokenBucket(rate=2.0, burst=3)
+    assert [bucket.allow(0.0) for _ in range(4)] == [True, True, True, False]
+    assert not bucket.allow(0.4)  # 0.8 tokens
+    assert bucket.allow(0.5)  # 1.0 token
+    assert not bucket.allow(0.5)
+
+
+def test_token_bucket_delay_says_when_without_taking() -> None:
+    bucket = TokenBucket(rate=0.1, burst=1)
+    assert bucket.delay(0.0) == 0.0
+    assert bucket.delay(0.0) == 0.0  # asking takes nothing
+    bucket.take()
+    assert bucket.delay(4.0) == pytest.approx(6.0)
+
+
+def test_token_bucket_uses_the_injected_clock() -> None:
+    time = FakeTime()
+    bucket = TokenBucket(rate=1.0, burst=1, clock=time.clock)
+    assert bucket.allow() and not bucket.allow()
+    time.now = 1.0
+    assert bucket.allow()
+
+
+def test_token_bucket_refill_is_capped() -> None:
+    bucket = TokenBucket(rate=1.0, burst=2)
+    assert bucket.allow(0.0) and bucket.allow(0.0)
+    assert bucket.full(100.0)
+    assert [bucket.allow(100.0) for _ in range(3)] == [True, True, False]
+
+
+def test_token_bucket_ignores_clock_going_back() -> None:
+    bucket = TokenBucket(rate=1.0, burst=1)
+    assert bucket.allow(10.0)
+    assert not bucket.allow(5.0)
+    assert not bucket.allow(10.5)
+    assert bucket.allow(11.0)
