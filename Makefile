@@ -25,6 +25,7 @@ demo: controlplane
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests e2e
 	$(BIN)/ruff format --check operator tests e2e
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -14,8 +14,8 @@ from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
-from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
 
 
 def profile(name: str = "default-scheduler", **kw: Any) -> ResolvedProfile:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
-from policy_scheduler.policy.profile import SchedulingProfileStatus
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileStatus
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.stats import ProfileStats
 

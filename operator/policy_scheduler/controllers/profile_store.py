@@ -24,7 +24,7 @@ from policy_scheduler.policy.constants import (
     CONDITION_STALLED,
 )
 from policy_scheduler.scheduler.config import ResolvedProfile
-from policy_scheduler.scheduler.profiles import effective_plugins
+from policy_scheduler.scheduler.profile_resolution import effective_plugins
 from policy_scheduler.stats import ProfileStats
 
 log = logging.getLogger(__name__)
@@ -284,7 +284,7 @@ def compile_profile_spec(raw: dict[str, Any]) -> ResolvedProfile:
     """Validate a SchedulingProfile spec (schema, semantics, plugin args) and resolve it."""
     from policy_scheduler.policy.compile import resolve_spec
     from policy_scheduler.policy.errors import parse_model
-    from policy_scheduler.policy.profile import SchedulingProfileSpec
+    from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
     from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 
     spec = parse_model(SchedulingProfileSpec, raw, "spec")
