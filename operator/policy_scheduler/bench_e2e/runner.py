@@ -247,6 +247,6 @@ def _summarize(result: RunResult, times: list[float], started: float) -> None:
     result.seconds_to_first_bind = round(times[0] - started, 2)
     result.seconds_to_last_bind = round(times[-1] - started, 2)
     result.pods_per_second = round(rates.average, 1)
-    result.p50, result.p90, result.p99 = rates.p50, rates.p90, rates.p99
+    result.p50, result.p90, result.p99 = (round(p, 1) for p in (rates.p50, rates.p90, rates.p99))
     result.samples = rates.samples
     result.cpu_ms_per_pod = round(result.cpu_seconds * 1000 / len(times), 2)
