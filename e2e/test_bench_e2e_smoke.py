@@ -47,7 +47,8 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
         leftover = [
             ns["metadata"]["name"]
             for ns in cluster.api().get("/api/v1/namespaces")["items"]
-            if ns["metadata"]["name"].startswith("bench-") and ns.get("status", {}).get("phase") != "Terminating"
+            if ns["metadata"]["name"].startswith("bench-")
+            and ns.get("status", {}).get("phase") != "Terminating"
         ]
     assert leftover == []
     write_outputs(results, tmp_path / "out", "smoke")
@@ -62,4 +63,6 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
     assert doc["results"][1]["vs_kube_scheduler"] == 1.0
     assert {"nproc", "memory_gb", "cpu_model"} <= doc["machine"].keys()
     assert (tmp_path / "out" / "benchmarks-e2e.png").read_bytes().startswith(b"\x89PNG")
-    assert "| SchedulingBasic | 20 | policy-scheduler |" in (tmp_path / "out" / "benchmarks-e2e.md").read_text()
+    assert (
+        "| SchedulingBasic | 20 | policy-scheduler |" in (tmp_path / "out" / "benchmarks-e2e.md").read_text()
+    )
