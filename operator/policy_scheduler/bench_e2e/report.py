@@ -69,14 +69,15 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
 def markdown(doc: dict[str, Any]) -> str:
     lines = [
         "| workload | nodes | contender | pods | bound | pods/s | p50 | p90 | p99 | first bind s | "
-        "CPU s | CPU ms/pod | peak RSS MB | vs kube-scheduler | vs ceiling |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "last bind s | CPU s | CPU ms/pod | peak RSS MB | vs kube-scheduler | vs ceiling |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["results"]:
         lines.append(
             f"| {r['workload']} | {r['nodes']} | {r['contender']} | {r['measured']} | {r['bound']} | "
             f"{r['pods_per_second']:.1f} | {r['p50']:.0f} | {r['p90']:.0f} | {r['p99']:.0f} | "
-            f"{_fmt(r['seconds_to_first_bind'])} | {r['cpu_seconds']:.1f} | {r['cpu_ms_per_pod']:.1f} | "
+            f"{_fmt(r['seconds_to_first_bind'])} | {_fmt(r['seconds_to_last_bind'])} | "
+            f"{r['cpu_seconds']:.1f} | {r['cpu_ms_per_pod']:.1f} | "
             f"{r['peak_rss_mb']:.0f} | {_fmt(r['vs_kube_scheduler'], '.2f')} | "
             f"{_fmt(r['vs_ceiling'], '.2f')} |"
         )
