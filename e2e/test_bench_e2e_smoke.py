@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from policy_scheduler.bench_e2e import contenders
-from policy_scheduler.bench_e2e.__main__ import create_bench_nodes, run_size, write_outputs
+from policy_scheduler.bench_e2e.suite import create_bench_nodes, run_size, write_outputs
 from policy_scheduler.bench_e2e.workloads import catalogue
 from policy_scheduler.devcluster.build import missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster

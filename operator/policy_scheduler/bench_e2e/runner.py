@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from policy_scheduler.bench_e2e import contenders
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
@@ -74,8 +77,6 @@ async def create_pods(client: Client, pods: Sequence[JSON]) -> None:
 
 async def install_cluster_objects(client: Client) -> None:
     """CRDs (for the SchedulingProfile) and the PriorityClasses of PreemptionBasic, once."""
-    import yaml
-
     for text in render_crds().values():
         await client.create(CRDS, yaml.safe_load(text), exist_ok=True)
     for pc in priority_classes():
@@ -138,7 +139,7 @@ class Churn:
 
     async def run(self) -> None:
         shape = NodeShape(cpu="4", memory="32Gi")
-        for i in range(1 << 30):
+        for i in itertools.count():
             node = f"churn-node-{i}"
             victim = pod(
                 f"churn-{i}", self.namespace, "churn", role="churn", node=self.nodes[i % len(self.nodes)]
