@@ -110,6 +110,11 @@ class Engine:
 
     # ---- profiles (live) ---------------------------------------------------------------------------
 
+    def retry_pending(self, scheduler_name: str) -> None:
+        """Move every pending pod of a profile to activeQ: its EvictionPolicy resolved again, so
+        pods that could not preempt may now (upstream has no live policies, so no such event)."""
+        self.queue.activate([p for p in self.queue.pending_pods() if p.scheduler_name == scheduler_name])
+
     def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:
         """Replace the active profiles. Queued pods stay; cycles already running keep their framework."""
         frameworks: dict[str, Framework] = {}
