@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from policy_scheduler.simulate.budget_probe import explain_budget_blocks
 from policy_scheduler.simulate.diff import changes_json, changes_table, diff_outcomes
 from policy_scheduler.simulate.live_snapshot import SnapshotError, SnapshotStats, api_get, read_snapshot
 from policy_scheduler.simulate.overrides import OverrideError, load_overrides, with_overrides
@@ -57,14 +58,18 @@ def _run(scenario: Scenario, policy: PolicyInForce, args: argparse.Namespace) ->
     )
     if progress is not None:
         progress.close()
+    explain_budget_blocks(scenario, policy.profiles, policy.policy_for, outcomes, args.seed)
     return outcomes
 
 
-def reported(scenario: Scenario, outcomes: list[PodOutcome], schedulers: set[str]) -> list[PodOutcome]:
-    """The pods a what-if is about: pending ones our profiles serve, and victims."""
-    victims = {key for o in outcomes for key in o.preempted}
-    pending = {p.key for p in scenario.pods if not p.node_name and p.scheduler_name in schedulers}
-    return [o for o in outcomes if f"{o.namespace}/{o.name}" in pending | victims]
+def reported(
+    scenario: Scenario, runs: Sequence[list[PodOutcome]], schedulers: set[str]
+) -> list[list[PodOutcome]]:
+    """The pods a what-if is about, in each run: pending ones our profiles serve, and victims
+    (of any of the runs, so that a diff shows both sides)."""
+    keys = {p.key for p in scenario.pods if not p.node_name and p.scheduler_name in schedulers}
+    keys |= {key for outcomes in runs for o in outcomes for key in o.preempted}
+    return [[o for o in outcomes if f"{o.namespace}/{o.name}" in keys] for outcomes in runs]
 
 
 def whatif_command(args: argparse.Namespace) -> int:
@@ -101,8 +106,7 @@ def whatif_command(args: argparse.Namespace) -> int:
     if args.diff:
         before_policy = policy_in_force(scenario.profiles, scenario.eviction_policies, selector)
         schedulers = before_policy.scheduler_names | after_policy.scheduler_names
-        before = reported(scenario, _run(scenario, before_policy, args), schedulers)
-        after = reported(changed, after, schedulers)
+        before, after = reported(scenario, [_run(scenario, before_policy, args), after], schedulers)
         changes = diff_outcomes(before, after)
         if args.output == "json":
             sys.stdout.write(json.dumps(changes_json(changes, before, after), indent=2) + "\n")
@@ -110,7 +114,7 @@ def whatif_command(args: argparse.Namespace) -> int:
             sys.stdout.write(changes_table(changes, before, after))
         print(f"diff: {len(changes)} pod(s) change outcome ({len(after)} pods compared)", file=sys.stderr)
     else:
-        after = reported(changed, after, after_policy.scheduler_names)
+        [after] = reported(changed, [after], after_policy.scheduler_names)
         if args.output == "json":
             sys.stdout.write(json.dumps(outcomes_json(after), indent=2) + "\n")
         else:
