@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit e2e lint typecheck bench controlplane crds clean
+.PHONY: demo test unit e2e lint typecheck bench bench-e2e controlplane crds clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,7 @@ demo: controlplane
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests e2e
 	$(BIN)/ruff format --check operator tests e2e
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -41,6 +42,11 @@ test: controlplane lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python -m policy_scheduler.bench
+
+# End-to-end throughput on the dev cluster: no-op binder vs kube-scheduler vs policy-scheduler
+# (docs/benchmarks.md). Long; not part of `make test`. Options: BENCH_E2E_ARGS="--nodes 1000 ...".
+bench-e2e: controlplane
+	$(BIN)/python -m policy_scheduler.bench_e2e $(BENCH_E2E_ARGS)
 
 crds: $(STAMP)
 	$(BIN)/policy-scheduler crds --write crds

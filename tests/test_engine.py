@@ -14,8 +14,8 @@ from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
-from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
 
 
 def profile(name: str = "default-scheduler", **kw: Any) -> ResolvedProfile:
@@ -125,6 +125,19 @@ def test_replacing_a_profile_keeps_queued_pods() -> None:
     assert hooks.failures == []
     assert run_all(engine) == 2
     assert set(hooks.scheduled_on) == {"p1", "p2"}
+
+
+def test_retry_pending_activates_one_profiles_unschedulable_pods() -> None:
+    engine, *_ = make_engine(profile("a"), profile("b"), nodes=1, cpu=1000)
+    engine.pod_added(pod("big", cpu=800, scheduler="a"))
+    engine.pod_added(pod("second", cpu=800, scheduler="a"))
+    engine.pod_added(pod("other", cpu=800, scheduler="b"))
+    run_all(engine)
+    waiting = {p.name for p in engine.queue.pending_pods() if engine.queue.where(p) == "unschedulable"}
+    assert waiting == {"second", "other"}
+    engine.retry_pending("a")
+    assert engine.queue.where(pod("second", scheduler="a")) == "active"  # no backoff, no flush wait
+    assert engine.queue.where(pod("other", scheduler="b")) == "unschedulable"
 
 
 def test_removed_profile_drops_its_pods_and_reports_them() -> None:

@@ -8,7 +8,7 @@ from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
 
 class _SilentBinder:

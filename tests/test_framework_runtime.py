@@ -35,7 +35,7 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Sta
 from policy_scheduler.scheduler.model import Container, Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 
 # ---- test plugins ------------------------------------------------------------------------------------
@@ -216,7 +216,6 @@ def make_framework(
     profile = ResolvedProfile("test", None, points, {}, 1.0, 10.0, None)
     handle = Handle(table) if nominator is None else Handle(table, nominator=nominator)
     framework = Framework(profile, registry, handle)
-    handle.framework = framework
     return framework
 
 
@@ -474,7 +473,6 @@ def test_filter_with_in_tree_plugins_reports_the_first_plugin_in_profile_order()
     profile = resolve_profile(ProfileConfig(), implemented_plugin_names())
     handle = Handle(table)
     fw = Framework(profile, in_tree_registry(), handle)
-    handle.framework = fw
     pod = Pod("p", uid="p", containers=(Container("c", requests={"cpu": 500}),))
     state = CycleState()
     _, status, _ = fw.run_pre_filter(state, pod)

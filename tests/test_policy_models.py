@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from policy_scheduler.policy import plugin_args as pa
-from policy_scheduler.policy import profile as pm
+from policy_scheduler.policy import scheduling_profile as pm
 from policy_scheduler.policy.compile import (
     compile_profile,
     compile_profile_objects,
@@ -39,8 +39,10 @@ from policy_scheduler.policy.priorityclass import (
     PriorityClassMirrorStatus,
     name_problem,
 )
-from policy_scheduler.policy.profile import SchedulingProfileSpec, SchedulingProfileStatus
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec, SchedulingProfileStatus
 from policy_scheduler.scheduler.config import PluginRef, PluginSet
+from policy_scheduler.scheduler.model import Requirement
+from policy_scheduler.scheduler.selectors import requirement_errors
 
 # ---- field names are upstream's -----------------------------------------------------------------
 
@@ -386,7 +388,7 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
         "resource group with slash",
         "NodeResourcesFit",
         {"ignoredResourceGroups": ["example.com/gpu"]},
-        f"{ARGS}.ignoredResourceGroups",
+        f"{ARGS}.ignoredResourceGroups[0]",
         "resource group name can't contain '/'",
     ),
     (
@@ -464,7 +466,7 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
         "PodTopologySpread",
         {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
         f"{ARGS}.defaultingType",
-        "must be List when .defaultConstraints are not empty",
+        "when .defaultConstraints are not empty",
     ),
     (
         "zero max skew",
@@ -571,6 +573,28 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
 def test_plugin_args_errors(name: str, args: Any, path: str, message: str) -> None:
     pairs = args_error(name, args)
     assert any(p == path and message in m for p, m in pairs), pairs
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [("5", True), ("9223372036854775807", True), ("9223372036854775808", False), ("1.5", False)],
+)
+def test_gt_values_are_int64_like_the_core(value: str, valid: bool) -> None:
+    """strconv.ParseInt(v, 10, 64), as the scheduler's own matching: a value the policy admits is
+    one the plugin can use (a digits-only regex would admit values beyond int64)."""
+    term = {"matchExpressions": [{"key": "a", "operator": "Gt", "values": [value]}]}
+    args = {
+        "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    pairs = args_error("NodeAffinity", args) if not valid else []
+    if valid:
+        pa.default_plugin_args("NodeAffinity", args, "args")
+        assert requirement_errors(Requirement("a", "Gt", (value,))) == []
+    else:
+        assert any(
+            p.endswith("matchExpressions[0].values[0]") and "must be an integer" in m for p, m in pairs
+        )
+        assert requirement_errors(Requirement("a", "Gt", (value,))) != []
 
 
 DEFAULTED_ARGS: list[tuple[str, dict[str, Any]]] = [

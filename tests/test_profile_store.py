@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
-from policy_scheduler.policy.profile import SchedulingProfileStatus
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileStatus
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.stats import ProfileStats
 
@@ -133,6 +133,20 @@ def test_missing_eviction_policy_turns_preemption_off_until_it_exists() -> None:
     assert _conditions(status)["EvictionPolicyResolved"] == ("True", "Resolved")
     assert _conditions(status)["Degraded"] == ("False", "AsExpected")
     assert notes[-1] == ("p", "Normal", "EvictionPolicyResolved")
+
+
+def test_preemption_restored_retries_the_profiles_pods_once() -> None:
+    known: set[str] = set()
+    restored: list[str] = []
+    store, _ = _store(known)
+    store.on_preemption_restored = restored.append
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "evictionPolicyName": "careful"})
+    store.apply("q", "u2", 1, "2026-01-01T00:00:00Z", {"schedulerName": "t"})
+    assert restored == []  # a profile that never lost its policy is not retried
+    known.add("careful")
+    store.recheck()
+    store.recheck()
+    assert restored == ["s"]
 
 
 def test_not_ready_until_caches_synced_and_stats_reported() -> None:

@@ -27,7 +27,7 @@ from policy_scheduler.scheduler.model import (
     Toleration,
 )
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.simulate.run import simulate
 from policy_scheduler.simulate.scenario import Scenario
 

@@ -46,12 +46,12 @@ from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Container, ContainerPort, Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
-from policy_scheduler.scheduler.profiles import resolve_profile
-from policy_scheduler.scheduler.scheduler import (
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.schedule_one import (
     NO_NODES_AVAILABLE,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
-    Scheduler,
+    ScheduleOne,
     SchedulingError,
     num_feasible_nodes_to_find,
 )
@@ -270,7 +270,6 @@ def make_framework(
         points[point] = tuple(refs)
     handle = Handle(cache.table) if nominator is None else Handle(cache.table, nominator=nominator)
     framework = Framework(ResolvedProfile("test", percentage, points, {}, 1.0, 10.0, None), registry, handle)
-    handle.framework = framework
     return framework
 
 
@@ -284,7 +283,6 @@ def default_framework(cache: Cache, percentage: int | None = None) -> Framework:
     profile = resolve_profile(config, implemented_plugin_names())
     handle = Handle(cache.table)
     framework = Framework(profile, in_tree_registry(), handle)
-    handle.framework = framework
     return framework
 
 
@@ -297,10 +295,10 @@ def make_cache(*names: str, allocatable: Mapping[str, int] | None = None) -> Cac
     return cache
 
 
-def make_scheduler(cache: Cache, framework: Framework, seed: int = 0) -> tuple[Scheduler, FakeQueue, Hooks]:
+def make_scheduler(cache: Cache, framework: Framework, seed: int = 0) -> tuple[ScheduleOne, FakeQueue, Hooks]:
     queue, hooks = FakeQueue(), Hooks()
     return (
-        Scheduler(cache, queue, {"test": framework}, hooks=hooks, rng=np.random.default_rng(seed)),
+        ScheduleOne(cache, queue, {"test": framework}, hooks=hooks, rng=np.random.default_rng(seed)),
         queue,
         hooks,
     )
@@ -315,12 +313,12 @@ def info(p: Pod) -> QueuedPodInfo:
     return QueuedPodInfo(p, timestamp=0.0)
 
 
-def schedule(sched: Scheduler, p: Pod) -> Any:
+def schedule(sched: ScheduleOne, p: Pod) -> Any:
     framework = sched.frameworks[p.scheduler_name]
     return sched.schedule_pod(framework, CycleState(), p)
 
 
-def fit_error(sched: Scheduler, p: Pod) -> FitError:
+def fit_error(sched: ScheduleOne, p: Pod) -> FitError:
     with pytest.raises(FitError) as caught:
         schedule(sched, p)
     return caught.value
@@ -1011,7 +1009,7 @@ def test_schedule_one_with_no_nodes_is_unschedulable() -> None:
 
 def _reserve_permit_scheduler(
     reserve_status: Status = SUCCESS, permit_status: Status = SUCCESS, timeout: float = 0.0
-) -> tuple[Scheduler, FakeQueue, Hooks, Cache]:
+) -> tuple[ScheduleOne, FakeQueue, Hooks, Cache]:
     cache = make_cache("n1", allocatable=ALLOC)
     res = type("Res", (FakeReserve,), {"name": "Res", "status": reserve_status})
     per = type("Per", (FakePermit,), {"name": "Per", "status": permit_status, "timeout": timeout})

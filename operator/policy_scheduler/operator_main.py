@@ -37,11 +37,8 @@ from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import PREEMPTION_IN_PROGRESS_SERVICE
-from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EVICTION_POLICY_SERVICE
-from policy_scheduler.scheduler.plugins.defaultpreemption.victims import PDBS_SERVICE
-from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +100,12 @@ class Operator:
             on_preempt=self.evictor.on_preempt,
             writers=config.pod_status_writers,
         )
-        services: dict[str, Any] = {
-            PDBS_SERVICE: lambda: list(self.pdbs.store.values()),
-            EVICTION_POLICY_SERVICE: self.policies.policy_for_scheduler,
-            PREEMPTION_IN_PROGRESS_SERVICE: self.evictor.in_progress,
-            OWNER_SELECTORS_SERVICE: self.owners.owner_selectors,
-        }
+        services = ClusterServices(
+            list_pdbs=lambda: list(self.pdbs.store.values()),
+            eviction_policy=self.policies.policy_for_scheduler,
+            preemption_in_progress=self.evictor.in_progress,
+            owner_selectors=self.owners.owner_selectors,
+        )
         self.engine = Engine(
             hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
         )
@@ -118,6 +115,7 @@ class Operator:
             self.engine.set_profiles,
             eviction_policy_problem=self.policies.problem,
             notify=self._profile_event,
+            on_preemption_restored=self.engine.retry_pending,
         )
         self.policies.profiles = self.profiles
         self.profile_selector = parse_selector(config.profile_selector)

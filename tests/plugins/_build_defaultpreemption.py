@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
 )
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error, unschedulable
 from policy_scheduler.scheduler.model import (
     Affinity,
@@ -43,7 +44,7 @@ from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run_preemption
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": 100, "memory": 100}
@@ -177,7 +178,7 @@ class Env:
     table: NodeTable
     framework: Framework
     handle: Handle
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ClusterServices = field(default_factory=ClusterServices)
 
     @property
     def plugin(self) -> DefaultPreemption:
@@ -225,11 +226,13 @@ def build(
         points["filter"] = (*points["filter"], *(PluginRef(n) for n in extra_filters))
         points["preFilter"] = (*points["preFilter"], *(PluginRef(n) for n in extra_pre_filters))
         profile = dataclasses.replace(profile, points=points)
-    all_services: dict[str, Any] = dict(services or {})
+    fields: dict[str, Any] = dict(services or {})
     if pdbs is not None:
-        all_services["pdbs"] = list(pdbs)
+        budgets = list(pdbs)
+        fields["list_pdbs"] = lambda: budgets
     if policy is not None:
-        all_services["eviction_policy"] = lambda scheduler_name: policy
+        fields["eviction_policy"] = lambda scheduler_name: policy
+    all_services = ClusterServices(**fields)
     handle = Handle(
         table=table,
         nominator=Nominations(nominated),
@@ -239,8 +242,7 @@ def build(
         services=all_services,
     )
     framework = Framework(profile, {**in_tree_registry(), **EXTRA_PLUGINS}, handle)
-    handle.framework = framework
-    return Env(table, framework, handle, all_services)
+    return Env(table, framework, framework.handle, all_services)
 
 
 def diagnosis_of(env: Env, state: CycleState, preemptor: Pod) -> Diagnosis:

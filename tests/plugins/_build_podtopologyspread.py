@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import (
     Affinity,
     LabelSelector,
@@ -22,11 +23,11 @@ from policy_scheduler.scheduler.model import (
 )
 from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, ZONE_LABEL, NodeTable
 from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread, default_selector
-from policy_scheduler.scheduler.plugins.podtopologyspread.common import OWNER_SELECTORS_SERVICE, Constraint
+from policy_scheduler.scheduler.plugins.podtopologyspread.common import Constraint
 from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import MAX_INT32
 from policy_scheduler.scheduler.plugins.podtopologyspread.matching import Selector
 from policy_scheduler.scheduler.plugins.podtopologyspread.scoring import topology_normalizing_weight
-from policy_scheduler.scheduler.plugins.selectors import MATCH_NOTHING, compile_label_selector
+from policy_scheduler.scheduler.selectors import MATCH_NOTHING, compile_label_selector
 
 HOSTNAME = HOSTNAME_LABEL
 ZONE = ZONE_LABEL
@@ -236,7 +237,7 @@ def build_plugin(
     objs: Sequence[Mapping[str, Any]] = (),
 ) -> PodTopologySpread:
     """The plugin with the owner_selectors service backed by `objs` (Services, ReplicaSets...)."""
-    handle = Handle(table=table, services={OWNER_SELECTORS_SERVICE: _owner_selectors(objs)})
+    handle = Handle(table=table, services=ClusterServices(owner_selectors=_owner_selectors(objs)))
     return PodTopologySpread(handle, dict(args if args is not None else {"defaultingType": "List"}))
 
 

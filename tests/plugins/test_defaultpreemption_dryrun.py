@@ -393,7 +393,7 @@ def test_pdbs_service_may_be_a_callable() -> None:
         return [PDBFake(FOO, 0)]
 
     pods = [_p("p1", "node1", MID, LARGE, labels={"app": "foo"})]
-    env = build([node("node1")], pods, policy=BEST_EFFORT, services={"pdbs": lister})
+    env = build([node("node1")], pods, policy=BEST_EFFORT, services={"list_pdbs": lister})
     result, status = post_filter(env, pod("p", priority=HIGH, req=LARGE))
     assert status.is_success and victim_names(result) == ["p1"]
     assert calls == [1]

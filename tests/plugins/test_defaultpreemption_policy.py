@@ -410,6 +410,14 @@ def test_policy_service_gets_the_profile_scheduler_name() -> None:
     assert seen == ["default-scheduler"]
 
 
+def test_cluster_services_defaults() -> None:
+    """ClusterServices() is a cluster with no PDBs, the default policy and nothing in flight."""
+    env = build([node("node1", ONE_POD)], [pod("p1", "node1", LOW)])
+    assert env.plugin.policy(pod("p")) is DEFAULT_POLICY
+    assert list(env.services.list_pdbs()) == []
+    assert env.plugin.pre_enqueue(pod("p")).is_success
+
+
 def test_invalid_budget_mode() -> None:
     with pytest.raises(ValueError, match="budgetMode"):
         EvictionPolicyConfig(budget_mode="Sometimes")

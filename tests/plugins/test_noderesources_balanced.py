@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.status import Code
 from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.plugins.noderesources_balanced import (
+from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balanced_resource_scorer,
 )

@@ -13,7 +13,7 @@ from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.noderesources_fit import (
+from policy_scheduler.scheduler.plugins.noderesources.fit import (
     NodeResourcesFit,
     after_node_change,
     after_pod_event,
@@ -843,7 +843,10 @@ def test_fit_score_ignores_pod_level_requests_like_v1_35_4() -> None:
     """Upstream's Fit scorer is built without the PodLevelResources gate: scoring sees the
     containers only, while filtering honours spec.resources (pod-level requests)."""
     from policy_scheduler.scheduler.model import Container, Pod
-    from policy_scheduler.scheduler.plugins.noderesources_scoring import ResourceSpec, pod_resource_requests
+    from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
+        ResourceSpec,
+        pod_resource_requests,
+    )
 
     pod = Pod(
         "p",

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.plugins.noderesources_fit import NodeResourcesFit
-from policy_scheduler.scheduler.plugins.noderesources_scoring import (
+from policy_scheduler.scheduler.plugins.noderesources.fit import NodeResourcesFit
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     ResourceSpec,
     broken_linear,
     go_div,

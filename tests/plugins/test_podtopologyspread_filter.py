@@ -4733,7 +4733,7 @@ def test_incremental_counts_match_a_recount() -> None:
     import random
 
     from policy_scheduler.scheduler.plugins.podtopologyspread.common import pod_index
-    from policy_scheduler.scheduler.plugins.selectors import compile_label_selector
+    from policy_scheduler.scheduler.selectors import compile_label_selector
 
     rng = random.Random(7)
     table = build_table([MakeNode().Name(f"n{i}").Label("zone", f"z{i % 3}").Obj() for i in range(12)])
@@ -4789,7 +4789,7 @@ def test_incremental_counts_match_a_recount() -> None:
 
 def test_evicted_selector_counts_are_recomputed(monkeypatch: pytest.MonkeyPatch) -> None:
     from policy_scheduler.scheduler.plugins.podtopologyspread import common
-    from policy_scheduler.scheduler.plugins.selectors import compile_label_selector
+    from policy_scheduler.scheduler.selectors import compile_label_selector
 
     monkeypatch.setattr(common, "_MAX_CACHED_SELECTORS", 2)
     table = _zone_cluster()

@@ -26,7 +26,9 @@ from policy_scheduler.apiobjects.cluster_objects import (
 from policy_scheduler.apiobjects.decode import DecodeFailure
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler import model
+from policy_scheduler.scheduler.resource_names import CPU, MEMORY
 from policy_scheduler.scheduler.resources import QuantityError, canonical
+from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 
 __all__ = [
     "ConversionError",
@@ -46,7 +48,7 @@ S = TypeVar("S")
 
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-_POD_LEVEL_RESOURCES = (model.CPU, model.MEMORY)
+_POD_LEVEL_RESOURCES = (CPU, MEMORY)
 _Errors = list[ConversionError]
 
 
@@ -91,15 +93,6 @@ def _requirements(reqs: list[structs.Requirement] | None) -> tuple[model.Require
     if not reqs:
         return ()
     return tuple(model.Requirement(r.key, r.operator, tuple(r.values or ())) for r in reqs)
-
-
-def label_selector(sel: structs.LabelSelector | None) -> model.LabelSelector | None:
-    if sel is None:
-        return None
-    return model.LabelSelector(
-        match_labels=tuple(sorted((sel.match_labels or {}).items())),
-        match_expressions=_requirements(sel.match_expressions),
-    )
 
 
 def _node_term(term: structs.NodeSelectorTerm) -> model.NodeSelectorTerm:

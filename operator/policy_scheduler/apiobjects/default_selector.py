@@ -34,7 +34,7 @@ from policy_scheduler.apiobjects.owners import (
     OwnerInfo,
 )
 from policy_scheduler.scheduler.model import LabelSelector, Pod, Requirement
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, compile_label_selector
+from policy_scheduler.scheduler.selectors import SelectorError, compile_label_selector
 
 _CONTROLLER_KINDS = frozenset((REPLICATION_CONTROLLER, REPLICA_SET, STATEFUL_SET))
 MAX_CACHED_PER_NAMESPACE = 4096

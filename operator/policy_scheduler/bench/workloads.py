@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import (
-    CPU,
-    MEMORY,
-    PODS,
     Affinity,
     Container,
     LabelSelector,
@@ -31,7 +28,8 @@ from policy_scheduler.scheduler.model import (
 )
 from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, ZONE_LABEL
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.resource_names import CPU, MEMORY, PODS
 
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -21,7 +21,6 @@ from policy_scheduler import metrics
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.profile_store import PolicyProblem, ProfileStore
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.policy import kube_types
 from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import (
     CONDITION_ACCEPTED,
@@ -43,8 +42,8 @@ from policy_scheduler.policy.eviction_settings import (
     EvictionSettings,
     RateLimits,
 )
-from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig, ProtectedTerm
+from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +56,6 @@ COUNTERS = {
 
 
 # ---- conversion --------------------------------------------------------------------------------------
-
-
-def label_selector(selector: kube_types.LabelSelector | None) -> model.LabelSelector | None:
-    if selector is None:
-        return None
-    return model.LabelSelector(
-        match_labels=tuple(sorted(selector.match_labels.items())),
-        match_expressions=tuple(
-            model.Requirement(r.key, r.operator, tuple(r.values)) for r in selector.match_expressions
-        ),
-    )
 
 
 def to_settings(name: str, spec: EvictionPolicySpec) -> EvictionSettings:

@@ -16,13 +16,13 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
 from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     BUDGET_BEST_EFFORT,
-    EVICTION_POLICY_SERVICE,
     EvictionPolicyConfig,
 )
-from policy_scheduler.scheduler.scheduler import SchedulingError
+from policy_scheduler.scheduler.schedule_one import SchedulingError
 
 # kube-scheduler may pick victims that violate a budget (as a last resort); our default
 # EvictionPolicy (budgetMode Enforce) never does. BestEffort is upstream's behaviour.
@@ -57,7 +57,8 @@ def evaluate(
     pdbs: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
     """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects)."""
-    services = {"pdbs": [pdb_from_dict(p) for p in pdbs], EVICTION_POLICY_SERVICE: _upstream_budgets}
+    budgets = [pdb_from_dict(p) for p in pdbs]
+    services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets)
     engine = Engine(seed=0, services=services)
     engine.set_profiles([profile])
     engine.set_namespace_labels(namespace_labels)
@@ -127,7 +128,6 @@ def _dry_run(framework: Framework, state: CycleState, pod: Pod, diagnosis: Diagn
     if plugin is None:
         return []
     from policy_scheduler.scheduler.plugins.defaultpreemption import candidates as cands
-    from policy_scheduler.scheduler.plugins.defaultpreemption.victims import list_pdbs
 
     rows = cands.nodes_where_preemption_might_help(plugin.table, diagnosis)
     if not len(rows):
@@ -138,7 +138,7 @@ def _dry_run(framework: Framework, state: CycleState, pod: Pod, diagnosis: Diagn
         state,
         pod,
         rows,
-        list_pdbs(plugin.handle.services),
+        plugin.handle.services.list_pdbs(),
         0,
         len(rows),  # every candidate, whatever the random offset
         lambda victim: plugin.is_eligible_victim(policy, victim, pod),

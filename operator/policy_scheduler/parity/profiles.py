@@ -10,7 +10,7 @@ from policy_scheduler.policy.compile import compile_profile_objects
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
 GPU = "example.com/gpu"
 

@@ -15,9 +15,9 @@ from typing import Any
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.policy.errors import FieldError, PolicyError, join_path, parse_model
 from policy_scheduler.policy.plugin_args import default_plugin_args
-from policy_scheduler.policy.profile import PluginSet, SchedulingProfileSpec
+from policy_scheduler.policy.scheduling_profile import PluginSet, SchedulingProfileSpec
 from policy_scheduler.scheduler import config as core
-from policy_scheduler.scheduler.profiles import IMPLEMENTED_PLUGINS, ProfileError, resolve_profile
+from policy_scheduler.scheduler.profile_resolution import IMPLEMENTED_PLUGINS, ProfileError, resolve_profile
 
 # Plugins fields in the order of the upstream Plugins struct, by attribute name.
 _POINT_ATTRS: dict[str, str] = {

@@ -24,9 +24,9 @@ from policy_scheduler.policy.constants import (
     SCHEDULING_PROFILE_KIND,
 )
 from policy_scheduler.policy.errors import FieldError, PolicyError, field_error, join_path, parse_model
-from policy_scheduler.policy.profile import SchedulingProfileSpec
+from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
-from policy_scheduler.scheduler.profiles import IMPLEMENTED_PLUGINS
+from policy_scheduler.scheduler.profile_resolution import IMPLEMENTED_PLUGINS
 
 CARRIED_FIELDS = ("percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds")
 IGNORED_FIELDS = (

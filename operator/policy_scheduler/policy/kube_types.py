@@ -7,50 +7,31 @@ NodeAffinityArgs validation runs; TopologySpreadConstraint is core/v1's JSON sha
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from policy_scheduler.policy.base import SpecModel, cel_rule, validations
 from policy_scheduler.policy.errors import field_error
+from policy_scheduler.scheduler.selectors import (
+    field_requirement_problems,
+    label_key_errors,
+    label_value_errors,
+    node_requirement_problems,
+)
 
-_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(f"^{_NAME}$")
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-DNS1123_SUBDOMAIN_PATTERN = _DNS1123_SUBDOMAIN_RE.pattern
+DNS1123_SUBDOMAIN_PATTERN = rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$"
 
 
 def qualified_name_problem(value: str) -> str | None:
-    """validation.IsQualifiedName: optional DNS subdomain prefix, '/', name of at most 63."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and not prefix:
-        return "prefix part must be non-empty"
-    if slash and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
-        return "prefix part must be a lowercase RFC 1123 subdomain"
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _NAME_RE.match(name):
-        return (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-            "and end with an alphanumeric character"
-        )
-    return None
+    """validation.IsQualifiedName (the core's label-key check), or None when valid."""
+    return "; ".join(label_key_errors(value)) or None
 
 
 def label_value_problem(value: str) -> str | None:
-    """validation.IsValidLabelValue: empty, or a name of at most 63 characters."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if value and not _NAME_RE.match(value):
-        return (
-            "a valid label value must be an empty string or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-    return None
+    """validation.IsValidLabelValue (the core's check), or None when valid."""
+    return "; ".join(label_value_errors(value)) or None
 
 
 def _label_key(value: str) -> str:
@@ -126,48 +107,6 @@ class NodeSelectorRequirement(SpecModel):
     values: list[str] = Field(default_factory=list, description="The values to compare against.")
 
 
-def _label_requirement_problems(req: NodeSelectorRequirement) -> list[tuple[str, str]]:
-    """labels.NewRequirement's checks for a matchExpressions entry: (sub-field, message) pairs."""
-    problems: list[tuple[str, str]] = []
-    key_problem = qualified_name_problem(req.key)
-    if key_problem:
-        problems.append(("key", key_problem))
-    count = len(req.values)
-    if req.operator in ("In", "NotIn") and count == 0:
-        problems.append(("values", "for 'in', 'notin' operators, values set can't be empty"))
-    elif req.operator in ("Exists", "DoesNotExist") and count:
-        problems.append(("values", "values set must be empty for exists and does not exist"))
-    elif req.operator in ("Gt", "Lt"):
-        if count != 1:
-            problems.append(("values", "for 'Gt', 'Lt' operators, exactly one value is required"))
-        problems.extend(
-            (f"values[{i}]", "for 'Gt', 'Lt' operators, the value must be an integer")
-            for i, value in enumerate(req.values)
-            if not re.fullmatch(r"[+-]?[0-9]+", value)
-        )
-    elif req.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-        problems.append(
-            (
-                "operator",
-                f'unsupported value "{req.operator}": supported values: In, NotIn, '
-                "Exists, DoesNotExist, Gt, Lt",
-            )
-        )
-    for i, value in enumerate(req.values):
-        value_problem = label_value_problem(value)
-        if value_problem:
-            problems.append((f"values[{i}]", value_problem))
-    return problems
-
-
-def _field_requirement_problems(req: NodeSelectorRequirement) -> list[tuple[str, str]]:
-    if req.operator not in ("In", "NotIn"):
-        return [("operator", f'unsupported value "{req.operator}": supported values: In, NotIn')]
-    if len(req.values) != 1:
-        return [("values", "must have one element")]
-    return []
-
-
 class NodeSelectorTerm(SpecModel):
     """Node selector requirements; a node matches the term when it matches all of them."""
 
@@ -181,12 +120,13 @@ class NodeSelectorTerm(SpecModel):
     @model_validator(mode="after")
     def _requirements_parse(self) -> NodeSelectorTerm:
         # Pydantic reports one error per validator, so report the first problem found.
+        # The core's validation (labels.NewRequirement), so policy and scheduler agree exactly.
         for i, req in enumerate(self.match_expressions):
-            for sub, message in _label_requirement_problems(req):
-                raise field_error(f"matchExpressions[{i}].{sub}", message)
+            for problem in node_requirement_problems(req.key, req.operator, req.values):
+                raise field_error(f"matchExpressions[{i}].{problem.path}", problem.message)
         for i, req in enumerate(self.match_fields):
-            for sub, message in _field_requirement_problems(req):
-                raise field_error(f"matchFields[{i}].{sub}", message)
+            for problem in field_requirement_problems(req.operator, req.values):
+                raise field_error(f"matchFields[{i}].{problem.path}", problem.message)
         return self
 
     def is_empty(self) -> bool:

@@ -22,7 +22,7 @@ from policy_scheduler.policy.plugin_args import (
     PodTopologySpreadArgs,
 )
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec, PriorityClassMirrorStatus
-from policy_scheduler.policy.profile import (
+from policy_scheduler.policy.scheduling_profile import (
     PendingReason,
     Plugin,
     PluginConfig,

@@ -1,8 +1,9 @@
-"""Typed args of the in-tree plugins: kube-scheduler v1 names, defaults and validation.
+"""Typed args of the in-tree plugins as CR fields: kube-scheduler v1 names, schema and types.
 
-Defaults follow apis/config/v1/defaults.go (SetDefaults_*Args) and validation follows
-apis/config/validation/validation_pluginargs.go, run on the defaulted values as upstream does.
-Deliberate differences:
+The fields give the CRD schema and the type and range checks. Defaults (SetDefaults_*Args) and
+the plugins' validation rules (Validate*Args) are the core's: each plugin's args dataclass
+(`core_args`), the same code the plugin runs, so the two cannot disagree.
+Deliberate differences (in the core):
 - the shape path is `scoringStrategy.requestedToCapacityRatio.shape[i]` (upstream reports
   `scoringStrategy.shape[i]`, which is not where the field is);
 - RequestedToCapacityRatio requires `requestedToCapacityRatio.shape` (upstream dereferences a
@@ -11,7 +12,8 @@ Deliberate differences:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,17 +24,45 @@ from policy_scheduler.policy.kube_types import (
     LabelKey,
     NodeAffinity,
     TopologySpreadConstraint,
-    qualified_name_problem,
 )
+from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.plugins import nodeaffinity
+from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
+from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
+from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
+from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
 
 
+class CoreArgs(Protocol):
+    """A plugin's args dataclass in the core (SetDefaults_*Args and Validate*Args)."""
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self: ...
+    def problems(self) -> list[Problem]: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class ArgsModel(SpecModel):
-    """Args of one plugin; `apiVersion`/`kind` may be present as in a KubeSchedulerConfiguration."""
+    """Args of one plugin; `apiVersion`/`kind` may be present as in a KubeSchedulerConfiguration.
+
+    The fields give the CRD schema and the type and range checks; defaults and the plugin's
+    validation rules are the core's (`core_args`), the ones the plugin itself applies."""
 
     plugin: ClassVar[str]
+    core_args: ClassVar[type[CoreArgs] | None] = None
+
+    def json_args(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
+
+    @model_validator(mode="after")
+    def _core_rules(self) -> Self:
+        if self.core_args is not None:
+            for problem in self.core_args.defaulted(self.json_args()).problems():
+                raise field_error(problem.path, problem.message)
+        return self
 
     api_version: Literal["kubescheduler.config.k8s.io/v1"] | None = Field(
         None, description=f"Optional; must be {KUBE_SCHEDULER_CONFIG_API_VERSION} when set."
@@ -55,11 +85,6 @@ class ResourceSpec(SpecModel):
         1, ge=0, le=MAX_RESOURCE_WEIGHT, description="Weight of the resource, 1-100; 0 or unset means 1."
     )
 
-    @field_validator("weight")
-    @classmethod
-    def _zero_means_one(cls, weight: int) -> int:
-        return weight or 1
-
 
 def _default_resources() -> list[ResourceSpec]:
     return [ResourceSpec(name="cpu", weight=1), ResourceSpec(name="memory", weight=1)]
@@ -79,13 +104,6 @@ class RequestedToCapacityRatioParam(SpecModel):
         min_length=1, description="Points of the scoring function, sorted by strictly increasing utilization."
     )
 
-    @model_validator(mode="after")
-    def _sorted(self) -> RequestedToCapacityRatioParam:
-        for i in range(1, len(self.shape)):
-            if self.shape[i - 1].utilization >= self.shape[i].utilization:
-                raise field_error(f"shape[{i}].utilization", "values must be sorted in increasing order")
-        return self
-
 
 class ScoringStrategy(SpecModel):
     """How NodeResourcesFit scores nodes."""
@@ -101,17 +119,6 @@ class ScoringStrategy(SpecModel):
         None, description="Arguments of the RequestedToCapacityRatio strategy."
     )
 
-    @field_validator("resources")
-    @classmethod
-    def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
-        return resources or _default_resources()
-
-    @model_validator(mode="after")
-    def _ratio_needs_shape(self) -> ScoringStrategy:
-        if self.type == "RequestedToCapacityRatio" and self.requested_to_capacity_ratio is None:
-            raise field_error("requestedToCapacityRatio", "required when type is RequestedToCapacityRatio")
-        return self
-
 
 def _default_scoring_strategy() -> ScoringStrategy:
     return ScoringStrategy(type="LeastAllocated")
@@ -119,6 +126,7 @@ def _default_scoring_strategy() -> ScoringStrategy:
 
 class NodeResourcesFitArgs(ArgsModel):
     plugin = "NodeResourcesFit"
+    core_args = noderesources.NodeResourcesFitArgs
 
     ignored_resources: list[LabelKey] = Field(
         default_factory=list, description="Resources the fit filter ignores (not scoring)."
@@ -131,69 +139,23 @@ class NodeResourcesFitArgs(ArgsModel):
         default_factory=_default_scoring_strategy, description="Defaults to LeastAllocated on cpu and memory."
     )
 
-    @field_validator("ignored_resource_groups")
-    @classmethod
-    def _groups_are_names(cls, groups: list[str]) -> list[str]:
-        for group in groups:
-            if "/" in group:
-                raise ValueError(f"resource group name can't contain '/': {group!r}")
-            problem = qualified_name_problem(group)
-            if problem:
-                raise ValueError(f"invalid resource group {group!r}: {problem}")
-        return groups
-
 
 class NodeResourcesBalancedAllocationArgs(ArgsModel):
     plugin = "NodeResourcesBalancedAllocation"
+    core_args = noderesources.NodeResourcesBalancedAllocationArgs
 
     resources: list[ResourceSpec] = Field(
         default_factory=_default_resources, description="Resources to balance; cpu and memory if empty."
     )
 
-    @field_validator("resources")
-    @classmethod
-    def _empty_means_default(cls, resources: list[ResourceSpec]) -> list[ResourceSpec]:
-        return resources or _default_resources()
-
-    @model_validator(mode="after")
-    def _unique_unit_weights(self) -> NodeResourcesBalancedAllocationArgs:
-        seen: set[str] = set()
-        for i, resource in enumerate(self.resources):
-            if resource.name in seen:
-                raise field_error(f"resources[{i}].name", f'Duplicate value: "{resource.name}"')
-            seen.add(resource.name)
-            if resource.weight != 1:
-                raise field_error(f"resources[{i}].weight", "must be 1")
-        return self
-
 
 class DefaultConstraint(TopologySpreadConstraint):
     """A default topology spread constraint; its pod selector is deduced per pod, so it has none."""
 
-    @model_validator(mode="after")
-    def _valid_default(self) -> DefaultConstraint:
-        if self.max_skew <= 0:
-            raise field_error("maxSkew", "not in valid range (0, inf)")
-        if not self.topology_key:
-            raise field_error("topologyKey", "can not be empty")
-        problem = qualified_name_problem(self.topology_key)
-        if problem:
-            raise field_error("topologyKey", problem)
-        if self.when_unsatisfiable not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise field_error(
-                "whenUnsatisfiable",
-                f'unsupported value "{self.when_unsatisfiable}": '
-                "supported values: DoNotSchedule, ScheduleAnyway",
-            )
-        if self.label_selector is not None:
-            raise field_error(
-                "labelSelector", "constraint must not define a selector, as they deduced for each pod"
-            )
-        return self
-
 
 class PodTopologySpreadArgs(ArgsModel):
     plugin = "PodTopologySpread"
+    core_args = podtopologyspread.PodTopologySpreadArgs
 
     default_constraints: list[DefaultConstraint] = Field(
         default_factory=list,
@@ -203,21 +165,10 @@ class PodTopologySpreadArgs(ArgsModel):
         "System", description="System: Kubernetes' built-in defaults; List: defaultConstraints."
     )
 
-    @model_validator(mode="after")
-    def _consistent(self) -> PodTopologySpreadArgs:
-        if self.defaulting_type == "System" and self.default_constraints:
-            raise field_error("defaultingType", "must be List when .defaultConstraints are not empty")
-        seen: set[tuple[str, str]] = set()
-        for i, c in enumerate(self.default_constraints):
-            key = (c.topology_key, c.when_unsatisfiable)
-            if key in seen:
-                raise field_error(f"defaultConstraints[{i}]", f'Duplicate value: "{{{key[0]}, {key[1]}}}"')
-            seen.add(key)
-        return self
-
 
 class InterPodAffinityArgs(ArgsModel):
     plugin = "InterPodAffinity"
+    core_args = interpodaffinity.InterPodAffinityArgs
 
     hard_pod_affinity_weight: int = Field(
         1, ge=0, le=100, description="Score weight of existing pods' required affinity to the incoming pod."
@@ -229,6 +180,7 @@ class InterPodAffinityArgs(ArgsModel):
 
 class NodeAffinityArgs(ArgsModel):
     plugin = "NodeAffinity"
+    core_args = nodeaffinity.NodeAffinityArgs
 
     added_affinity: NodeAffinity | None = Field(
         None, description="Node affinity applied to every pod in addition to its own."
@@ -237,19 +189,12 @@ class NodeAffinityArgs(ArgsModel):
 
 class DefaultPreemptionArgs(ArgsModel):
     plugin = "DefaultPreemption"
+    core_args = defaultpreemption.DefaultPreemptionArgs
 
     min_candidate_nodes_percentage: int = Field(
         10, ge=0, le=100, description="Minimum candidates to dry-run, as a percentage of nodes."
     )
     min_candidate_nodes_absolute: int = Field(100, ge=0, description="Minimum candidates to dry-run.")
-
-    @model_validator(mode="after")
-    def _not_both_zero(self) -> DefaultPreemptionArgs:
-        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
-            raise field_error(
-                "minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute"
-            )
-        return self
 
 
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
@@ -277,4 +222,6 @@ def default_plugin_args(name: str, args: Any, path: str) -> dict[str, Any]:
             raise PolicyError([FieldError(path, "must be an object")])
         return dict(args or {})
     parsed = parse_model(model, args, path)
-    return parsed.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
+    if model.core_args is not None:
+        return model.core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
+    return parsed.json_args()

@@ -7,7 +7,6 @@ Kubernetes client: side effects go out through SchedulerHooks and the Binder.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import random
@@ -22,19 +21,20 @@ from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
-from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE, Scheduler, SchedulerHooks
+from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE, ScheduleOne, SchedulerHooks
 
 log = logging.getLogger(__name__)
 
 
 class _QueueFacade:
-    """Adapts the queue and nominator to what Scheduler needs."""
+    """Adapts the queue and nominator to what ScheduleOne needs."""
 
     def __init__(self, queue: SchedulingQueue, latest: Callable[[str], Pod | None]) -> None:
         self.queue = queue
@@ -76,7 +76,7 @@ class Engine:
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         registry: Mapping[str, type[Plugin]] | None = None,
-        services: dict[str, Any] | None = None,
+        services: ClusterServices | None = None,
         observe: Callable[[str, str, str, float], None] | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
@@ -96,9 +96,9 @@ class Engine:
             binder=binder,
             rng=random.Random(seed),
             clock=time.time,
-            services=services if services is not None else {},
+            services=services if services is not None else ClusterServices(),
         )
-        self.scheduler = Scheduler(
+        self.scheduler = ScheduleOne(
             self.cache,
             _QueueFacade(self.queue, self.unassigned.get),
             lambda: self.frameworks,
@@ -110,6 +110,11 @@ class Engine:
 
     # ---- profiles (live) ---------------------------------------------------------------------------
 
+    def retry_pending(self, scheduler_name: str) -> None:
+        """Move every pending pod of a profile to activeQ: its EvictionPolicy resolved again, so
+        pods that could not preempt may now (upstream has no live policies, so no such event)."""
+        self.queue.activate([p for p in self.queue.pending_pods() if p.scheduler_name == scheduler_name])
+
     def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:
         """Replace the active profiles. Queued pods stay; cycles already running keep their framework."""
         frameworks: dict[str, Framework] = {}
@@ -118,9 +123,7 @@ class Engine:
             if current is not None and current.profile == profile:
                 frameworks[profile.scheduler_name] = current  # unchanged: keep its plugin state
                 continue
-            handle = dataclasses.replace(self.base_handle)
-            framework = Framework(profile, self.registry, handle)
-            handle.framework = framework
+            framework = Framework(profile, self.registry, self.base_handle)
             if self.observe is not None:
                 framework.observe = functools.partial(self.observe, profile.scheduler_name)
             frameworks[profile.scheduler_name] = framework

@@ -10,10 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-CPU = "cpu"
-MEMORY = "memory"
-EPHEMERAL_STORAGE = "ephemeral-storage"
-PODS = "pods"
+from policy_scheduler.scheduler.resources import pod_non_zero_requests, pod_requests
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 EMPTY_LABELS: dict[str, str] = {}
@@ -194,8 +191,6 @@ class Pod:
     def requests(self) -> dict[str, int]:
         """Effective requests as kube-scheduler computes them (sidecars, pod level, overhead)."""
         if self._requests is None:
-            from policy_scheduler.scheduler.resources import pod_requests
-
             self._requests = pod_requests(self)
         return self._requests
 
@@ -203,8 +198,6 @@ class Pod:
     def non_zero_requests(self) -> tuple[int, int]:
         """(milli-cpu, memory) with kube-scheduler's defaults for unset container requests."""
         if self._non_zero is None:
-            from policy_scheduler.scheduler.resources import pod_non_zero_requests
-
             self._non_zero = pod_non_zero_requests(self)
         return self._non_zero
 

@@ -15,7 +15,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from policy_scheduler.scheduler.model import CPU, MEMORY, PODS, ContainerPort, Node, Pod, Taint
+from policy_scheduler.scheduler.model import ContainerPort, Node, Pod, Taint
+from policy_scheduler.scheduler.resource_names import CPU, MEMORY, PODS
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

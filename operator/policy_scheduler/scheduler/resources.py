@@ -7,7 +7,7 @@ import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
-from policy_scheduler.scheduler.model import CPU, MEMORY
+from policy_scheduler.scheduler.resource_names import CPU, MEMORY
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.model import Container, Pod

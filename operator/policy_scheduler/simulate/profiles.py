@@ -9,7 +9,7 @@ from typing import Any
 from policy_scheduler.scheduler.config import ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profiles import resolve_profile
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.simulate.scenario import Scenario, ScenarioError
 
 PolicyLookup = Callable[[str], EvictionPolicyConfig | None]

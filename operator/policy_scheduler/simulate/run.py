@@ -13,9 +13,9 @@ from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
-from policy_scheduler.scheduler.plugins.podtopologyspread import OWNER_SELECTORS_SERVICE
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
@@ -147,11 +147,11 @@ async def _simulate(
     if policy_for is None:
         policy_for = eviction_policy_lookup(scenario, profiles)
     hooks.policy_for = policy_for
-    services = {
-        "pdbs": lambda: hooks.pdbs,
-        OWNER_SELECTORS_SERVICE: DefaultSelectorIndex(scenario.owners).owner_selectors,
-        "eviction_policy": policy_for,
-    }
+    services = ClusterServices(
+        list_pdbs=lambda: hooks.pdbs,  # evictions use them up, as the Eviction API records
+        eviction_policy=policy_for,
+        owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
+    )
     engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
     hooks.engine = binder.engine = engine
     engine.set_profiles(profiles)

@@ -19,12 +19,14 @@ import numpy.typing as npt
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
+    from policy_scheduler.scheduler.framework.runtime import FilterOutcome
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -142,6 +144,18 @@ class _NoNominations:
         return []
 
 
+class FrameworkHandle(Protocol):
+    """What a plugin may call back on its profile's framework (preemption's dry runs)."""
+
+    @property
+    def scheduler_name(self) -> str: ...
+    @property
+    def table(self) -> NodeTable: ...
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
+    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status: ...
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status: ...
+
+
 @dataclass(slots=True)
 class Handle:
     """What the framework gives plugins: the live node table and cluster-side services."""
@@ -152,10 +166,9 @@ class Handle:
     rng: random.Random = field(default_factory=random.Random)
     clock: Callable[[], float] = time.time
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    # Extra services (PDB lister, evictor, ...) keyed by name; filled by whoever builds the scheduler.
-    services: dict[str, Any] = field(default_factory=dict)
-    # Set by the framework after construction so plugins like preemption can call back into it.
-    framework: Any = None
+    services: ClusterServices = field(default_factory=ClusterServices)
+    # The profile's framework: Framework puts itself here in the copy it gives its plugins.
+    framework: FrameworkHandle | None = None
 
 
 # ---- plugin bases ------------------------------------------------------------------------------
@@ -164,7 +177,8 @@ class Handle:
 class Plugin:
     name: ClassVar[str] = ""
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: object) -> None:
+        # JSON-shaped args from the profile, or the plugin's own typed args dataclass.
         self.handle = handle
         self.args = args
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 
 PASSED = -1  # status_ref of a row that passed every filter
 MAX_PERMIT_WAIT_SECONDS = 15 * 60.0  # upstream's maxTimeout for Permit waits
@@ -201,7 +202,8 @@ class Framework:
         handle: Handle,
     ) -> None:
         self.profile = profile
-        self.handle = handle
+        # The plugins' handle is a copy that points back here (the caller's stays untouched).
+        self.handle = dataclasses.replace(handle, framework=self)
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -237,6 +239,10 @@ class Framework:
     @property
     def scheduler_name(self) -> str:
         return self.profile.scheduler_name
+
+    @property
+    def table(self) -> NodeTable:
+        return self.handle.table
 
     @property
     def has_filter_plugins(self) -> bool:

@@ -17,7 +17,7 @@ from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScorePlugin
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows, normalize_image_name
-from policy_scheduler.scheduler.plugins.noderesources_scoring import go_div
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import go_div
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB

@@ -4,11 +4,13 @@ scheduler-enforced `addedAffinity` plugin argument."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from policy_scheduler.scheduler import model
+from policy_scheduler.scheduler.field_errors import Problem, raise_problems
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -36,7 +38,7 @@ from policy_scheduler.scheduler.model import (
     Requirement,
 )
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
-from policy_scheduler.scheduler.plugins.selectors import (
+from policy_scheduler.scheduler.selectors import (
     IN,
     OBJECT_NAME_FIELD,
     aggregate_message,
@@ -44,8 +46,9 @@ from policy_scheduler.scheduler.plugins.selectors import (
     match_required_node_affinity,
     node_matches_required_affinity,
     node_matches_terms,
-    node_selector_errors,
+    node_selector_problems,
     preferred_terms_errors,
+    preferred_terms_problems,
     preferred_terms_score,
     required_terms,
 )
@@ -96,6 +99,60 @@ def parse_node_affinity(raw: Mapping[str, Any]) -> model.NodeAffinity:
     return model.NodeAffinity(required=required, preferred=preferred)
 
 
+def _term_json(term: NodeSelectorTerm) -> dict[str, Any]:
+    def reqs(rs: Sequence[Requirement]) -> list[dict[str, Any]]:
+        return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in rs]
+
+    out: dict[str, Any] = {}
+    if term.match_expressions:
+        out["matchExpressions"] = reqs(term.match_expressions)
+    if term.match_fields:
+        out["matchFields"] = reqs(term.match_fields)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinityArgs:
+    added_affinity: model.NodeAffinity | None = None
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> NodeAffinityArgs:
+        """NodeAffinityArgs has no v1 defaults."""
+        added = raw.get("addedAffinity")
+        return cls(None if added is None else parse_node_affinity(added))
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> NodeAffinityArgs:
+        args = cls.defaulted(raw)
+        raise_problems(args.problems())
+        return args
+
+    def problems(self) -> list[Problem]:
+        """ValidateNodeAffinityArgs: NewNodeSelector and NewPreferredSchedulingTerms."""
+        added = self.added_affinity
+        if added is None:
+            return []
+        found: list[Problem] = []
+        if added.required is not None:
+            found += node_selector_problems(added.required, _ADDED_REQUIRED_PATH)
+        return found + preferred_terms_problems(added.preferred, _ADDED_PREFERRED_PATH)
+
+    def to_json(self) -> dict[str, Any]:
+        added = self.added_affinity
+        if added is None:
+            return {}
+        out: dict[str, Any] = {}
+        if added.required is not None:
+            out["requiredDuringSchedulingIgnoredDuringExecution"] = {
+                "nodeSelectorTerms": [_term_json(t) for t in added.required]
+            }
+        if added.preferred:
+            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": p.weight, "preference": _term_json(p.preference)} for p in added.preferred
+            ]
+        return {"addedAffinity": out}
+
+
 def _preferred_terms(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
     node_affinity = pod.affinity.node_affinity if pod.affinity is not None else None
     return () if node_affinity is None else node_affinity.preferred
@@ -119,22 +176,14 @@ def _node_names_of_required(terms: Sequence[NodeSelectorTerm]) -> set[str] | Non
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeAffinityArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.added_required: tuple[NodeSelectorTerm, ...] | None = None
-        self.added_preferred: tuple[PreferredSchedulingTerm, ...] | None = None
-        raw = args.get("addedAffinity")
-        if raw is None:
-            return
-        added = parse_node_affinity(raw)
-        errs = []
-        if added.required is not None:
-            errs += node_selector_errors(added.required, _ADDED_REQUIRED_PATH)
-        errs += preferred_terms_errors(added.preferred, _ADDED_PREFERRED_PATH)
-        if errs:
-            raise ValueError(aggregate_message(errs))
-        self.added_required = added.required
-        self.added_preferred = added.preferred or None
+        typed = args if isinstance(args, NodeAffinityArgs) else NodeAffinityArgs.from_json(args)
+        added = typed.added_affinity
+        self.added_required: tuple[NodeSelectorTerm, ...] | None = None if added is None else added.required
+        self.added_preferred: tuple[PreferredSchedulingTerm, ...] | None = (
+            None if added is None else added.preferred or None
+        )
 
     # ---- filtering -----------------------------------------------------------------------------
 

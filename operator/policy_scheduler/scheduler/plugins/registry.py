@@ -13,8 +13,10 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity
     from policy_scheduler.scheduler.plugins.nodename import NodeName
     from policy_scheduler.scheduler.plugins.nodeports import NodePorts
-    from policy_scheduler.scheduler.plugins.noderesources_balanced import NodeResourcesBalancedAllocation
-    from policy_scheduler.scheduler.plugins.noderesources_fit import NodeResourcesFit
+    from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
+        NodeResourcesBalancedAllocation,
+    )
+    from policy_scheduler.scheduler.plugins.noderesources.fit import NodeResourcesFit
     from policy_scheduler.scheduler.plugins.nodeunschedulable import NodeUnschedulable
     from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread
     from policy_scheduler.scheduler.plugins.queuesort import PrioritySort

@@ -3,14 +3,12 @@
 from policy_scheduler.scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     DEFAULT_POLICY,
-    EVICTION_POLICY_SERVICE,
     EvictionPolicyConfig,
     ProtectedTerm,
 )
 
 __all__ = [
     "DEFAULT_POLICY",
-    "EVICTION_POLICY_SERVICE",
     "DefaultPreemption",
     "EvictionPolicyConfig",
     "ProtectedTerm",

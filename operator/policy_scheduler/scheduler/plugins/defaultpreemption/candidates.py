@@ -14,12 +14,12 @@ import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
-from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.interfaces import FrameworkHandle
+from policy_scheduler.scheduler.framework.services import PDB
 from policy_scheduler.scheduler.framework.status import Code, Status, error, unresolvable
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 from policy_scheduler.scheduler.plugins.defaultpreemption.victims import (
-    PDB,
     budget_overruns,
     select_victims_on_node,
 )
@@ -74,7 +74,7 @@ def nodes_where_preemption_might_help(table: NodeTable, diagnosis: Diagnosis) ->
 
 
 def dry_run_preemption(
-    framework: Framework,
+    framework: FrameworkHandle,
     state: CycleState,
     pod: Pod,
     rows: Rows,
@@ -88,7 +88,7 @@ def dry_run_preemption(
     """DryRunPreemption: visit rows from `offset`, stop once there are `num_candidates` and at
     least one does not violate a PDB. With `enforce_budgets` a node whose victims the Eviction
     API would refuse is no candidate at all."""
-    table: NodeTable = framework.handle.table
+    table: NodeTable = framework.table
     non_violating: list[Candidate] = []
     violating: list[Candidate] = []
     result = DryRunResult([])

@@ -25,7 +25,6 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PostFilterResult,
     PreEnqueuePlugin,
 )
-from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import (
     SUCCESS,
     Code,
@@ -35,6 +34,7 @@ from policy_scheduler.scheduler.framework.status import (
     unschedulable,
 )
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     calculate_num_candidates,
     dry_run_preemption,
@@ -42,53 +42,17 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     select_candidate,
 )
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
+    DEFAULT_POLICY,
     EvictionPolicyConfig,
     may_be_victim,
-    resolve_policy,
 )
-from policy_scheduler.scheduler.plugins.defaultpreemption.victims import list_pdbs
-from policy_scheduler.scheduler.plugins.selectors import aggregate_message
+from policy_scheduler.scheduler.selectors import aggregate_message
 
 NAME = "DefaultPreemption"
-DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
-DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
-# Optional service: callable (pod) -> bool, True while the evictions of the pod's last
-# preemption are still being issued (upstream's IsPodRunningPreemption).
-PREEMPTION_IN_PROGRESS_SERVICE = "preemption_in_progress"
-
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
-
-
-def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
-    value = args.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
-    return value
-
-
-def _validate(percentage: int, absolute: int) -> None:
-    """ValidateDefaultPreemptionArgs."""
-    errs: list[str] = []
-    if not 0 <= percentage <= 100:
-        errs.append(f"minCandidateNodesPercentage: Invalid value: {percentage}: not in valid range [0, 100]")
-    if absolute < 0:
-        errs.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
-    if percentage == 0 and absolute == 0:
-        errs.append(
-            "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
-            "minCandidateNodesAbsolute"
-        )
-        errs.append(
-            "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as "
-            "minCandidateNodesPercentage"
-        )
-    if errs:
-        raise ValueError(aggregate_message(errs))
 
 
 def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
@@ -99,21 +63,17 @@ def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name = NAME
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: DefaultPreemptionArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.min_candidate_nodes_percentage = _int_arg(
-            args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
-        )
-        self.min_candidate_nodes_absolute = _int_arg(
-            args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
-        )
-        _validate(self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
+        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
+        typed = args if isinstance(args, DefaultPreemptionArgs) else DefaultPreemptionArgs.from_json(args)
+        self.min_candidate_nodes_percentage = typed.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = typed.min_candidate_nodes_absolute
 
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        running = self.handle.services.get(PREEMPTION_IN_PROGRESS_SERVICE)
-        if running is not None and running(pod):
+        if self.handle.services.preemption_in_progress(pod):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS
 
@@ -124,8 +84,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def policy(self, pod: Pod) -> EvictionPolicyConfig:
         framework = self.handle.framework
-        scheduler_name = framework.scheduler_name if isinstance(framework, Framework) else pod.scheduler_name
-        return resolve_policy(self.handle.services, scheduler_name)
+        scheduler_name = framework.scheduler_name if framework is not None else pod.scheduler_name
+        policy = self.handle.services.eviction_policy(scheduler_name)
+        return DEFAULT_POLICY if policy is None else policy
 
     def is_eligible_victim(self, policy: EvictionPolicyConfig, victim: Pod, preemptor: Pod) -> bool:
         return may_be_victim(policy, victim, preemptor, self.handle.namespace_labels)
@@ -166,7 +127,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     ) -> tuple[PostFilterResult | None, Status]:
         """Evaluator.Preempt without the API calls."""
         framework = self.handle.framework
-        if not isinstance(framework, Framework):
+        if framework is None:
             return None, error("the preemption plugin needs handle.framework")
         policy = self.policy(pod)
         if policy.unavailable_reason is not None:
@@ -190,7 +151,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 state,
                 pod,
                 rows,
-                list_pdbs(self.handle.services),
+                self.handle.services.list_pdbs(),
                 self.handle.rng.randrange(len(rows)),
                 self.num_candidates(len(rows)),
                 lambda victim: self.is_eligible_victim(policy, victim, pod),

@@ -1,20 +1,17 @@
 """The eviction policy preemption obeys: which pods may be victims and how budgets count.
 
 This is the core's plain view of an EvictionPolicy CR (the policy layer converts the CR into
-EvictionPolicyConfig). The plugin reads it through the `eviction_policy` service: a callable
-`(scheduler_name) -> EvictionPolicyConfig | None`; None (or no service) means DEFAULT_POLICY.
+EvictionPolicyConfig). The plugin reads it through ClusterServices.eviction_policy:
+`(scheduler_name) -> EvictionPolicyConfig | None`; None means DEFAULT_POLICY.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from policy_scheduler.scheduler.model import LabelSelector, Pod
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
-
-EVICTION_POLICY_SERVICE = "eviction_policy"
+from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
 # scheduling.SystemCriticalPriority: system-cluster-critical and system-node-critical are at or
 # above it. Such pods are never victims, whatever the policy says.
@@ -58,15 +55,6 @@ class EvictionPolicyConfig:
 
 
 DEFAULT_POLICY = EvictionPolicyConfig()
-
-
-def resolve_policy(services: Mapping[str, Any], scheduler_name: str) -> EvictionPolicyConfig:
-    """The policy of a profile, from the `eviction_policy` service; DEFAULT_POLICY when unset."""
-    lookup: Callable[[str], EvictionPolicyConfig | None] | None = services.get(EVICTION_POLICY_SERVICE)
-    if lookup is None:
-        return DEFAULT_POLICY
-    policy = lookup(scheduler_name)
-    return DEFAULT_POLICY if policy is None else policy
 
 
 def _matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:

@@ -7,42 +7,20 @@ The scheduling cycle is synchronous, so nobody else sees the intermediate states
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.interfaces import FrameworkHandle
+from policy_scheduler.scheduler.framework.services import PDB
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, unresolvable
-from policy_scheduler.scheduler.model import LabelSelector, Pod
+from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
-from policy_scheduler.scheduler.plugins.selectors import SelectorError, label_selector_matches
+from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
-PDBS_SERVICE = "pdbs"
 NO_VICTIMS = "No preemption victims found for incoming pod"
-
-
-class PDB(Protocol):
-    """What preemption reads of a PodDisruptionBudget (apiobjects' PDBInfo has these)."""
-
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def selector(self) -> LabelSelector | None: ...
-    @property
-    def disruptions_allowed(self) -> int: ...
-    @property
-    def disrupted_pods(self) -> Collection[str]: ...
-
-
-def list_pdbs(services: Mapping[str, Any]) -> list[PDB]:
-    """getPodDisruptionBudgets: the `pdbs` service is a list or a callable returning one."""
-    source = services.get(PDBS_SERVICE)
-    if source is None:
-        return []
-    return list(source() if callable(source) else source)
 
 
 def pdb_selects(pdb: PDB, pod: Pod) -> bool:
@@ -144,7 +122,7 @@ class _DryRunRow:
             pods.update(self.original)
 
 
-def _filter(framework: Framework, state: CycleState, pod: Pod, row: int) -> Status:
+def _filter(framework: FrameworkHandle, state: CycleState, pod: Pod, row: int) -> Status:
     """RunFilterPluginsWithNominatedPods on one node."""
     outcome = framework.run_filters_with_nominated_pods(state, pod, np.asarray([row], dtype=np.intp))
     status = outcome.status_at(0)
@@ -154,7 +132,7 @@ def _filter(framework: Framework, state: CycleState, pod: Pod, row: int) -> Stat
 
 
 def select_victims_on_node(
-    framework: Framework,
+    framework: FrameworkHandle,
     state: CycleState,
     pod: Pod,
     row: int,
@@ -165,7 +143,7 @@ def select_victims_on_node(
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` must be a clone: the PreFilter extensions update it."""
-    table: NodeTable = framework.handle.table
+    table: NodeTable = framework.table
     dry = _DryRunRow(table, row)
     try:
         return _select(framework, state, pod, row, pdbs, eligible, now, dry)
@@ -174,7 +152,7 @@ def select_victims_on_node(
 
 
 def _select(
-    framework: Framework,
+    framework: FrameworkHandle,
     state: CycleState,
     pod: Pod,
     row: int,

@@ -29,6 +29,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
 from policy_scheduler.scheduler.plugins.interpodaffinity.filtering import (
     PreFilterState,
     existing_anti_affinity_counts,
@@ -56,7 +57,6 @@ from policy_scheduler.scheduler.plugins.interpodaffinity.terms import (
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
-DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
 
 
 def _not_found(key: str) -> str:
@@ -67,16 +67,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     has_extensions = True
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: InterPodAffinityArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        raw = args.get("hardPodAffinityWeight")
-        weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT if raw is None else int(raw)
-        if not 0 <= weight <= 100:  # ValidateInterPodAffinityArgs
-            raise ValueError(f"hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0-100]")
-        self.hard_pod_affinity_weight = weight
-        self.ignore_preferred_terms_of_existing_pods = bool(
-            args.get("ignorePreferredTermsOfExistingPods", False)
-        )
+        typed = args if isinstance(args, InterPodAffinityArgs) else InterPodAffinityArgs.from_json(args)
+        self.hard_pod_affinity_weight = typed.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = typed.ignore_preferred_terms_of_existing_pods
         self.index = AffinityIndex.of(handle.table)
 
     def _ns_labels(self, namespace: str) -> Mapping[str, str] | None:

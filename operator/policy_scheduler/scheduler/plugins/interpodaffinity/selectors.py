@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policy_scheduler.scheduler.model import LabelSelector
-from policy_scheduler.scheduler.plugins.selectors import label_key_errors, label_value_errors
+from policy_scheduler.scheduler.selectors import label_key_errors, label_value_errors
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "in", "notin", "exists", "!"
 _OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}

@@ -12,10 +12,10 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import (
     LabelSelector,
     Pod,
@@ -38,11 +38,10 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.matching import (
     merge_label_set,
     tolerated_mask,
 )
-from policy_scheduler.scheduler.plugins.selectors import (
+from policy_scheduler.scheduler.selectors import (
     MATCH_EVERYTHING,
     SelectorError,
     compile_label_selector,
-    label_key_errors,
     match_required_node_affinity,
 )
 
@@ -52,7 +51,6 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
-OWNER_SELECTORS_SERVICE = "owner_selectors"
 _MAX_CACHED_SELECTORS = 256  # (namespace, selector) count arrays kept up to date
 
 # A pod -> the merged selector of the Services, ReplicationController, ReplicaSet and
@@ -134,82 +132,9 @@ class InclusionMasks:
 # ---- plugin args and default constraints -----------------------------------------------------------
 
 
-def _selector_from_json(raw: Mapping[str, Any] | None) -> LabelSelector | None:
-    if raw is None:
-        return None
-    return LabelSelector(
-        match_labels=tuple(sorted((raw.get("matchLabels") or {}).items())),
-        match_expressions=tuple(
-            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
-            for e in raw.get("matchExpressions") or ()
-        ),
-    )
-
-
-def _constraint_from_json(raw: Mapping[str, Any]) -> TopologySpreadConstraint:
-    return TopologySpreadConstraint(
-        max_skew=int(raw.get("maxSkew", 0)),
-        topology_key=str(raw.get("topologyKey", "")),
-        when_unsatisfiable=str(raw.get("whenUnsatisfiable", "")),
-        label_selector=_selector_from_json(raw.get("labelSelector")),
-        min_domains=raw.get("minDomains"),
-        node_affinity_policy=raw.get("nodeAffinityPolicy"),
-        node_taints_policy=raw.get("nodeTaintsPolicy"),
-        match_label_keys=tuple(raw.get("matchLabelKeys") or ()),
-    )
-
-
-def parse_args(args: Mapping[str, Any]) -> tuple[tuple[TopologySpreadConstraint, ...], bool]:
-    """PodTopologySpreadArgs with defaults and ValidatePodTopologySpreadArgs.
-
-    Returns (default constraints, system defaulted). Raises ValueError on invalid args.
-    """
-    defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
-    raw_constraints = args.get("defaultConstraints") or []
-    errors: list[str] = []
-    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-        errors.append(
-            f'defaultingType: Unsupported value: "{defaulting}": supported values: "List", "System"'
-        )
-    elif defaulting == SYSTEM_DEFAULTING and raw_constraints:
-        errors.append('defaultingType: Invalid value: "System": when .defaultConstraints are not empty')
-    constraints = tuple(_constraint_from_json(raw) for raw in raw_constraints)
-    seen: set[tuple[str, str]] = set()
-    for i, c in enumerate(constraints):
-        path = f"defaultConstraints[{i}]"
-        if c.max_skew <= 0:
-            errors.append(f"{path}.maxSkew: Invalid value: {c.max_skew}: not in valid range (0, inf)")
-        if not c.topology_key:
-            errors.append(f"{path}.topologyKey: Required value: can not be empty")
-        elif key_errors := label_key_errors(c.topology_key):
-            errors.append(f'{path}.topologyKey: Invalid value: "{c.topology_key}": {"; ".join(key_errors)}')
-        if not c.when_unsatisfiable:
-            errors.append(f"{path}.whenUnsatisfiable: Required value: can not be empty")
-        elif c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            errors.append(f'{path}.whenUnsatisfiable: Unsupported value: "{c.when_unsatisfiable}"')
-        if c.label_selector is not None:
-            errors.append(
-                f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
-                "as they deduced for each pod"
-            )
-        if (c.topology_key, c.when_unsatisfiable) in seen:
-            errors.append(
-                f"defaultConstraints[{i}]: Duplicate value: {{{c.topology_key}, {c.when_unsatisfiable}}}"
-            )
-        seen.add((c.topology_key, c.when_unsatisfiable))
-    if errors:
-        raise ValueError("PodTopologySpread args: " + "; ".join(errors))
-    if defaulting == SYSTEM_DEFAULTING:
-        return SYSTEM_DEFAULT_CONSTRAINTS, True
-    return constraints, False
-
-
-def owner_selector(services: Mapping[str, Any], pod: Pod) -> Selector:
-    """helper.DefaultSelector through the `owner_selectors` handle service; empty when unknown."""
-    lookup = services.get(OWNER_SELECTORS_SERVICE)
-    if lookup is None:
-        return MATCH_EVERYTHING
-    merged = lookup(pod)
+def owner_selector(services: ClusterServices, pod: Pod) -> Selector:
+    """helper.DefaultSelector through ClusterServices.owner_selectors; empty when unknown."""
+    merged = services.owner_selectors(pod)
     if merged is None:
         return MATCH_EVERYTHING
     try:

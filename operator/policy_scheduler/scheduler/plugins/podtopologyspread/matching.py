@@ -13,8 +13,8 @@ import numpy as np
 
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, NodeTable, Rows
-from policy_scheduler.scheduler.plugins.selectors import IN, CompiledLabelSelector
 from policy_scheduler.scheduler.plugins.tainttoleration import has_untolerated_do_not_schedule_taint
+from policy_scheduler.scheduler.selectors import IN, CompiledLabelSelector
 
 Selector = CompiledLabelSelector
 

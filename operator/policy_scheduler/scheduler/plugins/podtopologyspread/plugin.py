@@ -35,14 +35,16 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from policy_scheduler.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     HONOR,
     SCHEDULE_ANYWAY,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SYSTEM_DEFAULTING,
     Constraint,
     filter_constraints,
     owner_selector,
-    parse_args,
     pod_index,
 )
 from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import (
@@ -57,7 +59,7 @@ from policy_scheduler.scheduler.plugins.podtopologyspread.scoring import (
     normalize,
     score_rows,
 )
-from policy_scheduler.scheduler.plugins.selectors import SelectorError
+from policy_scheduler.scheduler.selectors import SelectorError
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -68,9 +70,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     name = NAME
     has_extensions = True
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: PodTopologySpreadArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.default_constraints, self.system_defaulted = parse_args(args)
+        typed = args if isinstance(args, PodTopologySpreadArgs) else PodTopologySpreadArgs.from_json(args)
+        self.system_defaulted = typed.defaulting_type == SYSTEM_DEFAULTING
+        self.default_constraints = (
+            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else typed.default_constraints
+        )
         self.index = pod_index(handle.table)
 
     # ---- constraints ---------------------------------------------------------------------------

@@ -31,26 +31,24 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ScorePlugin,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
-from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod
+from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
-from policy_scheduler.scheduler.plugins.noderesources_scoring import (
-    LEAST_ALLOCATED,
+from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesFitArgs, ScoringStrategy
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
-    STRATEGIES,
-    ResourceSpec,
     Scorer,
     is_extended_resource_name,
     is_scalar_resource_name,
     least_allocated_scorer,
     most_allocated_scorer,
-    parse_resources,
     pod_resource_requests,
     requested_and_allocatable,
     requested_to_capacity_ratio_scorer,
     resource_column,
-    scaled_shape,
+    scale_shape,
 )
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -110,51 +108,25 @@ def _reason(resource: str) -> str:
     return f"Insufficient {resource}"
 
 
-def _strategy_scorer(raw: Any) -> tuple[tuple[ResourceSpec, ...], Scorer]:
-    if raw is None:
-        raw = {"type": LEAST_ALLOCATED}
-    if not isinstance(raw, Mapping):
-        raise ValueError("scoringStrategy: expected an object")
-    kind = raw.get("type", "")
-    if kind not in STRATEGIES:
-        raise ValueError(
-            f'scoringStrategy.type: Unsupported value: "{kind}": supported values: {", ".join(STRATEGIES)}'
-        )
-    resources = parse_resources(raw.get("resources"), "scoringStrategy.resources")
-    for i, spec in enumerate(resources):
-        if not 0 < spec.weight <= 100:
-            raise ValueError(
-                f"scoringStrategy.resources[{i}].weight: "
-                f"resource weight of {spec.name} not in valid range (0, 100]"
-            )
-    if kind == MOST_ALLOCATED:
-        return resources, most_allocated_scorer(resources)
-    if kind == REQUESTED_TO_CAPACITY_RATIO:
-        params = raw.get("requestedToCapacityRatio") or {}
-        return resources, requested_to_capacity_ratio_scorer(resources, scaled_shape(params.get("shape")))
-    return resources, least_allocated_scorer(resources)
-
-
-def _string_list(args: Mapping[str, Any], key: str) -> frozenset[str]:
-    value = args.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{key}: expected a list of strings")
-    return frozenset(value)
+def _scorer(strategy: ScoringStrategy) -> Scorer:
+    resources = strategy.resources
+    if strategy.type == MOST_ALLOCATED:
+        return most_allocated_scorer(resources)
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        return requested_to_capacity_ratio_scorer(resources, scale_shape(strategy.shape or ()))
+    return least_allocated_scorer(resources)
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeResourcesFitArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.ignored_resources = _string_list(args, "ignoredResources")
-        self.ignored_resource_groups = _string_list(args, "ignoredResourceGroups")
-        for group in self.ignored_resource_groups:
-            if "/" in group:
-                raise ValueError(
-                    f"ignoredResourceGroups: Invalid value: {group!r}: resource group name can't contain '/'"
-                )
-        self.resources, self._scorer = _strategy_scorer(args.get("scoringStrategy"))
+        typed = args if isinstance(args, NodeResourcesFitArgs) else NodeResourcesFitArgs.from_json(args)
+        self.ignored_resources = frozenset(typed.ignored_resources)
+        self.ignored_resource_groups = frozenset(typed.ignored_resource_groups)
+        self.resources = typed.scoring_strategy.resources
+        self._scorer = _scorer(typed.scoring_strategy)
 
     # ---- filter ----------------------------------------------------------------------------------
 

@@ -23,9 +23,9 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
-from policy_scheduler.scheduler.plugins.noderesources_scoring import (
+from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     FloatArray,
-    parse_resources,
     pod_resource_requests,
     requested_and_allocatable,
 )
@@ -77,16 +77,14 @@ def balanced_resource_scorer(requested: IntArray, allocatable: IntArray) -> IntA
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
-        self.resources = parse_resources(args.get("resources"), "resources")
-        seen: set[str] = set()
-        for i, spec in enumerate(self.resources):
-            if spec.name in seen:
-                raise ValueError(f"resources[{i}].name: Duplicate value: {spec.name!r}")
-            seen.add(spec.name)
-            if spec.weight != 1:
-                raise ValueError(f"resources[{i}].weight: Invalid value: {spec.weight}: must be 1")
+        typed = (
+            args
+            if isinstance(args, NodeResourcesBalancedAllocationArgs)
+            else NodeResourcesBalancedAllocationArgs.from_json(args)
+        )
+        self.resources = typed.resources
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         return tuple(pod_resource_requests(pod, self.resources, True))

@@ -64,7 +64,9 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-class SchedulingQueue(Protocol):
+class CycleQueue(Protocol):
+    """What a cycle needs of the scheduling queue (the Engine adapts its SchedulingQueue)."""
+
     def done(self, uid: str) -> None: ...
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, scheduling_cycle: int) -> None: ...
@@ -194,11 +196,13 @@ class _Rejections:
         self._parts = []
 
 
-class Scheduler:
+class ScheduleOne:
+    """Upstream's Scheduler.ScheduleOne: one pod's scheduling cycle, then its binding cycle."""
+
     def __init__(
         self,
         cache: Cache,
-        queue: SchedulingQueue,
+        queue: CycleQueue,
         frameworks: Mapping[str, Framework] | Callable[[], Mapping[str, Framework]],
         *,
         hooks: SchedulerHooks | None = None,

@@ -21,7 +21,7 @@ from policy_scheduler.scheduler.model import (
     Requirement,
 )
 from policy_scheduler.scheduler.nodetable import NodeTable
-from policy_scheduler.scheduler.plugins.selectors import (
+from policy_scheduler.scheduler.selectors import (
     MATCH_EVERYTHING,
     MATCH_NOTHING,
     SelectorError,

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.field_errors import Problem, raise_problems
 from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
-from policy_scheduler.scheduler.model import CPU, EPHEMERAL_STORAGE, MEMORY, Pod
+from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY
 from policy_scheduler.scheduler.resources import pod_container_requests
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -270,24 +272,48 @@ def requested_to_capacity_ratio_scorer(
     return score
 
 
-def scaled_shape(raw: Any) -> tuple[tuple[int, int], ...]:
-    """Validate a utilization shape (0..100 increasing, scores 0..10) and scale scores to 0..100."""
-    if not raw:
-        raise ValueError("scoringStrategy.shape: Required value: at least one point must be specified")
+SHAPE_PATH = "scoringStrategy.requestedToCapacityRatio.shape"
+
+
+def parse_shape(raw: Any) -> tuple[tuple[int, int], ...]:
+    """The (utilization, score) points of a JSON shape, unvalidated and unscaled."""
     points: list[tuple[int, int]] = []
-    for i, item in enumerate(raw):
+    for i, item in enumerate(raw or ()):
         if not isinstance(item, Mapping):
-            raise ValueError(f"scoringStrategy.shape[{i}]: expected an object")
+            raise ValueError(f"{SHAPE_PATH}[{i}]: expected an object")
         utilization, point_score = item.get("utilization", 0), item.get("score", 0)
         if not isinstance(utilization, int) or not isinstance(point_score, int):
-            raise ValueError(f"scoringStrategy.shape[{i}]: utilization and score must be integers")
-        if not 0 <= utilization <= MAX_UTILIZATION:
-            raise ValueError(f"scoringStrategy.shape[{i}].utilization: not in valid range [0, 100]")
-        if not 0 <= point_score <= MAX_CUSTOM_PRIORITY_SCORE:
-            raise ValueError(f"scoringStrategy.shape[{i}].score: not in valid range [0, 10]")
-        if points and points[-1][0] >= utilization:
-            raise ValueError(
-                f"scoringStrategy.shape[{i}].utilization: values must be sorted in increasing order"
-            )
-        points.append((utilization, point_score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)))
+            raise ValueError(f"{SHAPE_PATH}[{i}]: utilization and score must be integers")
+        points.append((utilization, point_score))
     return tuple(points)
+
+
+def shape_problems(points: Sequence[tuple[int, int]], path: str = SHAPE_PATH) -> list[Problem]:
+    """validateFunctionShape (upstream reports the path as scoringStrategy.shape)."""
+    if not points:
+        return [Problem(path, None, "at least one point must be specified", kind="Required")]
+    found: list[Problem] = []
+    for i in range(1, len(points)):
+        if points[i - 1][0] >= points[i][0]:
+            found.append(
+                Problem(f"{path}[{i}].utilization", points[i][0], "values must be sorted in increasing order")
+            )
+            break
+    for i, (utilization, point_score) in enumerate(points):
+        if not 0 <= utilization <= MAX_UTILIZATION:
+            found.append(Problem(f"{path}[{i}].utilization", utilization, "not in valid range [0, 100]"))
+        if not 0 <= point_score <= MAX_CUSTOM_PRIORITY_SCORE:
+            found.append(Problem(f"{path}[{i}].score", point_score, "not in valid range [0, 10]"))
+    return found
+
+
+def scale_shape(points: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Scores 0..10 to the node score range 0..100."""
+    return tuple((u, score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, score in points)
+
+
+def scaled_shape(raw: Any) -> tuple[tuple[int, int], ...]:
+    """Validate a JSON utilization shape and scale its scores to 0..100."""
+    points = parse_shape(raw)
+    raise_problems(shape_problems(points))
+    return scale_shape(points)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from policy_scheduler.scheduler.config import EXTENSION_POINTS, PluginRef, PluginSet, ProfileConfig
-from policy_scheduler.scheduler.profiles import (
+from policy_scheduler.scheduler.profile_resolution import (
     DEFAULT_PLUGINS,
     IMPLEMENTED_PLUGINS,
     PLUGIN_EXTENSION_POINTS,

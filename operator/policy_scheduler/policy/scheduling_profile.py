@@ -26,7 +26,7 @@ from policy_scheduler.policy.constants import MAX_PENDING_REASONS
 from policy_scheduler.policy.errors import field_error
 from policy_scheduler.policy.kube_types import DNS1123_SUBDOMAIN_PATTERN
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
-from policy_scheduler.scheduler.profiles import MAX_SCORE_WEIGHT
+from policy_scheduler.scheduler.profile_resolution import MAX_SCORE_WEIGHT
 
 _LIST_MAP_BY_NAME: JsonDict = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
 

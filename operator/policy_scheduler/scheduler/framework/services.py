@@ -1,0 +1,59 @@
+"""What the cluster side gives plugins beyond the node table: typed, with safe defaults.
+
+Whoever builds the Engine (operator, simulate, parity) fills these in; `ClusterServices()`
+is a scheduler with no PDBs, the default eviction policy, no preemption in flight and no
+owner selectors (PodTopologySpread's system defaults then match every pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from policy_scheduler.scheduler.model import LabelSelector, Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+
+
+class PDB(Protocol):
+    """What preemption reads of a PodDisruptionBudget (apiobjects' PDBInfo has these)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def selector(self) -> LabelSelector | None: ...
+    @property
+    def disruptions_allowed(self) -> int: ...
+    @property
+    def disrupted_pods(self) -> Collection[str]: ...
+
+
+def no_pdbs() -> Sequence[PDB]:
+    return ()
+
+
+def no_eviction_policy(scheduler_name: str) -> EvictionPolicyConfig | None:
+    return None
+
+
+def no_preemption_in_progress(pod: Pod) -> bool:
+    return False
+
+
+def no_owner_selectors(pod: Pod) -> LabelSelector | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterServices:
+    # getPodDisruptionBudgets: the PDBs preemption must respect.
+    list_pdbs: Callable[[], Sequence[PDB]] = no_pdbs
+    # The EvictionPolicy of a profile by schedulerName; None means DEFAULT_POLICY.
+    eviction_policy: Callable[[str], EvictionPolicyConfig | None] = no_eviction_policy
+    # IsPodRunningPreemption: True while the evictions of the pod's last preemption are still
+    # being issued (DefaultPreemption's PreEnqueue gate).
+    preemption_in_progress: Callable[[Pod], bool] = no_preemption_in_progress
+    # helper.DefaultSelector: the merged selector of the pod's Services and controllers.
+    owner_selectors: Callable[[Pod], LabelSelector | None] = no_owner_selectors
