@@ -8,7 +8,9 @@ never valid preempts nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +40,31 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+@contextmanager
+def _quiet_stores() -> Iterator[None]:
+    """The stores log what they decide; here `notes` says it once, without timestamps."""
+    logger = logging.getLogger("policy_scheduler.controllers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def policy_in_force(
     profiles: Sequence[Mapping[str, Any]],
     eviction_policies: Sequence[Mapping[str, Any]],
     profile_selector: str = "",
+) -> PolicyInForce:
+    with _quiet_stores():
+        return _policy_in_force(profiles, eviction_policies, profile_selector)
+
+
+def _policy_in_force(
+    profiles: Sequence[Mapping[str, Any]],
+    eviction_policies: Sequence[Mapping[str, Any]],
+    profile_selector: str,
 ) -> PolicyInForce:
     served: list[ResolvedProfile] = []
 
