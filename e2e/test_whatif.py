@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from fixtures_operator import OperatorProcess
-from kubectl import Kubectl, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
 from policy_scheduler.devcluster.cluster import DevCluster
 
 API = "scheduling.policy-scheduler.io/v1alpha1"
@@ -302,3 +302,33 @@ def test_invalid_apply_is_bad_input(
     result = run_whatif(kubectl.kubeconfig, "--apply", str(bad))
     assert result.returncode == 2
     assert f"{bad}:SchedulingProfile/e2e-whatif-bad:spec.podMaxBackoffSeconds:" in result.stderr
+
+
+def test_an_invalid_generation_leaves_the_last_accepted_spec_in_force(
+    scene: Scene, kubectl: Kubectl, operator_process: OperatorProcess
+) -> None:
+    scene.add_node("only", cpu="4", memory="8Gi")
+    name = f"e2e-whatif-{scene.tag}"
+    kubectl.apply(profile(name, scene.scheduler))
+    scene.cluster_objects.append(("schedulingprofile", name))
+    # The API server stores this generation; the operator rejects it and keeps generation 1.
+    broken = profile(
+        name, scene.scheduler, plugins={"score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}
+    )
+    kubectl.apply(broken)
+
+    def persisted() -> bool | None:
+        status = kubectl.get("schedulingprofile", name).get("status") or {}
+        accepted = condition(kubectl.get("schedulingprofile", name), "Accepted")
+        rejected = accepted is not None and accepted["status"] == "False"
+        return (rejected and status.get("lastAcceptedGeneration") == 1) or None
+
+    wait_for("generation 2 rejected, generation 1 persisted", persisted, timeout=30)
+    kubectl.apply(scene.pod("huge", cpu="64", memory="1Gi"))
+    result = run_whatif(kubectl.kubeconfig, "-o", "json", "--namespace", scene.ns)
+    assert result.returncode == 0, result.stderr
+    [huge] = json.loads(result.stdout)["pods"]
+    assert "Insufficient cpu" in huge["message"], "served by generation 1, not 'no SchedulingProfile'"
+    assert (
+        f"SchedulingProfile {name}: generation 2 was rejected; generation 1 stays in force" in result.stderr
+    )
