@@ -11,6 +11,7 @@ more Collection in `collections()` and one more Scenario field.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,8 +188,10 @@ async def read_snapshot(
     (pods bound anywhere still occupy their nodes)."""
     scenario = Scenario()
     stats = SnapshotStats()
-    for col in sources if sources is not None else collections():
-        items, failures = await _list(get, col, stats)
+    cols = list(sources if sources is not None else collections())
+    # Collections are read side by side; their objects are added in a fixed order.
+    listed = await asyncio.gather(*(_list(get, col, stats) for col in cols))
+    for col, (items, failures) in zip(cols, listed, strict=True):
         for item in items:
             try:
                 col.add(scenario, col.convert(item))
