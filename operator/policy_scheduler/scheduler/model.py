@@ -144,6 +144,15 @@ class OwnerReference:
     controller: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """spec.resourceClaims[]: exactly one of the two sources is set."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 @dataclass(slots=True)
 class Pod:
     name: str
@@ -172,6 +181,9 @@ class Pod:
     deletion_timestamp: float | None = None
     phase: str = "Pending"
     resource_version: str = ""
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    # status.resourceClaimStatuses: (pod claim name, generated claim name or None).
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None

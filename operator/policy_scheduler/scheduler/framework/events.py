@@ -16,6 +16,9 @@ class Resource(StrEnum):
     UNSCHEDULED_POD = "UnscheduledPod"
     NODE = "Node"
     PDB = "PodDisruptionBudget"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 
@@ -32,6 +35,7 @@ class Action(IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_OTHER = 2048
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 4096
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -43,6 +47,7 @@ class Action(IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_OTHER
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
     )
     ALL = ADD | DELETE | UPDATE
 

@@ -8,6 +8,7 @@ from policy_scheduler.scheduler.framework.interfaces import Plugin
 def in_tree_registry() -> dict[str, type[Plugin]]:
     # Imported here so that importing the registry module stays cheap.
     from policy_scheduler.scheduler.plugins.defaultbinder import DefaultBinder
+    from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
     from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
     from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -34,6 +35,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         NodeResourcesFit,
         PodTopologySpread,
         InterPodAffinity,
+        DynamicResources,
         NodeResourcesBalancedAllocation,
         ImageLocality,
         DefaultBinder,
