@@ -18,6 +18,7 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from policy_scheduler.scheduler.dra.model import Device, DeviceSelector, SelectorError
@@ -184,6 +185,6 @@ def compile_selector(expression: str) -> DeviceSelector:
     env = celpy.Environment()
     try:
         ast = env.compile(expression)
-    except celpy.CELParseError as e:
+    except CELParseError as e:
         raise SelectorError(f"compilation failed: {e.args[0] if e.args else e}") from e
     return _Compiled(expression, env.program(ast, functions=EXTENSIONS))

@@ -123,14 +123,14 @@ def allocate(
     slices: list[ResourceSlice],
     node: str = NODE1,
     allocated: tuple[DeviceId, ...] = (),
-    features: Features = Features(),
+    features: Features | None = None,
     node_labels: dict[str, str] | None = None,
 ) -> list[AllocationResult] | None:
     """Allocate for one node: visible slices selected the way GatherPools does."""
     by_name = {c.name: c for c in classes}
     labels = {"region": REGION1} if node_labels is None else node_labels
     visible = [sl for sl in slices if _visible(sl, node, labels)]
-    a = Allocator(frozenset(allocated), by_name.get, slices, compile_selector, features)
+    a = Allocator(frozenset(allocated), by_name.get, slices, compile_selector, features or Features())
     return a.allocate(node, visible, claims)
 
 

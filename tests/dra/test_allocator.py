@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from policy_scheduler.scheduler.dra.allocator import AllocationError, FailedOnNode, Features
-from policy_scheduler.scheduler.dra.model import DeviceConstraint, DeviceId, ResourcePool, ResourceSlice
+from policy_scheduler.scheduler.dra.model import (
+    DeviceAttribute,
+    DeviceConstraint,
+    DeviceId,
+    ResourcePool,
+    ResourceSlice,
+)
 
 from ._build import (
     CLAIM0,
@@ -295,10 +301,10 @@ def test_with_constraint_non_existent_attribute() -> None:
     [(i(1), i(2)), (s("a"), s("b")), (ver("1.0.0"), ver("2.0.0"))],
     ids=["int", "string", "version"],
 )
-def test_with_constraint_not_matching(a: object, bv: object) -> None:
+def test_with_constraint_not_matching(a: DeviceAttribute, bv: DeviceAttribute) -> None:
     slices = [
         slice_with_devices("slice-1", NODE1, POOL1, DRIVER_A, device(DEV1, attr=a), device(DEV2, attr=bv))
-    ]  # type: ignore[arg-type]
+    ]
     c = claim(
         CLAIM0, request(REQ0, CLASS_A, 2), constraints=(DeviceConstraint(match_attribute="driver-a/attr"),)
     )
@@ -355,7 +361,7 @@ def test_with_constraint_for_request_retry() -> None:
 def test_unknown_selector_function_is_an_error_not_a_pass() -> None:
     slices = [slice_with_devices("slice-1", NODE1, POOL1, DRIVER_A, device(DEV1))]
     c = claim(CLAIM0, request(REQ0, CLASS_A, 1, 'device.attributes["driver-a"].model.lowerAscii() == "x"'))
-    with pytest.raises(AllocationError, match="selector #0: CEL compile error: .*lowerAscii"):
+    with pytest.raises(AllocationError, match=r"selector #0: CEL compile error: .*lowerAscii"):
         allocate([c], CLASSES, slices)
 
 
