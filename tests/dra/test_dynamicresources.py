@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 
 from policy_scheduler.celdevice import compile_selector
+from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.dra.model import (
     AllocationResult,
     ConsumerReference,
@@ -38,8 +39,6 @@ from policy_scheduler.scheduler.model import (
     Requirement,
 )
 from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
-
-from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
