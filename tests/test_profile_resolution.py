@@ -79,25 +79,28 @@ UPSTREAM_DEFAULT = {
 }  # fmt: skip
 
 OUR_DEFAULT = {
-    "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
-    "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+    "preFilter": [
+        "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+    ],
     "filter": [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-        "PodTopologySpread", "InterPodAffinity",
+        "PodTopologySpread", "InterPodAffinity", "DynamicResources",
     ],
-    "postFilter": ["DefaultPreemption"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": [
         "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ],
     "score": [
         ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+        ("InterPodAffinity", 2), ("DynamicResources", 2), ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ],
-    "reserve": [],
+    "reserve": ["DynamicResources"],
     "permit": [],
-    "preBind": [],
+    "preBind": ["DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
 }  # fmt: skip
@@ -198,6 +201,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 "NodeResourcesFit",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
             ],
             "preScore": [
                 "TaintToleration",
@@ -221,6 +225,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 "NodeResourcesFit",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
                 "TaintToleration",
             ],
             "preScore": [
@@ -244,6 +249,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 ("NodeResourcesFit", 1),
                 ("PodTopologySpread", 2),
                 ("InterPodAffinity", 2),
+                ("DynamicResources", 2),
                 ("NodeResourcesBalancedAllocation", 1),
             ]
         },
@@ -269,6 +275,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 ("NodeAffinity", 2),
                 ("PodTopologySpread", 2),
                 ("InterPodAffinity", 2),
+                ("DynamicResources", 2),
                 ("NodeResourcesBalancedAllocation", 1),
                 ("NodeResourcesFit", 4),
             ],
@@ -280,6 +287,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 "NodePorts",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
                 "NodeResourcesFit",
             ],
         },

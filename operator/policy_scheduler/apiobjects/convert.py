@@ -262,6 +262,13 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
         deletion_timestamp=_epoch(meta.deletion_timestamp),
         phase=status.phase or "Pending",
         resource_version=meta.resource_version,
+        resource_claims=tuple(
+            model.PodResourceClaim(c.name, c.resource_claim_name, c.resource_claim_template_name)
+            for c in spec.resource_claims or ()
+        ),
+        resource_claim_statuses=tuple(
+            (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
+        ),
     )
 
 

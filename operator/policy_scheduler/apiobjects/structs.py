@@ -154,6 +154,17 @@ class PodSchedulingGate(_Base):
     name: str = ""
 
 
+class PodResourceClaim(_Base):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_Base):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_Base):
     scheduler_name: str = ""
     node_name: str = ""
@@ -169,6 +180,7 @@ class PodSpec(_Base):
     tolerations: list[Toleration] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     scheduling_gates: list[PodSchedulingGate] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(_Base):
@@ -185,6 +197,7 @@ class PodStatus(_Base):
     nominated_node_name: str = ""
     start_time: datetime | None = None
     conditions: list[PodCondition] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_Base):

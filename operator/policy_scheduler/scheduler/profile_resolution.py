@@ -16,7 +16,7 @@ extension point (`ResolvedProfile`), in three steps that mirror upstream:
 3. Score weights (`getScoreWeights`): an explicit score entry wins over multiPoint; 0 means 1.
 
 Volumes are not supported: policy-scheduler does not implement the volume plugins
-(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) nor DynamicResources. Defaults
+(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone). Defaults
 that are not in the `implemented` set are dropped silently, so the default profile works; naming
 an unimplemented plugin explicitly in an enabled list is an error, disabling one is fine (so
 configurations copied from kube-scheduler that disable volume plugins still load).
@@ -118,7 +118,7 @@ PLUGIN_EXTENSION_POINTS: dict[str, frozenset[str]] = {
     GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
 }
 
-# Everything except volumes, DRA and the alpha plugins; the plugin registry may pass its own set.
+# Everything except volumes and the alpha plugins; the plugin registry may pass its own set.
 IMPLEMENTED_PLUGINS: frozenset[str] = frozenset(
     {
         SCHEDULING_GATES,
