@@ -357,3 +357,17 @@ def test_network_attached_slices_serve_every_matching_node(nodes: int) -> None:
     assert w.hooks.scheduled_on == {"p": "n0"}
     assert w.claim("c").allocation is not None
     assert w.claim("c").allocation.node_selector == (term,)  # type: ignore[union-attr]
+
+
+def test_store_keeps_an_assumed_claim_until_the_informer_catches_up() -> None:
+    store = DraStore()
+    base = dataclasses.replace(gpu_claim("c"), resource_version="10")
+    store.upsert_claim(base)
+    alloc = AllocationResult((DeviceRequestAllocationResult("gpu", DRIVER, "n0", "gpu-0"),))
+    store.assume_claim(dataclasses.replace(base, allocation=alloc, resource_version="12"))
+    store.upsert_claim(dataclasses.replace(base, resource_version="11"))  # stale event
+    assert store.claim("default", "c").allocation == alloc  # type: ignore[union-attr]
+    assert store.allocated_devices()
+    store.upsert_claim(dataclasses.replace(base, resource_version="13"))  # newer: wins
+    assert store.claim("default", "c").allocation is None  # type: ignore[union-attr]
+    assert not store.allocated_devices()

@@ -17,6 +17,7 @@ class DraStore:
         self._slices: dict[str, ResourceSlice] = {}
         self._classes: dict[str, DeviceClass] = {}
         self._claims: dict[str, ResourceClaim] = {}
+        self._assumed: dict[str, ResourceClaim] = {}  # what we wrote, until the informer catches up
         self._in_flight: dict[str, ResourceClaim] = {}  # claim uid -> claim with its allocation
         self._slice_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
@@ -40,10 +41,17 @@ class DraStore:
         self._classes.pop(name, None)
 
     def upsert_claim(self, c: ResourceClaim) -> None:
+        """An informer event; older than a claim we wrote (assume cache), it is ignored."""
+        assumed = self._assumed.get(c.key)
+        if assumed is not None:
+            if assumed.uid == c.uid and _version(c) < _version(assumed):
+                return
+            del self._assumed[c.key]
         self._claims[c.key] = c
         self._allocated = None
 
     def delete_claim(self, namespace: str, name: str) -> None:
+        self._assumed.pop(f"{namespace}/{name}", None)
         if self._claims.pop(f"{namespace}/{name}", None) is not None:
             self._allocated = None
 
@@ -94,5 +102,15 @@ class DraStore:
             self._allocated = None
 
     def assume_claim(self, claim: ResourceClaim) -> None:
-        """AssumeClaimAfterAPICall: what we wrote counts until the informer reports it."""
-        self.upsert_claim(claim)
+        """AssumeClaimAfterAPICall: what we wrote counts until the informer reports it (or newer)."""
+        self._assumed[claim.key] = claim
+        self._claims[claim.key] = claim
+        self._allocated = None
+
+
+def _version(c: ResourceClaim) -> int:
+    """resourceVersions compared as integers, as upstream's assume cache does (etcd revisions)."""
+    try:
+        return int(c.resource_version)
+    except ValueError:
+        return -1
