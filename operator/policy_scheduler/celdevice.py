@@ -10,6 +10,7 @@ Any other function the expression calls is a SelectorError naming it: never a si
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -172,9 +173,14 @@ class _Compiled:
         return bool(result)
 
 
+_NO_MEMBER = re.compile(r"no such member in mapping: '(.*)'")
+
+
 def _eval_message(e: BaseException) -> str:
     args = getattr(e, "args", ())
-    return str(args[0]) if args else str(e)
+    text = str(args[0]) if args else str(e)
+    # cel-go's wording, which upstream's messages carry.
+    return _NO_MEMBER.sub(r"no such key: \1", text)
 
 
 def compile_selector(expression: str) -> DeviceSelector:

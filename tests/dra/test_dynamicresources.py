@@ -39,6 +39,7 @@ from policy_scheduler.scheduler.model import (
     Requirement,
 )
 from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
+from policy_scheduler.scheduler.plugins.dynamicresources.plugin import compute_score
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
@@ -147,7 +148,7 @@ class World:
 
     def plugin(self) -> DynamicResources:
         fw = self.engine.frameworks["default-scheduler"]
-        return next(p for p in fw.plugins.values() if isinstance(p, DynamicResources))  # type: ignore[attr-defined]
+        return next(p for p in fw.plugins.values() if isinstance(p, DynamicResources))
 
     def claim(self, name: str) -> ResourceClaim:
         c = self.store.claim("default", name)
@@ -371,3 +372,61 @@ def test_store_keeps_an_assumed_claim_until_the_informer_catches_up() -> None:
     store.upsert_claim(dataclasses.replace(base, resource_version="13"))  # newer: wins
     assert store.claim("default", "c").allocation is None  # type: ignore[union-attr]
     assert not store.allocated_devices()
+
+
+def _subs(name: str, n: int) -> DeviceRequest:
+    return DeviceRequest(
+        name, first_available=tuple(DeviceSubRequest(f"subreq-{i}", GPU_CLASS) for i in range(1, n + 1))
+    )
+
+
+def _picked(*requests: str) -> AllocationResult:
+    return AllocationResult(tuple(DeviceRequestAllocationResult(r, DRIVER, "p", "d") for r in requests))
+
+
+@pytest.mark.parametrize(
+    "requests,picked,want",
+    [
+        ((_subs("req-1", 1),), ("req-1/subreq-1",), 8),
+        ((_subs("req-1", 8),), ("req-1/subreq-8",), 1),
+        ((_subs("req-1", 4), _subs("req-2", 5)), ("req-1/subreq-4", "req-2/subreq-5"), 9),
+        ((_subs("req-1", 8), _subs("req-2", 1)), ("req-1/subreq-8", "req-2/subreq-1"), 9),
+    ],
+    ids=[
+        "single-request-only-subrequest-allocated",
+        "single-request-last-subrequest-allocated",
+        "multiple-requests-with-middle-subrequests-allocated",
+        "multiple-requests-with-top-subrequests-allocated",
+    ],
+)
+def test_compute_score(requests: tuple[DeviceRequest, ...], picked: tuple[str, ...], want: int) -> None:
+    c = ResourceClaim("c", requests=requests)
+    assert compute_score([c], [_picked(*picked)]) == want
+
+
+def test_deleted_claim() -> None:
+    w = World()
+    w.store.upsert_claim(
+        dataclasses.replace(gpu_claim("my-pod-my-resource", owner="p"), deletion_timestamp=1.0)
+    )
+    p = claim_pod("p", "t", template=True, generated="my-pod-my-resource")
+    assert w.plugin().pre_enqueue(p).message == 'resourceclaim "my-pod-my-resource" is being deleted'
+
+
+def test_claim_cel_runtime_error_is_an_error_with_cel_gos_wording() -> None:
+    w = World()
+    w.store.upsert_slice(gpus("n0", 1))
+    w.store.upsert_claim(gpu_claim("c", 1, f'device.attributes["{DRIVER}"].healthy'))
+    w.engine.pod_added(claim_pod("p", "c"))
+    w.run()
+    assert w.hooks.scheduled_on == {}
+    assert w.failure("p").endswith("claim default/c: selector #0: CEL runtime error: no such key: healthy")
+
+
+def test_claim_being_allocated_by_another_pod_waits() -> None:
+    w = World()
+    w.store.upsert_claim(gpu_claim("c"))
+    w.store.signal_pending_allocation(w.claim("c"))
+    w.engine.pod_added(claim_pod("p", "c"))
+    w.run()
+    assert "resource claim default/c is in the process of being allocated" in w.failure("p")

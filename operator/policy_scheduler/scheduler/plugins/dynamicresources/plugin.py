@@ -323,7 +323,7 @@ class DynamicResources(
         for p, row in enumerate(rows.tolist()):
             allocation = s.node_allocations.get(nodes[row].name)
             if allocation is not None:
-                out[p] = _score(s, allocation)
+                out[p] = compute_score([s.claims[i] for i in s.to_allocate], allocation)
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
@@ -389,12 +389,12 @@ class DynamicResources(
         return SUCCESS
 
 
-def _score(s: _State, allocation: list[AllocationResult]) -> int:
+def compute_score(claims: Sequence[ResourceClaim], allocation: Sequence[AllocationResult]) -> int:
     """computeScore: prefer nodes where earlier firstAvailable subrequests could be used."""
     total = 0
-    for i, result in zip(s.to_allocate, allocation, strict=True):
+    for claim, result in zip(claims, allocation, strict=True):
         picked = {r.request for r in result.results if "/" in r.request}
-        for request in s.claims[i].requests:
+        for request in claim.requests:
             for k, sub in enumerate(request.first_available):
                 if f"{request.name}/{sub.name}" in picked:
                     total += FIRST_AVAILABLE_MAX_SIZE - k
