@@ -10,6 +10,7 @@ against it, so profiles need no isolation label.
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import os
 import signal
 import time
@@ -168,7 +169,8 @@ class Scene:
     # ---- pods ------------------------------------------------------------------------------------
 
     def pod(self, name: str, cpu: str = "1", **kwargs: Any) -> dict[str, Any]:
-        extra = dict(kwargs.pop("extra_spec", None) or {})
+        """A pod for this scene's scheduler, kept to its nodes (kwargs as kubectl.pod's)."""
+        extra = copy.deepcopy(kwargs.pop("extra_spec", None) or {})
         extra.setdefault("nodeSelector", {}).setdefault(NODE_KEY, self.tag)
         extra.setdefault("tolerations", []).append(
             {"key": NODE_KEY, "operator": "Equal", "value": self.tag, "effect": "NoSchedule"}
@@ -216,6 +218,16 @@ class Scene:
             return placement if all(placement.get(n) for n in wanted) else None
 
         return wait_for(f"{len(wanted)} pods of {self.ns} bound", bound, timeout=timeout, interval=0.3)
+
+    def wait_all_bound(self, timeout: float = 60) -> list[str]:
+        """Wait until every pod of the scene that is not being deleted is bound; their names.
+        (Preemption may still evict some meanwhile: those are no longer waited for.)"""
+
+        def all_bound() -> list[str] | None:
+            live = {n: p for n, p in self.pods().items() if not p["metadata"].get("deletionTimestamp")}
+            return sorted(live) if all(p["spec"].get("nodeName") for p in live.values()) else None
+
+        return wait_for(f"every pod of {self.ns} bound", all_bound, timeout=timeout, interval=0.5)
 
     def stays_unbound(self, names: Iterable[str], seconds: float) -> None:
         wanted = set(names)

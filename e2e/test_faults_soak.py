@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 import invariants
 from fixtures_faults import API_GROUP, FaultEnv, Scene, report
@@ -31,7 +34,9 @@ def _priority_of(pod_key: str) -> int | None:
     return PRIORITIES.get(name.split("-", 1)[0])
 
 
-def _cluster_objects(faults: FaultEnv) -> list[tuple[str, str]]:
+def _cluster_objects(
+    faults: FaultEnv, policy: str = POLICY, max_in_flight: int = 10
+) -> list[tuple[str, str]]:
     classes = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
@@ -41,20 +46,16 @@ def _cluster_objects(faults: FaultEnv) -> list[tuple[str, str]]:
         }
         for tier, value in PRIORITIES.items()
     ]
-    policy = {
-        "apiVersion": API_GROUP,
-        "kind": "EvictionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {"rateLimit": {"evictionsPerMinute": int(RATE[0]), "burst": RATE[1]}},
-    }
-    faults.admin.apply(*classes, policy)
+    limits = {"evictionsPerMinute": int(RATE[0]), "burst": RATE[1], "maxInFlight": max_in_flight}
+    body = {"apiVersion": API_GROUP, "kind": "EvictionPolicy", "metadata": {"name": policy}}
+    faults.admin.apply(*classes, {**body, "spec": {"rateLimit": limits}})
 
     def accepted() -> bool:
-        cond = condition(faults.admin.get("evictionpolicy", POLICY), "Accepted")
+        cond = condition(faults.admin.get("evictionpolicy", policy), "Accepted")
         return bool(cond and cond["status"] == "True")
 
     wait_for("EvictionPolicy accepted", accepted, timeout=30)
-    return [("evictionpolicy", POLICY), *(("priorityclass", c["metadata"]["name"]) for c in classes)]
+    return [("evictionpolicy", policy), *(("priorityclass", c["metadata"]["name"]) for c in classes)]
 
 
 def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None:
@@ -88,10 +89,11 @@ def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None
         doomed = rng.sample(existing, len(existing) // 2)
         s.delete_pods(doomed)
         deleted += len(doomed)
-        if rounds % 4 == 0:
+        # Nodes come and go at the same pace: capacity stays tight, so preemption keeps working.
+        if rounds % 3 == 0:
             s.add_nodes(1, cpu="8", pods="40")
             nodes_added += 1
-        if rounds % 6 == 0 and len(s.nodes) > 4:
+        if rounds % 3 == 1 and len(s.nodes) > 4:
             # A node leaves with its pods (what the pod garbage collector does to orphans).
             gone = s.nodes.pop(0)
             faults.admin.delete("node", gone)
@@ -102,8 +104,7 @@ def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None
 
     # Ample room at the end: every pod still there must be bound.
     s.add_nodes(4, cpu="64", pods="110")
-    remaining = [n for n, p in s.pods().items() if not p["metadata"].get("deletionTimestamp")]
-    s.wait_bound(remaining, timeout=120)
+    remaining = s.wait_all_bound(timeout=120)
     check(expect_bound=s.keys(remaining))
     preempted = [e for e in s.snapshot().events if e.get("reason") == "Preempted"]
     report(
@@ -116,3 +117,40 @@ def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None
         invariant_checks=checks,
         seconds=round(time.monotonic() - started, 1),
     )
+
+
+# Found by the soak: its final phase stalled for 60 s with idle nodes while preemptors waited.
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "kube/evictor.py Evictor._evict_victim registers the victim in the policy's maxInFlight "
+        "(limiter.evicted) only after `await self._mark_disruption_target(...)`; a victim whose "
+        "deletion is seen meanwhile (grace 0, or a slow pods/status write) has already gone through "
+        "pod_deleted -> limiter.gone(), so the slot is taken afterwards and never released by a "
+        "deletion: it blocks further evictions under the policy for grace + IN_FLIGHT_SLACK (60 s), "
+        "with their preemptors gated. Fix: register before the awaits that follow the eviction "
+        "(or skip it when the victim is already gone)."
+    ),
+)
+def test_an_evicted_victim_frees_its_in_flight_slot(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    objects = _cluster_objects(faults, policy="fault-inflight", max_in_flight=1)
+    s = fault_scene("inflight", evictionPolicyName="fault-inflight")
+    s.cluster_objects += objects
+    # Slow pods/status writes (the DisruptionTarget condition): the victim's deletion is seen first.
+    status = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/[^/]+/status$")
+    faults.proxy.add("PATCH", status, action="forward", delay=1.5)
+    first, second = s.add_nodes(2, cpu="4")
+    for i, node in enumerate((first, second)):
+        victim = s.pod(f"low-{i}", cpu="3", priority_class="fault-soak-low", extra_spec={"nodeName": node})
+        s.create([victim])
+    s.wait_bound(["low-0", "low-1"])
+
+    s.create([s.pod("high-0", cpu="3", priority_class="fault-soak-high")])
+    placement = s.wait_bound(["high-0"], timeout=30)
+    started = time.monotonic()
+    s.create([s.pod("high-1", cpu="3", priority_class="fault-soak-high")])
+    # Its victim is the other low pod; the one slot was freed when low-{0,1} went.
+    s.wait_bound(["high-1"], timeout=20)
+    report("in-flight-slot", first_node=placement["high-0"], second_wait=round(time.monotonic() - started, 1))
