@@ -13,28 +13,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-import pytest
-
 from faultproxy import FaultProxy
 from fixtures_faults import FaultEnv, Scene, report
 
 RELISTED_PODS = re.compile(r"resource version expired; relisting.*resource=/api/v1/pods")
 
 
-# Not strict: the wedge needs the cyclic garbage collector to free the orphaned task after the
-# next term has begun, which it usually (not always) does within the test's time.
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "kube/leader.py LeaderElector: when a lease renewal raises (API server gone: "
-        "ServerDisconnectedError, 429 while its storage reinitializes), kubernetes_asyncio's "
-        "LeaderElection.run() propagates the exception without cancelling the onstarted_leading "
-        "task it created; LeaderElector.run() starts a new term, and when the orphaned _lead() task "
-        "of the old term is garbage-collected its `finally: self._set(False)` clears the new term's "
-        "leadership. The replica keeps renewing the Lease but never schedules again: pods stay "
-        "Pending for ever. Fix: cancel/await the old term's task (or tag terms) in LeaderElector."
-    ),
-)
 def test_apiserver_restart_mid_burst(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None:
     s = fault_scene("restart")
     s.add_nodes(4, cpu="8")

@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 import invariants
 from fixtures_faults import API_GROUP, FaultEnv, Scene, report
 from kubectl import condition, wait_for
@@ -59,8 +57,7 @@ def _cluster_objects(
 
 
 def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None:
-    # maxInFlight 50: the slot leak below (xfail) must not stall the soak for a minute at a time.
-    objects = _cluster_objects(faults, max_in_flight=50)
+    objects = _cluster_objects(faults, max_in_flight=10)
     s = fault_scene("soak", evictionPolicyName=POLICY)
     s.cluster_objects += objects
     rng = random.Random(11)
@@ -121,18 +118,6 @@ def test_churn_soak(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None
 
 
 # Found by the soak: its final phase stalled for 60 s with idle nodes while preemptors waited.
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "kube/evictor.py Evictor._evict_victim registers the victim in the policy's maxInFlight "
-        "(limiter.evicted) only after `await self._mark_disruption_target(...)`; a victim whose "
-        "deletion is seen meanwhile (grace 0, or a slow pods/status write) has already gone through "
-        "pod_deleted -> limiter.gone(), so the slot is taken afterwards and never released by a "
-        "deletion: it blocks further evictions under the policy for grace + IN_FLIGHT_SLACK (60 s), "
-        "with their preemptors gated. Fix: register before the awaits that follow the eviction "
-        "(or skip it when the victim is already gone)."
-    ),
-)
 def test_an_evicted_victim_frees_its_in_flight_slot(
     faults: FaultEnv, fault_scene: Callable[..., Scene]
 ) -> None:
