@@ -29,6 +29,8 @@ from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
 from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE, Scheduler, SchedulerHooks
+from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
+from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class Engine:
         registry: Mapping[str, type[Plugin]] | None = None,
         services: dict[str, Any] | None = None,
         observe: Callable[[str, str, str, float], None] | None = None,
+        storage: StorageLister | None = None,
+        volume_api: VolumeBindingAPI | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
         self.observe = observe
@@ -97,6 +101,8 @@ class Engine:
             rng=random.Random(seed),
             clock=time.time,
             services=services if services is not None else {},
+            storage=storage if storage is not None else StorageObjects(),
+            volume_api=volume_api,
         )
         self.scheduler = Scheduler(
             self.cache,

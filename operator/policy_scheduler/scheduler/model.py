@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
+
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -175,6 +177,8 @@ class Pod:
     deletion_timestamp: float | None = None
     phase: str = "Pending"
     resource_version: str = ""
+    volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None

@@ -22,6 +22,8 @@ from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
+from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
@@ -154,6 +156,9 @@ class Handle:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Extra services (PDB lister, evictor, ...) keyed by name; filled by whoever builds the scheduler.
     services: dict[str, Any] = field(default_factory=dict)
+    # PV/PVC/StorageClass/CSI objects for the volume plugins (fed by informers or simulate).
+    storage: StorageLister = field(default_factory=StorageObjects)
+    volume_api: VolumeBindingAPI | None = None  # VolumeBinding's PreBind writes
     # Set by the framework after construction so plugins like preemption can call back into it.
     framework: Any = None
 
