@@ -1,15 +1,15 @@
-"""API-server style NotFound messages the volume plugins report verbatim."""
+"""NotFound messages as kube-scheduler's informer listers word them (singular resource names)."""
 
 from __future__ import annotations
 
 
 def pvc_not_found(name: str) -> str:
-    return f'persistentvolumeclaims "{name}" not found'
+    return f'persistentvolumeclaim "{name}" not found'
 
 
 def pv_not_found(name: str) -> str:
-    return f'persistentvolumes "{name}" not found'
+    return f'persistentvolume "{name}" not found'
 
 
 def storage_class_not_found(name: str) -> str:
-    return f'storageclasses.storage.k8s.io "{name}" not found'
+    return f'storageclass.storage.k8s.io "{name}" not found'

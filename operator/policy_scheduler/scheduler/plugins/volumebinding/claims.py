@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.volumebinding.assume_cache import AssumeCache
 from policy_scheduler.scheduler.storage.claims import claim_names, volume_is_for_pod
+from policy_scheduler.scheduler.storage.errors import pvc_not_found
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
     CLAIM_LOST,
@@ -41,7 +42,7 @@ def pod_has_pvcs(pod: Pod, lister: StorageLister) -> tuple[bool, str | None]:
                     has,
                     f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"',
                 )
-            return has, f'persistentvolumeclaim "{name}" not found'
+            return has, pvc_not_found(name)
         if pvc.phase == CLAIM_LOST:
             return (
                 has,
