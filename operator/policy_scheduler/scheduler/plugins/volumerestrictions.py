@@ -38,7 +38,10 @@ from policy_scheduler.scheduler.storage.usage import RESTRICTED_KINDS, VolumeUsa
 from policy_scheduler.scheduler.storage.volumes import AWS_EBS, PVC, RBD, Volume
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
-ERR_REASON_RWOP_CONFLICT = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+ERR_REASON_RWOP_CONFLICT = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
+)
 STATE_KEY = "PreFilterVolumeRestrictions"
 
 
