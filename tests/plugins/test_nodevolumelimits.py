@@ -193,7 +193,8 @@ def test_limits_follow_each_node() -> None:
         table.set_node(Node(name))
     table.add_pod(EBS_TWO, 0)
     table.add_pod(EBS_TWO, 1)
-    objects = storage_objects(EBS) + [
+    objects = [
+        *storage_objects(EBS),
         CSINode("a", (CSINodeDriver(EBS, "a", 2),)),
         CSINode("b", (CSINodeDriver(EBS, "b", 3),)),
     ]
