@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
+from plugins._build_storage import GI, HOSTNAME, IMMEDIATE_SC, WAIT_SC, make_pv, make_pvc
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObjects
@@ -17,8 +18,6 @@ from policy_scheduler.scheduler.storage.types import (
 )
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
 from test_engine import Clock, Hooks, WatchingBinder, pod, profile
-
-from plugins._build_storage import GI, HOSTNAME, IMMEDIATE_SC, WAIT_SC, make_pv, make_pvc
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 
@@ -171,7 +170,7 @@ def test_bind_timeout_reverts_and_reports() -> None:
 
 
 def test_bound_claims_only_fit_the_pv_node() -> None:
-    engine, hooks, binder, *_ = setup(
+    engine, _, binder, *_ = setup(
         make_pv("pv", WAIT_SC.name, node_affinity={HOSTNAME: ["n1"]}, version="1"),
         make_pvc("a", WAIT_SC.name, bound_pv="pv", version="1"),
     )  # fmt: skip
