@@ -192,7 +192,7 @@ def test_limits_follow_each_node() -> None:
     for name in ("a", "b", "c"):
         table.set_node(Node(name))
     table.add_pod(EBS_TWO, 0)
-    table.add_pod(EBS_TWO, 1)
+    table.add_pod(pod(f"csi-{EBS}-1", f"csi-{EBS}-2"), 1)
     objects = [
         *storage_objects(EBS),
         CSINode("a", (CSINodeDriver(EBS, "a", 2),)),

@@ -130,3 +130,20 @@ def test_removing_the_holder_from_the_table_frees_the_claim() -> None:
     plugin = plugin_with([holder], [RWOP_1])
     plugin.table.remove_pod(holder, 0)
     assert run(plugin, pod(claim("claim-with-rwop-1"))) == (SKIP, None)
+
+
+def test_usage_index_survives_replacement_and_row_moves() -> None:
+    from policy_scheduler.scheduler.storage.usage import VolumeUsage
+
+    table = NodeTable()
+    for name in ("a", "b"):
+        table.set_node(Node(name))
+    holder = pod(claim("claim-with-rwop-1"), node="b")
+    table.add_pod(holder, 1)
+    usage = VolumeUsage.of(table)
+    table.add_pod(holder, 1)  # re-added without a removal (an update)
+    assert usage.pvc_rows == {"default/claim-with-rwop-1": {1: 1}}
+    table.remove_node("a")  # node b moves to row 0
+    assert usage.pvc_rows == {"default/claim-with-rwop-1": {0: 1}}
+    table.remove_node("b")
+    assert usage.pvc_rows == {} and not usage.is_pvc_used("default/claim-with-rwop-1")

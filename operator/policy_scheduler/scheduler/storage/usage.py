@@ -25,7 +25,7 @@ class VolumeUsage:
         self.claim_rows: dict[str, Counter[int]] = {}
         # (kind, source id) → [(row, volume)] of scheduled pods' restricted disks
         self.disks: dict[tuple[str, str], list[tuple[int, str, Volume]]] = {}
-        # inline CSI volumes are not counted by NodeVolumeLimits (only migratable in-tree ones)
+        self._accounted: dict[str, tuple[Pod, int]] = {}  # pod key → what was counted
         self.listener = PodListener(self.on_add, self.on_remove)
         for row in range(table.n):
             for pod in table.pods_on(row):
@@ -41,10 +41,18 @@ class VolumeUsage:
         return VolumeUsage(table)
 
     def on_add(self, pod: Pod, row: int) -> None:
+        previous = self._accounted.get(pod.key)
+        if previous is not None:  # replaced without a removal: take the old one out first
+            self.on_remove(*previous)
+        self._accounted[pod.key] = (pod, row)
         self._account(pod, row, 1)
 
     def on_remove(self, pod: Pod, row: int) -> None:
-        self._account(pod, row, -1)
+        previous = self._accounted.get(pod.key)
+        if previous is None or previous[1] != row:
+            return
+        del self._accounted[pod.key]
+        self._account(previous[0], row, -1)
 
     def _account(self, pod: Pod, row: int, sign: int) -> None:
         for volume in pod.volumes:
