@@ -201,3 +201,28 @@ def test_limits_follow_each_node() -> None:
     plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
     result = plugin.filter(CycleState(), EBS_ONE, np.arange(3))
     assert result.passed.tolist() == [False, True, True]
+
+
+def test_limits_are_rebuilt_when_nodes_or_csinodes_change() -> None:
+    table = NodeTable()
+    table.set_node(Node("a"))
+    storage = StorageObjects([*storage_objects(EBS), CSINode("a", (CSINodeDriver(EBS, "a", 0),))])
+    plugin = NodeVolumeLimits(Handle(table=table, storage=storage), {})
+    assert not plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+    storage.upsert(CSINode("a", (CSINodeDriver(EBS, "a", 1),)))
+    storage.upsert(CSINode("b", (CSINodeDriver(EBS, "b", 0),)))
+    assert plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+    table.set_node(Node("b"))
+    table.remove_node("a")  # only the rows change: b moves to row 0
+    assert not plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+
+
+def test_limits_are_not_rebuilt_per_cycle() -> None:
+    table = NodeTable()
+    table.set_node(Node("a"))
+    storage = StorageObjects([*storage_objects(EBS), CSINode("a", (CSINodeDriver(EBS, "a", 4),))])
+    plugin = NodeVolumeLimits(Handle(table=table, storage=storage), {})
+    limits = plugin._node_limits()
+    table.add_pod(EBS_TWO, 0)  # a binding: pods change, rows do not
+    table.set_node(Node("a", labels={"x": "y"}))
+    assert plugin._node_limits() is limits

@@ -91,7 +91,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def _node_limits(self) -> dict[str, IntArray]:
         """getVolumeLimits for every row, per driver (NO_LIMIT where the CSINode has none)."""
-        key = (id(self.handle.storage), self.handle.storage.generation, self.table.generation)
+        # Rebuilt only when storage objects or the set of rows change, not per cycle.
+        key = (id(self.handle.storage), self.handle.storage.generation, self.table.rows_generation)
         if key != self._limits_key:
             limits: dict[str, IntArray] = {}
             for row, node in enumerate(self.table.nodes[: self.table.n]):
