@@ -177,3 +177,23 @@ def test_bound_claims_only_fit_the_pv_node() -> None:
     engine.pod_added(with_claims("pa", "a"))
     schedule_two_cycles_then_bind(engine)
     assert binder.bound == [("pa", "n1")]
+
+
+def test_a_pod_waiting_for_its_claim_is_retried_when_the_claim_appears() -> None:
+    engine, hooks, binder, _, storage = setup(local_pv("pv-n1", "n1"))
+    engine.pod_added(with_claims("pa", "a"))
+    schedule_two_cycles_then_bind(engine)
+    assert binder.bound == [] and 'persistentvolumeclaim "a" not found' in hooks.failures[0][2]
+    assert not engine.schedule_next()  # parked as unschedulable
+    waiting = with_claims("pa", "a")
+    assert engine.queue.where(waiting) == "unschedulable"
+    engine.storage_changed(None, make_pvc("other", WAIT_SC.name, version="1"))
+    assert engine.queue.where(waiting) == "unschedulable", "another claim: the hint skips it"
+    claim = make_pvc("a", WAIT_SC.name, version="1")
+    engine.storage_changed(None, claim)
+    assert storage.get_pvc("default", "a") == claim
+    assert engine.queue.where(waiting) in ("backoff", "active")
+    engine.queue.clock.now += 60  # type: ignore[attr-defined]  # past the backoff
+    engine.queue.flush_backoff_completed()
+    schedule_two_cycles_then_bind(engine)
+    assert binder.bound == [("pa", "n1")]

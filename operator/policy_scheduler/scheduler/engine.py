@@ -30,7 +30,8 @@ from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
 from policy_scheduler.scheduler.scheduler import REASON_UNSCHEDULABLE, Scheduler, SchedulerHooks
 from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
-from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
+from policy_scheduler.scheduler.storage.events import storage_event
+from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObject, StorageObjects
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,19 @@ class Engine:
     def node_deleted(self, node: Node) -> None:
         self.cache.remove_node(node.name)
         self.queue.node_deleted(node)
+
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None:
+        """A PV/PVC/StorageClass/CSI object was added (old None), updated or deleted (new None).
+
+        Updates the in-memory lister (when the engine owns one) and offers the event to the
+        pods the volume plugins rejected."""
+        storage = self.base_handle.storage
+        if isinstance(storage, StorageObjects):
+            if new is not None:
+                storage.upsert(new)
+            elif old is not None:
+                storage.delete(old)
+        self.queue.move_all_to_active_or_backoff(storage_event(old, new), old, new)
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self.base_handle.namespace_labels = labels
