@@ -7,7 +7,7 @@ one directly. Lookups return None for a missing object (the plugins word the Not
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from policy_scheduler.scheduler.storage.types import (
     CSIDriver,
@@ -37,54 +37,62 @@ class StorageLister(Protocol):
     def list_csi_storage_capacities(self) -> Sequence[CSIStorageCapacity]: ...
 
 
-def _key(obj: StorageObject) -> tuple[type, str]:
+def _name(obj: StorageObject) -> str:
     if isinstance(obj, PersistentVolumeClaim | CSIStorageCapacity):
-        return type(obj), f"{obj.namespace}/{obj.name}"
-    return type(obj), obj.name
+        return f"{obj.namespace}/{obj.name}"
+    return obj.name
 
 
 class StorageObjects:
-    """Dict-backed StorageLister; `generation` bumps on every change."""
+    """Dict-backed StorageLister, one dict per kind; `generation` bumps on every change."""
 
     def __init__(self, objects: Sequence[StorageObject] = ()) -> None:
-        self._objects: dict[tuple[type, str], StorageObject] = {}
+        self._pvs: dict[str, PersistentVolume] = {}
+        self._pvcs: dict[str, PersistentVolumeClaim] = {}
+        self._classes: dict[str, StorageClass] = {}
+        self._csi_nodes: dict[str, CSINode] = {}
+        self._csi_drivers: dict[str, CSIDriver] = {}
+        self._capacities: dict[str, CSIStorageCapacity] = {}
         self.generation = 0
         for obj in objects:
             self.upsert(obj)
 
+    def _store(self, obj: StorageObject) -> dict[str, Any]:
+        stores: dict[type, dict[str, Any]] = {
+            PersistentVolume: self._pvs,
+            PersistentVolumeClaim: self._pvcs,
+            StorageClass: self._classes,
+            CSINode: self._csi_nodes,
+            CSIDriver: self._csi_drivers,
+            CSIStorageCapacity: self._capacities,
+        }
+        return stores[type(obj)]
+
     def upsert(self, obj: StorageObject) -> None:
-        self._objects[_key(obj)] = obj
+        self._store(obj)[_name(obj)] = obj
         self.generation += 1
 
     def delete(self, obj: StorageObject) -> None:
-        if self._objects.pop(_key(obj), None) is not None:
+        if self._store(obj).pop(_name(obj), None) is not None:
             self.generation += 1
 
-    def _get(self, kind: type, key: str) -> StorageObject | None:
-        return self._objects.get((kind, key))
-
     def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
-        obj = self._get(PersistentVolumeClaim, f"{namespace}/{name}")
-        return obj if isinstance(obj, PersistentVolumeClaim) else None
+        return self._pvcs.get(f"{namespace}/{name}")
 
     def get_pv(self, name: str) -> PersistentVolume | None:
-        obj = self._get(PersistentVolume, name)
-        return obj if isinstance(obj, PersistentVolume) else None
+        return self._pvs.get(name)
 
     def list_pvs(self) -> Sequence[PersistentVolume]:
-        return [o for o in self._objects.values() if isinstance(o, PersistentVolume)]
+        return list(self._pvs.values())
 
     def get_storage_class(self, name: str) -> StorageClass | None:
-        obj = self._get(StorageClass, name)
-        return obj if isinstance(obj, StorageClass) else None
+        return self._classes.get(name)
 
     def get_csi_node(self, name: str) -> CSINode | None:
-        obj = self._get(CSINode, name)
-        return obj if isinstance(obj, CSINode) else None
+        return self._csi_nodes.get(name)
 
     def get_csi_driver(self, name: str) -> CSIDriver | None:
-        obj = self._get(CSIDriver, name)
-        return obj if isinstance(obj, CSIDriver) else None
+        return self._csi_drivers.get(name)
 
     def list_csi_storage_capacities(self) -> Sequence[CSIStorageCapacity]:
-        return [o for o in self._objects.values() if isinstance(o, CSIStorageCapacity)]
+        return list(self._capacities.values())
