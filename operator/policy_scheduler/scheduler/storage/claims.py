@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim
+from policy_scheduler.scheduler.storage.volumes import EPHEMERAL, PVC
 
 
 def volume_is_for_pod(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:
@@ -22,6 +23,6 @@ def claim_names(pod: Pod) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for volume in pod.volumes:
         name = volume.claim_for(pod.name)
-        if volume.kind in ("persistentVolumeClaim", "ephemeral"):
-            out.append((name, volume.kind == "ephemeral"))
+        if volume.kind in (PVC, EPHEMERAL):
+            out.append((name, volume.kind == EPHEMERAL))
     return out

@@ -14,6 +14,7 @@ from policy_scheduler.scheduler.framework.events import (
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.storage.claims import claim_names
 from policy_scheduler.scheduler.storage.types import ANN_MIGRATED_PLUGINS
+from policy_scheduler.scheduler.storage.volumes import CSI
 
 QUEUE, SKIP = QueueingHint.QUEUE, QueueingHint.SKIP
 
@@ -46,7 +47,7 @@ def after_csi_storage_capacity_change(pod: Pod, old: Any, new: Any) -> QueueingH
 
 def after_csi_driver_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
     for volume in pod.volumes:
-        if volume.kind != "csi" or volume.source_id != new.name:
+        if volume.kind != CSI or volume.source_id != new.name:
             continue
         if old is not None and old.storage_capacity and not new.storage_capacity:
             return QUEUE
