@@ -35,13 +35,13 @@ from policy_scheduler.scheduler.model import (
     Node,
     NodeSelectorTerm,
     Pod,
-    PodResourceClaim,
     Requirement,
 )
 from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
 from policy_scheduler.scheduler.plugins.dynamicresources.plugin import compute_score
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
 
 DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu"

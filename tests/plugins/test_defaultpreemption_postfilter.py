@@ -252,7 +252,7 @@ def test_framework_run_post_filter_appends_message_and_plugin_name() -> None:
     result, status = env.framework.run_post_filter(state, preemptor, statuses({"node1": U}))
     assert result is None
     assert status.code == U
-    # DynamicResources (a default since v1.34) runs first and is the rejecting plugin upstream too.
+    # Upstream's RunPostFilterPlugins: reasons of every rejecting plugin, the first one named.
     assert status.plugin == "DynamicResources"
     assert status.message == (
         "no new claims to deallocate, "

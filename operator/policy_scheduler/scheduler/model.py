@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from policy_scheduler.scheduler.resources import pod_non_zero_requests, pod_requests
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 EMPTY_LABELS: dict[str, str] = {}
@@ -144,15 +145,6 @@ class OwnerReference:
     controller: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class PodResourceClaim:
-    """spec.resourceClaims[]: exactly one of the two sources is set."""
-
-    name: str
-    resource_claim_name: str | None = None
-    resource_claim_template_name: str | None = None
-
-
 @dataclass(slots=True)
 class Pod:
     name: str
@@ -181,6 +173,7 @@ class Pod:
     deletion_timestamp: float | None = None
     phase: str = "Pending"
     resource_version: str = ""
+    volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
     # status.resourceClaimStatuses: (pod claim name, generated claim name or None).
     resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()

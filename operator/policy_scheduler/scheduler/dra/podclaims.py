@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from policy_scheduler.scheduler.dra.model import ResourceClaim
-from policy_scheduler.scheduler.model import Pod, PodResourceClaim
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
 
 
 class ClaimUnavailable(Exception):

@@ -19,10 +19,14 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     )
     from policy_scheduler.scheduler.plugins.noderesources.fit import NodeResourcesFit
     from policy_scheduler.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+    from policy_scheduler.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
     from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread
     from policy_scheduler.scheduler.plugins.queuesort import PrioritySort
     from policy_scheduler.scheduler.plugins.schedulinggates import SchedulingGates
     from policy_scheduler.scheduler.plugins.tainttoleration import TaintToleration
+    from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
+    from policy_scheduler.scheduler.plugins.volumerestrictions import VolumeRestrictions
+    from policy_scheduler.scheduler.plugins.volumezone import VolumeZone
 
     plugins: list[type[Plugin]] = [
         PrioritySort,
@@ -33,6 +37,10 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         NodeAffinity,
         NodePorts,
         NodeResourcesFit,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
         DynamicResources,
