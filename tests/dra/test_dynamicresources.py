@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from policy_scheduler.celdevice import compile_selector
@@ -430,3 +431,23 @@ def test_claim_being_allocated_by_another_pod_waits() -> None:
     w.engine.pod_added(claim_pod("p", "c"))
     w.run()
     assert "resource claim default/c is in the process of being allocated" in w.failure("p")
+
+
+def test_rows_are_grouped_by_the_slices_they_see() -> None:
+    from policy_scheduler.scheduler.nodetable import NodeTable
+    from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
+
+    table = NodeTable()
+    for i in range(6):
+        table.set_node(Node(f"n{i}", labels={"zone": "a" if i % 2 else "b"}))
+    term = NodeSelectorTerm(match_expressions=(Requirement("zone", "In", ("a",)),))
+    net = ResourceSlice("net", DRIVER, ResourcePool("net"), (Device("x"),), node_selector=(term,))
+    everywhere = ResourceSlice("all", DRIVER, ResourcePool("all"), (Device("y"),), all_nodes=True)
+    index = SliceIndex.build([gpus("n1", 1), net, everywhere])
+    groups = group_rows(index, table, np.arange(6, dtype=np.intp))
+    by_rows = {tuple(g.rows): {s.name for s in g.slices} for g in groups}
+    assert by_rows == {
+        (1,): {"n1-gpus", "net", "all"},  # node-local: a group of its own
+        (3, 5): {"net", "all"},
+        (0, 2, 4): {"all"},
+    }

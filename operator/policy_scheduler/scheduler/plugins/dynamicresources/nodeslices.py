@@ -47,17 +47,24 @@ class Group:
 
 
 def group_rows(index: SliceIndex, table: NodeTable, rows: Rows) -> list[Group]:
+    """Rows with node-local slices are groups of one; the others group by the selector slices they match."""
     masks = [match_node_selector_terms(table, rows, s.node_selector or ()) for s in index.selected]
     bits = np.stack(masks, axis=1) if masks else np.zeros((len(rows), 0), dtype=bool)
-    groups: dict[object, tuple[list[int], str, tuple[ResourceSlice, ...]]] = {}
-    for i, row in enumerate(rows.tolist()):
-        name = table.nodes[row].name
-        local = index.by_node.get(name, ())
-        key: object = name if local else bits[i].tobytes()
-        g = groups.get(key)
-        if g is None:
-            picked = tuple(s for s, on in zip(index.selected, bits[i], strict=True) if on)
-            groups[key] = ([i], name, (*local, *index.all_nodes, *picked))
-        else:
-            g[0].append(i)
-    return [Group(r, n, s) for r, n, s in groups.values()]
+    local_rows = np.fromiter(
+        (table.index[name] for name in index.by_node if name in table.index), dtype=np.intp
+    )
+    local = np.isin(rows, local_rows)
+    groups: list[Group] = []
+    for p in np.flatnonzero(local).tolist():
+        name = table.nodes[int(rows[p])].name
+        picked = tuple(s for s, on in zip(index.selected, bits[p], strict=True) if on)
+        groups.append(Group([p], name, (*index.by_node[name], *index.all_nodes, *picked)))
+    others = np.flatnonzero(~local)
+    if len(others):
+        patterns, inverse = np.unique(bits[others], axis=0, return_inverse=True)
+        for k, pattern in enumerate(patterns):
+            members = others[inverse.reshape(-1) == k]
+            picked = tuple(s for s, on in zip(index.selected, pattern, strict=True) if on)
+            name = table.nodes[int(rows[members[0]])].name
+            groups.append(Group(members.tolist(), name, (*index.all_nodes, *picked)))
+    return groups
