@@ -158,3 +158,55 @@ def test_claims_get_matching_devices_and_are_freed_with_their_pod(
     now = allocated_devices(list(claims_by_pod(kubectl).values()))
     assert not [d for d, n in Counter(now).items() if n > 1], "a device was allocated twice"
     assert not kubectl.get("pod", "never", NS)["spec"].get("nodeName")
+
+
+def test_api_claim_writer_on_a_real_claim(kubectl: Kubectl, kubeconfig: Any) -> None:
+    """bindClaim's finalizer + allocation + reservation, its refusals, then unreserve/deallocate."""
+    import asyncio
+
+    from policy_scheduler.apiobjects.dra import claim_from_json
+    from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.dra_writer import ApiClaimWriter
+    from policy_scheduler.scheduler.dra.model import AllocationResult, DeviceRequestAllocationResult
+    from policy_scheduler.scheduler.dra.services import ClaimWriteError
+    from policy_scheduler.scheduler.model import Pod
+
+    ns = "e2e-dra-writer"
+    kubectl.apply(namespace(ns))
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": ns},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}},
+    }
+    # Real (never scheduled) pods: the resourceclaim-controller drops reservations of missing pods.
+    kubectl.create(body, pod("a", ns, "nobody-schedules-these"), pod("b", ns, "nobody-schedules-these"))
+    uid = {n: kubectl.get("pod", n, ns)["metadata"]["uid"] for n in ("a", "b")}
+    claim = claim_from_json(kubectl.get("resourceclaim", "shared", ns))
+    allocation = AllocationResult((DeviceRequestAllocationResult("gpu", DRIVER, "kwok-node-9", "gpu-0"),))
+
+    async def go() -> None:
+        api = await make_api_client(str(kubeconfig))
+        async with api:
+            writer = ApiClaimWriter(api)
+            first = await writer.bind_claim(claim, allocation, Pod("a", ns, uid=uid["a"]))
+            assert first.allocation == allocation
+            assert "resource.kubernetes.io/delete-protection" in first.finalizers
+            try:
+                await writer.bind_claim(claim, allocation, Pod("b", ns, uid=uid["b"]))
+            except ClaimWriteError as e:
+                assert str(e) == f"claim {ns}/shared got allocated elsewhere in the meantime"
+            else:
+                raise AssertionError("a second allocation was written")
+            second = await writer.bind_claim(first, None, Pod("b", ns, uid=uid["b"]))
+            assert [r.uid for r in second.reserved_for] == [uid["a"], uid["b"]]
+            writer.unreserve(second, uid["a"])
+            await asyncio.gather(*list(writer._tasks))
+            left = kubectl.get("resourceclaim", "shared", ns)["status"]["reservedFor"]
+            assert [r["uid"] for r in left] == [uid["b"]]
+            writer.deallocate(second)
+            await asyncio.gather(*list(writer._tasks))
+
+    asyncio.run(go())
+    final = kubectl.get("resourceclaim", "shared", ns)["status"]
+    assert not final.get("allocation") and not final.get("reservedFor")
