@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 import celpy
@@ -183,8 +183,9 @@ def _eval_message(e: BaseException) -> str:
     return _NO_MEMBER.sub(r"no such key: \1", text)
 
 
+@lru_cache(maxsize=1024)
 def compile_selector(expression: str) -> DeviceSelector:
-    """A SelectorCompiler (scheduler.dra.model) for DraServices."""
+    """A SelectorCompiler (scheduler.dra.model) for DraServices; compiled once per expression."""
     missing = [name for name in unsupported_functions(expression) if name not in EXTENSIONS]
     if missing:
         raise SelectorError(f"unsupported CEL function(s) for device selectors: {', '.join(missing)}")

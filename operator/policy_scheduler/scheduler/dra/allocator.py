@@ -142,6 +142,7 @@ class Allocator:
         all_slices: Sequence[ResourceSlice],
         compile_selector: SelectorCompiler,
         features: Features = Features(),
+        evaluated: dict[tuple[str, DeviceId], bool] | None = None,
     ) -> None:
         self.allocated = allocated
         self.device_class = device_class
@@ -151,6 +152,8 @@ class Allocator:
         self._compiled: dict[str, DeviceSelector | SelectorError] = {}
         # (device, claim index, request index, subrequest index) -> selectors match; node independent.
         self._matches: dict[tuple[DeviceId, int, int, int], bool] = {}
+        # (expression, device) -> result: the caller may keep it across cycles while slices stay.
+        self.evaluated: dict[tuple[str, DeviceId], bool] = {} if evaluated is None else evaluated
 
     def allocate(
         self, node_name: str, visible: Sequence[ResourceSlice], claims: Sequence[ResourceClaim]
@@ -375,10 +378,13 @@ class _Run:
             compiled = self.a.selector(expression)
             if isinstance(compiled, SelectorError):
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {compiled}")
-            try:
-                ok = compiled(did.driver, device)
-            except SelectorError as e:
-                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from e
+            ok = self.a.evaluated.get((expression, did))
+            if ok is None:
+                try:
+                    ok = compiled(did.driver, device)
+                except SelectorError as e:
+                    raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {e}") from e
+                self.a.evaluated[(expression, did)] = ok
             if not ok:
                 return False
         return True

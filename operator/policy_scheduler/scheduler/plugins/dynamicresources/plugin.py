@@ -20,6 +20,7 @@ from policy_scheduler.scheduler.dra.model import (
     CLAIM_FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
     AllocationResult,
+    DeviceId,
     ResourceClaim,
 )
 from policy_scheduler.scheduler.dra.podclaims import (
@@ -100,6 +101,8 @@ class DynamicResources(
     def __init__(self, handle: Any, args: object) -> None:
         super().__init__(handle, args)
         self._index: tuple[int, SliceIndex] | None = None
+        # CEL results per (expression, device), valid while the slices do not change.
+        self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
 
     @property
     def dra(self) -> DraServices:
@@ -220,8 +223,14 @@ class DynamicResources(
                 if status is not None:
                     return None, status
         if s.to_allocate:
+            if self._evaluated[0] != store.slices_generation:
+                self._evaluated = (store.slices_generation, {})
             s.allocator = Allocator(
-                store.allocated_devices(), store.device_class, store.slices(), self.dra.compile_selector
+                store.allocated_devices(),
+                store.device_class,
+                store.slices(),
+                self.dra.compile_selector,
+                evaluated=self._evaluated[1],
             )
         return None, SUCCESS
 
