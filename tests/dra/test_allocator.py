@@ -9,9 +9,11 @@ from policy_scheduler.scheduler.dra.model import (
     DeviceAttribute,
     DeviceConstraint,
     DeviceId,
+    DeviceSubRequest,
     ResourcePool,
     ResourceSlice,
 )
+from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
 
 from ._build import (
     CLAIM0,
@@ -434,3 +436,53 @@ def test_prioritized_list_constraint_refs_sub_request() -> None:
         constraints=(DeviceConstraint((f"{REQ0}/{SUB0}", REQ1), "driver-a/numa"),),
     )
     assert allocate([c], CLASSES, slices) is None
+
+
+def test_all_devices_of_the_incomplete_pool() -> None:
+    s1 = ResourceSlice("slice-1", DRIVER_A, ResourcePool(POOL1, 1, 2), (device(DEV1),), node_name=NODE1)
+    with pytest.raises(
+        AllocationError,
+        match="claim /claim-0, request req-0: asks for all devices, but resource pool driver-a/pool-1 is "
+        "currently being updated",
+    ):
+        allocate([claim(CLAIM0, all_request(REQ0, CLASS_A))], CLASSES, [s1])
+
+
+def test_many_network_attached_devices() -> None:
+    def selected(pool: str, term: NodeSelectorTerm) -> ResourceSlice:
+        return ResourceSlice(
+            "slice-1", DRIVER_A, ResourcePool(pool, 1, 1), (device(DEV1),), node_selector=(term,)
+        )
+
+    region = Requirement("region", "In", ("region-1",))
+    planet = Requirement("planet", "In", ("earth",))
+    name = Requirement("metadata.name", "In", (NODE1,))
+    slices = [
+        selected(POOL1, NodeSelectorTerm(match_expressions=(region,))),
+        ResourceSlice("slice-1", DRIVER_A, ResourcePool(POOL2, 1, 1), (device(DEV1),), all_nodes=True),
+        selected("pool-3", NodeSelectorTerm(match_expressions=(planet,))),
+        selected("pool-4", NodeSelectorTerm(match_fields=(name,))),
+    ]
+    got = allocate(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 4))],
+        CLASSES,
+        slices,
+        node_labels={"region": "region-1", "planet": "earth"},
+    )
+    assert got == [
+        allocation(
+            (NodeSelectorTerm(match_expressions=(region, planet), match_fields=(name,)),),
+            result(REQ0, DRIVER_A, POOL1, DEV1),
+            result(REQ0, DRIVER_A, POOL2, DEV1),
+            result(REQ0, DRIVER_A, "pool-3", DEV1),
+            result(REQ0, DRIVER_A, "pool-4", DEV1),
+        )
+    ]
+
+
+def test_prioritized_list_subrequests_with_allocation_mode_all() -> None:
+    slices = [slice_with_devices("slice-1", NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))]
+    first = DeviceSubRequest(SUB0, CLASS_A, (), "All", 0)
+    c = claim(CLAIM0, prioritized(REQ0, first, sub_request(SUB1, CLASS_A, 1)))
+    got = allocate([c], CLASSES, slices, allocated=(DeviceId(DRIVER_A, POOL1, DEV1),))
+    assert got == [allocation(local_node_selector(NODE1), result(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV2))]
