@@ -64,7 +64,7 @@ def safety_node(dev_cluster: DevCluster, kubectl: Kubectl) -> Iterator[str]:
     (node,) = dev_cluster.create_nodes(1, prefix="safety", cpu="4", memory="16Gi", labels={NODE_LABEL: "yes"})
     kubectl.run("taint", "nodes", node, f"{NODE_LABEL}=yes:NoSchedule", "--overwrite")
     kubectl.apply(namespace(NS))
-    classes = [
+    classes: list[dict[str, Any]] = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
         for n, v in ((LOW, 100), (HIGH, 1000))
     ]

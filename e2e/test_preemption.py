@@ -33,7 +33,7 @@ def pc_name(short: str) -> str:
 
 @pytest.fixture(scope="module")
 def priority_classes(kubectl: Kubectl) -> Iterator[None]:
-    classes = [
+    classes: list[dict[str, Any]] = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",

@@ -183,7 +183,7 @@ def validate(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
     """What the apiserver's schema validation (without CEL) would report, roughly."""
     if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
         return [] if isinstance(value, dict) else [f"{path}: must be an object"]
-    kind = schema.get("type")
+    kind: str = schema["type"]  # every structural schema node has one
     checks = {
         "object": lambda v: isinstance(v, dict),
         "array": lambda v: isinstance(v, list),

@@ -67,7 +67,8 @@ def test_invalid_update_keeps_the_last_accepted_version() -> None:
     policies.on_event("ADDED", body("p", SPEC))
     policies.on_event("MODIFIED", body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2))
     record = policies.records["p"]
-    assert record.settings is not None and record.settings.limits.burst == 3
+    assert record.settings is not None and record.settings.limits is not None
+    assert record.settings.limits.burst == 3
     status = writer._desired[("evictionpolicies", "p")]
     accepted = condition(status, "Accepted")
     assert accepted["status"] == "False" and "spec.rateLimit.burst" in accepted["message"]

@@ -239,7 +239,7 @@ class Harness:
         self.policies = Policies(EvictionSettings("policy", config, limits, unavailable_reason=unavailable))
         self.records = self.policies.records
         self.events = Events()
-        quick = {"requeue_initial": 0.01, "nomination_settle": 0.05, **timings}
+        quick: dict[str, Any] = {"requeue_initial": 0.01, "nomination_settle": 0.05, **timings}
         self.evictor = Evictor(
             None,
             self.events,

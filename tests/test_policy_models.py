@@ -863,7 +863,7 @@ def test_eviction_policy_errors(raw: dict[str, Any], path: str, message: str) ->
 
 
 def test_eviction_status_round_trip() -> None:
-    raw = {
+    raw: dict[str, Any] = {
         "observedGeneration": 2,
         "conditions": [{"type": "Accepted", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}],
         "counters": {"evicted": 3, "blockedByBudget": 1, "rateLimited": 0, "wouldEvict": 0},
@@ -952,7 +952,7 @@ def test_set_condition_keeps_transition_time_when_status_is_unchanged() -> None:
     found = find_condition(conditions, "Accepted")
     assert found is not None and found.status == "True"
     with pytest.raises(ValueError):
-        Condition(type="Ready", status="Maybe")  # type: ignore[arg-type]
+        Condition(type="Ready", status="Maybe")
 
 
 def test_condition_dict_moves_transition_time_only_when_status_changes() -> None:

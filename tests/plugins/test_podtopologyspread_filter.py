@@ -23,12 +23,11 @@ from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import LabelSelector, Node, OwnerReference, Pod, Requirement
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread, default_selector
-from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import PreFilterState
+from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import MAX_INT32, PreFilterState
 from policy_scheduler.scheduler.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY
 
 from ._build_podtopologyspread import (
     HOSTNAME,
-    MAX_INT32,
     NOTHING,
     MakeLabelSelector,
     MakeNode,
