@@ -38,10 +38,12 @@ from policy_scheduler.scheduler.queue import (
 )
 from policy_scheduler.scheduler.queue.backoff import NO_BACKOFF, BackoffQueue
 from policy_scheduler.scheduler.queue.hints import Strategy, build_hint_map, is_pod_worth_requeuing
+from tests.builders import make_pod
+from tests.fakeclock import FakeClock
 
 # ---- stubs -------------------------------------------------------------------------------------
 
-START = 1000.0
+START = 1000.0  # FakeClock()'s default time
 NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD)
 NODE_LABEL = ClusterEvent(Resource.NODE, Action.UPDATE_NODE_LABEL)
 NODE_UPDATE = ClusterEvent(Resource.NODE, Action.UPDATE)
@@ -49,17 +51,6 @@ NODE_TAINT = ClusterEvent(Resource.NODE, Action.UPDATE_NODE_TAINT)
 POD_LABEL = ClusterEvent(Resource.POD, Action.UPDATE_POD_LABEL)
 GATES_GONE = ClusterEvent(Resource.POD, Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
 PV_ADD = ClusterEvent(Resource.WILDCARD, Action.ADD, "PersistentVolumeAdd")  # stands in for pvAdd
-
-
-class FakeClock:
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def step(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
@@ -112,10 +103,6 @@ class StubFramework:
         return {"SchedulingGates": GATES_EVENTS, **self.events}
 
 
-def make_pod(name: str, priority: int = 0, **kwargs: Any) -> Pod:
-    return Pod(name=name, uid=f"uid-{name}", priority=priority, **kwargs)
-
-
 def make_queue(
     events: dict[str, list[ClusterEventWithHint]] | None = None,
     clock: FakeClock | None = None,
@@ -148,8 +135,8 @@ def names(infos: Any) -> list[str]:
 def test_priority_order_then_fifo_among_equals() -> None:
     q, clock = make_queue()
     for name, priority in [("low", 1), ("high-a", 10), ("mid", 5), ("high-b", 10), ("mid-b", 5)]:
-        q.add(make_pod(name, priority))
-        clock.step(1)
+        q.add(make_pod(name, priority=priority))
+        clock.advance(1)
     assert [pop_name(q) for _ in range(6)] == ["high-a", "high-b", "mid", "mid-b", "low", None]
 
 
@@ -167,7 +154,7 @@ def test_pop_counts_attempts_and_sets_initial_attempt_timestamp_once() -> None:
     assert info is not None
     assert info.attempts == 1
     assert info.initial_attempt_timestamp == START
-    clock.step(30)
+    clock.advance(30)
     fail(q, info, "P")
     q.node_added(Node("n"))  # backoff (1 s) is long over: straight to activeQ
     again = q.try_pop()
@@ -179,11 +166,11 @@ def test_pop_counts_attempts_and_sets_initial_attempt_timestamp_once() -> None:
 
 def test_update_reorders_active_pod() -> None:
     q, clock = make_queue()
-    a, b = make_pod("a", 1), make_pod("b", 2)
+    a, b = make_pod("a", priority=1), make_pod("b", priority=2)
     q.add(a)
-    clock.step(1)
+    clock.advance(1)
     q.add(b)
-    q.update(a, make_pod("a", 5, resource_version="2"))
+    q.update(a, make_pod("a", priority=5, resource_version="2"))
     assert [pop_name(q), pop_name(q)] == ["a", "b"]
 
 
@@ -254,7 +241,7 @@ def test_backoff_durations_grow_with_each_rejection() -> None:
         q.node_added(Node("n"))  # still backing off: moved to backoffQ
         assert q.where(info.pod) == "backoff"
         seen.append(info.backoff_expiration - info.timestamp)
-        clock.step(100)
+        clock.advance(100)
         q.flush_backoff_completed()
         assert q.where(info.pod) == "active"
     assert seen == [1, 2, 4, 8, 10, 10]
@@ -269,7 +256,7 @@ def test_errors_back_off_by_consecutive_errors_and_reset_on_rejection() -> None:
         fail(q, info)  # no rejecting plugin: an error
         assert q.where(info.pod) == "backoff"
         assert info.backoff_expiration - info.timestamp == expected
-        clock.step(100)
+        clock.advance(100)
         q.flush_backoff_completed()
         info = q.try_pop()
         assert info is not None
@@ -280,21 +267,21 @@ def test_errors_back_off_by_consecutive_errors_and_reset_on_rejection() -> None:
 def test_backoff_flush_moves_only_expired_pods() -> None:
     q, clock = make_queue(pop_from_backoff=False)
     q.add(make_pod("a"))
-    clock.step(0.5)
+    clock.advance(0.5)
     q.add(make_pod("b"))
     a, b = q.try_pop(), q.try_pop()
     assert a is not None and b is not None
     fail(q, a)  # timestamp 1000.5 -> expiry floor(1001.5) = 1001
-    clock.step(1)
+    clock.advance(1)
     fail(q, b)  # timestamp 1001.5 -> expiry 1002
     assert q.pending_counts()["backoff"] == 2
     q.flush_backoff_completed()  # now 1001.5: a's expiry 1001 is not before floor(now)=1001
     assert q.pending_counts()["backoff"] == 2
-    clock.step(0.5)  # 1002: a is done, b (1002) is not
+    clock.advance(0.5)  # 1002: a is done, b (1002) is not
     q.flush_backoff_completed()
     assert q.where(a.pod) == "active"
     assert q.where(b.pod) == "backoff"
-    clock.step(1)
+    clock.advance(1)
     q.flush_backoff_completed()
     assert q.pending_counts() == {"active": 2, "backoff": 0, "unschedulable": 0, "gated": 0}
 
@@ -325,7 +312,7 @@ def test_pre_enqueue_runs_entering_backoff_not_leaving_it() -> None:
     assert info is not None
     fail(q, info)
     assert (q.where(info.pod), framework.pre_enqueue_calls) == ("backoff", 2)
-    clock.step(5)
+    clock.advance(5)
     q.flush_backoff_completed()
     assert (q.where(info.pod), framework.pre_enqueue_calls) == ("active", 2)
 
@@ -347,7 +334,7 @@ def test_pod_backoff_settings_come_from_its_profile() -> None:
 
 
 def unschedulable_pod(q: PriorityQueue, name: str, *plugins: str, priority: int = 0) -> QueuedPodInfo:
-    q.add(make_pod(name, priority))
+    q.add(make_pod(name, priority=priority))
     info = q.try_pop()
     assert info is not None and info.pod.name == name
     fail(q, info, *plugins)
@@ -376,7 +363,7 @@ def test_event_moves_unschedulable_pod(
 ) -> None:
     q, clock = make_queue({"P": registered, "Other": [ClusterEventWithHint(NODE_ADD, queue_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(step)
+    clock.advance(step)
     q.move_all_to_active_or_backoff(event, None, None)
     assert q.where(info.pod) == want
 
@@ -389,7 +376,7 @@ def test_only_hints_of_rejecting_plugins_count() -> None:
         }
     )
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "unschedulable"
 
@@ -410,7 +397,7 @@ def test_hint_that_raises_counts_as_queue() -> None:
 
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD, broken)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "active"
 
@@ -433,7 +420,7 @@ def test_precheck_limits_which_pods_move() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
     low = unschedulable_pod(q, "low", "P", priority=1)
     high = unschedulable_pod(q, "high", "P", priority=9)
-    clock.step(5)
+    clock.advance(5)
     q.move_all_to_active_or_backoff(NODE_ADD, None, None, le_priority_precheck(5))
     assert (q.where(low.pod), q.where(high.pod)) == ("active", "unschedulable")
 
@@ -475,10 +462,10 @@ def test_assigned_pod_and_node_helpers_send_their_events() -> None:
 def test_unschedulable_timeout_flush_after_five_minutes() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD, skip_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(300)
+    clock.advance(300)
     q.flush_unschedulable_leftover()  # exactly 5 min: upstream requires strictly longer
     assert q.where(info.pod) == "unschedulable"
-    clock.step(0.5)
+    clock.advance(0.5)
     q.flush_unschedulable_leftover()
     assert q.where(info.pod) == "active"
     assert q.incoming[("active", "UnschedulableTimeout")] == 1
@@ -487,7 +474,7 @@ def test_unschedulable_timeout_flush_after_five_minutes() -> None:
 def test_moved_event_is_counted_by_label() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
     unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.incoming[("active", "NodeAdd")] == 1
     assert q.incoming[("unschedulable", "ScheduleAttemptFailure")] == 1
@@ -507,7 +494,7 @@ def test_gated_pod_is_never_popped_and_counted_apart() -> None:
     assert q.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
     assert q.try_pop() is None
     q.node_added(Node("n"))  # not an event the gating plugin registered
-    clock.step(600)
+    clock.advance(600)
     q.flush_unschedulable_leftover()  # UnschedulableTimeout does not match the gating events
     q.activate([gated])  # ForceActivate re-runs PreEnqueue: still gated
     assert q.where(gated) == "gated"
@@ -758,7 +745,7 @@ def test_in_flight_pods(
     q, clock = make_queue(hints)
     for pod in initial:
         q.add(pod)
-        clock.step(1)
+        clock.advance(1)
     popped: dict[str, QueuedPodInfo] = {}
     for step in steps:
         if step.pop is not None:
@@ -976,7 +963,7 @@ def test_update_refreshes_backoff_pod() -> None:
 def test_update_with_matching_hint_moves_unschedulable_pod() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(POD_LABEL, same_pod_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.update(info.pod, make_pod("p", resource_version="2"))  # no label change
     assert q.where(info.pod) == "unschedulable"
     q.update(info.pod, make_pod("p", labels={"x": "y"}, resource_version="3"))
@@ -988,8 +975,8 @@ def test_replacing_frameworks_keeps_pods_and_resorts() -> None:
     frameworks: dict[str, StubFramework] = {"default-scheduler": StubFramework(), "other": StubFramework()}
     q = PriorityQueue(frameworks, clock)
     for name, priority in [("a", 1), ("b", 3), ("c", 2)]:
-        q.add(make_pod(name, priority))
-        clock.step(1)
+        q.add(make_pod(name, priority=priority))
+        clock.advance(1)
     q.add(make_pod("orphan", scheduler_name="other"))
     frameworks["default-scheduler"] = StubFramework(ascending=True)
     del frameworks["other"]
@@ -1007,7 +994,7 @@ def test_resort_retries_unschedulable_and_gated_pods() -> None:
     info = unschedulable_pod(q, "p", "P")
     gated = make_pod("gated", scheduling_gates=("g",))
     q.add(gated)
-    clock.step(5)
+    clock.advance(5)
     q.resort(requeue_unschedulable=False)
     assert (q.where(info.pod), q.where(gated)) == ("unschedulable", "gated")
     frameworks["default-scheduler"] = StubFramework(gating_plugin="Other")
@@ -1024,7 +1011,7 @@ def test_replaced_framework_hints_are_used() -> None:
     clock = FakeClock()
     q = PriorityQueue(frameworks, clock)
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "unschedulable"
     frameworks["default-scheduler"] = StubFramework(
@@ -1080,7 +1067,7 @@ async def test_pop_wakes_when_an_event_moves_a_pod() -> None:
     task = asyncio.create_task(q.pop())
     await asyncio.sleep(0.01)
     assert not task.done()
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert (await asyncio.wait_for(task, 1)).pod.name == "p"
 
@@ -1104,7 +1091,7 @@ async def test_flushers_move_backoff_and_leftover_pods() -> None:
     fail(q, backoff)
     fail(q, stuck, "P")
     runner = asyncio.create_task(q.run_flushers(backoff_interval=0.01, unschedulable_interval=0.02))
-    clock.step(400)
+    clock.advance(400)
     for _ in range(100):
         await asyncio.sleep(0.01)
         if q.pending_counts()["active"] == 2:

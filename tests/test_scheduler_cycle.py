@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,6 +56,7 @@ from policy_scheduler.scheduler.schedule_one import (
     SchedulingError,
     num_feasible_nodes_to_find,
 )
+from tests.builders import make_node, make_pod
 
 ERR_REASON_FAKE = "Nodes failed the fake plugin"
 
@@ -304,9 +306,8 @@ def make_scheduler(cache: Cache, framework: Framework, seed: int = 0) -> tuple[S
     )
 
 
-def pod(name: str, cpu: int = 0, mem: int = 0, **kw: Any) -> Pod:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}
-    return Pod(name, uid=name, scheduler_name="test", containers=(Container("c", requests=requests),), **kw)
+# Pods of the "test" profile, each with one container "c" (empty unless cpu/memory are given).
+pod = partial(make_pod, scheduler_name="test", requests={})
 
 
 def info(p: Pod) -> QueuedPodInfo:
@@ -585,9 +586,7 @@ def test_no_nodes() -> None:
 ALLOC = {"cpu": 1000, "memory": 1 << 30, "pods": 110}
 
 
-def _node(name: str, **kw: Any) -> Node:
-    kw.setdefault("allocatable", dict(ALLOC))
-    return Node(name, labels={"kubernetes.io/hostname": name, **kw.pop("labels", {})}, **kw)
+_node = partial(make_node, hostname=True, allocatable=ALLOC)
 
 
 @pytest.mark.parametrize(
@@ -603,7 +602,7 @@ def _node(name: str, **kw: Any) -> Node:
         pytest.param(
             [_node("a"), _node("b")],
             [],
-            pod("p", cpu=2000, mem=2 << 30),
+            pod("p", cpu=2000, memory=2 << 30),
             "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
             id="cpu and memory",
         ),
@@ -617,7 +616,7 @@ def _node(name: str, **kw: Any) -> Node:
                 _node("cordoned", unschedulable=True, labels={"disk": "ssd"}),
             ],
             [],
-            pod("p", cpu=500, mem=1 << 28, node_selector={"disk": "ssd"}),
+            pod("p", cpu=500, memory=1 << 28, node_selector={"disk": "ssd"}),
             "0/4 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 node(s) didn't match Pod's node affinity/selector, "
             "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.",
             id="mixed reasons",
