@@ -22,6 +22,7 @@ from policy_scheduler.kube.retry import Answer
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+from tests.builders import make_pod
 
 
 def status_body(message: str, causes: list[str] | None = None) -> bytes:
@@ -156,10 +157,6 @@ class FakeApi:
         return [path for method, path, _ in self.calls if method == "POST"]
 
 
-def pod(name: str, uid: str, priority: int = 0, node: str = "") -> Pod:
-    return Pod(name=name, namespace="ns", uid=uid, priority=priority, node_name=node)
-
-
 class Events(EventRecorder):
     """Records what the evictor says, writes nothing."""
 
@@ -215,7 +212,7 @@ class Harness:
         **timings: float,
     ) -> None:
         self.api = FakeApi()
-        self.preemptor = pod("high", "p-uid", 1000)
+        self.preemptor = make_pod("high", namespace="ns", uid="p-uid", priority=1000)
         self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
         self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}
         self.requeued: list[str] = []
@@ -257,7 +254,7 @@ class Harness:
         if terminating:
             meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
         self.api.pods[name] = {"metadata": meta, "spec": spec}
-        return pod(name, uid, 10, "n1")
+        return make_pod(name, namespace="ns", uid=uid, priority=10, node_name="n1")
 
     async def run(self, *victims: Pod) -> None:
         self.evictor.submit(self.preemptor, victims, "n1", "sched")
@@ -380,7 +377,7 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
 
 async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    gone = pod("gone", "ug", 10, "n1")
+    gone = make_pod("gone", namespace="ns", uid="ug", priority=10, node_name="n1")
     replaced = h.victim("replaced", "new-uid")
     replaced.uid = "old-uid"
     terminating = h.victim("t", "ut", terminating=True)
@@ -393,7 +390,7 @@ async def test_nothing_is_evicted_for_a_preemptor_that_is_gone_or_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    h.pods[h.preemptor.key] = pod("high", "p-uid", 1000, node="n2")
+    h.pods[h.preemptor.key] = make_pod("high", namespace="ns", uid="p-uid", priority=1000, node_name="n2")
     await h.run(h.victim("a", "ua"))
     h.pods.clear()
     await h.run(h.victim("a", "ua"))
