@@ -17,18 +17,11 @@ from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
 from tests.builders import make_pod
+from tests.fakeclock import FakeClock
 
 
 def profile(name: str = "default-scheduler", **kw: Any) -> ResolvedProfile:
     return resolve_profile(ProfileConfig(scheduler_name=name, **kw), implemented_plugin_names())
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 5000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Hooks:
@@ -70,8 +63,8 @@ class WatchingBinder:
 
 def make_engine(
     *profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000
-) -> tuple[Engine, Hooks, WatchingBinder, Clock]:
-    hooks, binder, clock = Hooks(), WatchingBinder(), Clock()
+) -> tuple[Engine, Hooks, WatchingBinder, FakeClock]:
+    hooks, binder, clock = Hooks(), WatchingBinder(), FakeClock(now=5000.0)
     engine = Engine(hooks=hooks, binder=binder, seed=7, clock=clock)
     binder.engine = engine
     engine.set_profiles(profiles or (profile(),))
@@ -205,7 +198,7 @@ def test_pods_that_do_not_fit_wait_and_are_retried_when_room_appears() -> None:
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     assert engine.queue.where(make_pod("second", cpu=100)) == "unschedulable"
     engine.pod_deleted(engine.cache.get_pod("default/big") or make_pod("big", cpu=100))
-    clock.now += 20  # past any backoff
+    clock.advance(20)  # past any backoff
     engine.queue.flush_backoff_completed()
     run_all(engine)
     assert hooks.scheduled_on.get("second") == "n0"
@@ -257,7 +250,7 @@ def test_node_events_reach_the_table() -> None:
 def test_engine_seed_makes_runs_repeatable(seed: int) -> None:
     def run() -> dict[str, str]:
         hooks, binder = Hooks(), WatchingBinder()
-        engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=Clock())
+        engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=FakeClock(now=5000.0))
         binder.engine = engine
         engine.set_profiles([profile(plugins={"score": PluginSet(disabled=(PluginRef("*"),))})])
         for i in range(6):
