@@ -3,7 +3,6 @@ what happens after a refusal. Pure logic only; e2e/test_preemption.py runs it fo
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import math
@@ -22,6 +21,7 @@ from policy_scheduler.kube.retry import Answer
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+from tests.aio import eventually, settle
 from tests.builders import make_pod
 
 
@@ -236,7 +236,8 @@ class Harness:
         self.policies = Policies(EvictionSettings("policy", config, limits, unavailable_reason=unavailable))
         self.records = self.policies.records
         self.events = Events()
-        quick: dict[str, Any] = {"requeue_initial": 0.01, "nomination_settle": 0.05, **timings}
+        # A requeue after a failure is due at once: settle() then lets it happen, no time passes.
+        quick: dict[str, Any] = {"requeue_initial": 0.0, "nomination_settle": 0.05, **timings}
         self.evictor = Evictor(
             None,
             self.events,
@@ -259,7 +260,7 @@ class Harness:
     async def run(self, *victims: Pod) -> None:
         self.evictor.submit(self.preemptor, victims, "n1", "sched")
         await self.evictor.drain()
-        await asyncio.sleep(0.05)  # delayed requeues
+        await settle()  # the requeues due now
 
     def results(self) -> list[tuple[str, str]]:
         return [(r.name, r.result) for r in self.records]
@@ -411,8 +412,8 @@ async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.Mon
 async def test_dry_run_hold_ends_with_a_requeue(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True), dry_run_retry=0.05)
     await h.run(h.victim("a", "ua"))
-    await asyncio.sleep(0.1)
-    assert h.requeued == ["ns/high"] and not h.evictor.in_progress(h.preemptor)
+    await eventually(lambda: h.requeued == ["ns/high"])
+    assert not h.evictor.in_progress(h.preemptor)
 
 
 async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -431,11 +432,8 @@ async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pyte
     )
     a, b = h.victim("a", "ua"), h.victim("b", "ub")
     h.evictor.submit(h.preemptor, [a, b], "n1", "sched")
-    for _ in range(50):
-        await asyncio.sleep(0.01)
-        if h.api.posted():
-            break
-    await asyncio.sleep(0.05)
+    await eventually(lambda: bool(h.api.posted()))
+    await settle()
     assert len(h.api.posted()) == 1  # b waits for a to go
     h.evictor.pod_deleted(a)
     await h.evictor.drain()

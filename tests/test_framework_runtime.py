@@ -37,6 +37,7 @@ from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.queue.nominator import PodNominator
+from tests.aio import settle
 
 # ---- test plugins ------------------------------------------------------------------------------------
 
@@ -751,7 +752,7 @@ def test_permit_wait_is_allowed_by_every_waiting_plugin() -> None:
         task = asyncio.create_task(fw.wait_on_permit(POD))
         await asyncio.sleep(0)
         waiting.allow("P1")
-        await asyncio.sleep(0.01)
+        await settle()
         assert not task.done(), "P2 has not allowed yet"
         waiting.allow("P2")
         return await asyncio.wait_for(task, 1)

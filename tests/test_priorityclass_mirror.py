@@ -3,7 +3,6 @@ and one reconcile against a fake API (no cluster)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import ApiError
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
+from tests.aio import eventually, settle
 
 NAME = "high"
 UID = "mirror-uid-1"
@@ -418,15 +418,11 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     ctl.tick_seconds = 0.01
     ctl.start()
     ctl.on_mirror_event("DELETED", mirror(2000, generation=2))
-    await asyncio.sleep(0.05)
+    await settle()  # the worker has handled the deletion
     assert NAME in fake.objects
     assert ("priorityclassmirrors", NAME) not in status.desired
     leader[0] = True
-    for _ in range(100):
-        if NAME not in fake.objects:
-            break
-        await asyncio.sleep(0.01)
-    assert NAME not in fake.objects
+    await eventually(lambda: NAME not in fake.objects)  # at the next tick
     await ctl.stop()
 
 

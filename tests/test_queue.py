@@ -38,6 +38,7 @@ from policy_scheduler.scheduler.queue import (
 )
 from policy_scheduler.scheduler.queue.backoff import NO_BACKOFF, BackoffQueue
 from policy_scheduler.scheduler.queue.hints import Strategy, build_hint_map, is_pod_worth_requeuing
+from tests.aio import eventually, settle
 from tests.builders import make_pod
 from tests.fakeclock import FakeClock
 
@@ -1052,7 +1053,7 @@ def async_queue(
 async def test_pop_waits_until_a_pod_is_added() -> None:
     q, _ = async_queue()
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     assert not task.done()
     q.add(make_pod("p"))
     info = await asyncio.wait_for(task, 1)
@@ -1065,7 +1066,7 @@ async def test_pop_wakes_when_an_event_moves_a_pod() -> None:
     info = await q.pop()
     fail(q, info, "P")
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     assert not task.done()
     clock.advance(5)
     q.node_added(Node("n"))
@@ -1075,7 +1076,7 @@ async def test_pop_wakes_when_an_event_moves_a_pod() -> None:
 async def test_close_wakes_waiters() -> None:
     q, _ = async_queue()
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     q.close()
     with pytest.raises(QueueClosed):
         await asyncio.wait_for(task, 1)
@@ -1092,10 +1093,7 @@ async def test_flushers_move_backoff_and_leftover_pods() -> None:
     fail(q, stuck, "P")
     runner = asyncio.create_task(q.run_flushers(backoff_interval=0.01, unschedulable_interval=0.02))
     clock.advance(400)
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if q.pending_counts()["active"] == 2:
-            break
+    await eventually(lambda: q.pending_counts()["active"] == 2)
     assert q.pending_counts() == {"active": 2, "backoff": 0, "unschedulable": 0, "gated": 0}
     q.close()
     await asyncio.wait_for(runner, 1)
