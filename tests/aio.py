@@ -18,7 +18,8 @@ async def eventually(
     """Poll until `predicate()` holds (for code driven by the loop's own timers); fail after `within` s."""
     try:
         async with asyncio.timeout(within):
-            while not predicate():
+            # Polling is the point: the predicate reads state that no event announces.
+            while not predicate():  # noqa: ASYNC110
                 await asyncio.sleep(interval)
     except TimeoutError:
         raise AssertionError(message or f"not true within {within}s") from None
