@@ -124,7 +124,8 @@ def test_deployment_replicas_spread_over_zones(kubectl: Kubectl, spread_nodes: S
         pods = _bound(kubectl, ns, 6, "app=spread-web")
         for p in pods:
             [owner] = p["metadata"]["ownerReferences"]
-            assert owner["kind"] == "ReplicaSet" and owner["controller"] is True
+            assert owner["kind"] == "ReplicaSet"
+            assert owner["controller"] is True
         zones = Counter(spread_nodes.zone_of(p["spec"]["nodeName"]) for p in pods)
         assert zones == dict.fromkeys(ZONES, 2), zones
     finally:

@@ -82,7 +82,8 @@ async def test_nodes_are_ready_with_allocatable(api: client.ApiClient) -> None:
     assert len(nodes) >= 10
     for node in nodes:
         ready = [c for c in node.status.conditions if c.type == "Ready"]
-        assert ready and ready[0].status == "True", node.metadata.name
+        assert ready, node.metadata.name
+        assert ready[0].status == "True", node.metadata.name
         assert node.status.allocatable["cpu"] == "32"
         assert node.status.allocatable["pods"] == "110"
         assert not node.spec.taints, f"{node.metadata.name} is tainted: {node.spec.taints}"

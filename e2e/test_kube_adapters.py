@@ -301,7 +301,8 @@ async def test_events_are_created_and_aggregated(api: Any, namespace: str) -> No
         assert scheduled.note == f"Successfully assigned {namespace}/eventful to node-x"
         assert scheduled.regarding["uid"] == pod.uid
         assert scheduled.reporting_controller == "policy-scheduler"
-        assert recorder.dropped == 0 and recorder.failed == 0
+        assert recorder.dropped == 0
+        assert recorder.failed == 0
     finally:
         await recorder.stop()
 

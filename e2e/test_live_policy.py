@@ -89,8 +89,10 @@ def test_profile_apply_patch_break_delete_without_restart(
     )
     broken = _generation_observed(kubectl, 3)
     accepted = condition(broken, "Accepted")
-    assert accepted is not None and accepted["status"] == "False"
-    assert "spec.plugins.score.enabled[0]" in accepted["message"] and "NoSuchPlugin" in accepted["message"]
+    assert accepted is not None
+    assert accepted["status"] == "False"
+    assert "spec.plugins.score.enabled[0]" in accepted["message"]
+    assert "NoSuchPlugin" in accepted["message"]
     assert condition(broken, "Degraded")["status"] == "True"  # type: ignore[index]
     assert condition(broken, "Ready")["status"] == "True"  # type: ignore[index]
     # ...and the last good version (MostAllocated) still schedules.

@@ -42,7 +42,8 @@ def test_random_scenarios_agree_with_kube_scheduler(
             tally.add(runner.run(scenario))
     report = "\n".join(describe(r, p) for r, p in tally.disagreements)
     assert tally.scenarios == SCENARIOS
-    assert tally.judged >= SCENARIOS and tally.scored > 0, tally.summary()
+    assert tally.judged >= SCENARIOS, tally.summary()
+    assert tally.scored > 0, tally.summary()
     assert tally.inconclusive == 0, tally.summary()
     assert tally.full == tally.judged, f"{tally.summary()}\n{report}"
 

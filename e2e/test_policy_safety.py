@@ -213,7 +213,8 @@ def test_missing_eviction_policy_means_no_eviction_until_it_is_back(
             for e in kubectl.items("events.events.k8s.io", "default")
             if e.get("reason") == "EvictionPolicyNotFound" and e["regarding"].get("name") == name
         ]
-        assert events and events[0]["type"] == "Warning"
+        assert events
+        assert events[0]["type"] == "Warning"
 
         # The policy is back: the profile resolves it by itself and preemption proceeds.
         kubectl.apply(policy_obj)

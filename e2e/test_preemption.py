@@ -292,11 +292,13 @@ def test_preempts_lowest_priority_pods_on_the_cheapest_node(scene: Callable[[str
         timeout=30,
     )
     high = s.get("high")
-    assert high is not None and not high["spec"].get("nodeName")  # waits for its victims
+    assert high is not None
+    assert not high["spec"].get("nodeName")
 
     for name in ("a100-1", "a100-2"):
         target = condition(s.get(name) or {}, "DisruptionTarget")
-        assert target is not None and target["status"] == "True", target
+        assert target is not None, target
+        assert target["status"] == "True", target
         assert target["reason"] == "PreemptionByScheduler", target
         assert target["message"] == f"{s.scheduler}: preempting to accommodate a higher priority pod"
     notes = {e["regarding"]["name"]: e["note"] for e in s.events("Preempted")}
@@ -324,7 +326,8 @@ def test_enforce_prefers_another_node_then_waits(scene: Callable[[str], Scene]) 
     s.pending("high", "p1000", "2")
     assert s.wait_bound("high") == free
     assert len({"f-1", "f-2"} & set(s.pods())) == 1
-    assert {"g-1", "g-2"} <= set(s.pods()) and not s.terminating()
+    assert {"g-1", "g-2"} <= set(s.pods())
+    assert not s.terminating()
 
     # Now only the guarded node could make room: the preemptor waits, nothing is evicted.
     s.pending("big", "p1000", "4")
@@ -333,7 +336,8 @@ def test_enforce_prefers_another_node_then_waits(scene: Callable[[str], Scene]) 
     )
     holds_for("guarded pods untouched", lambda: {"g-1", "g-2"} <= set(s.pods()) and not s.terminating(), 8)
     big = s.get("big") or {}
-    assert not big["spec"].get("nodeName") and not big.get("status", {}).get("nominatedNodeName")
+    assert not big["spec"].get("nodeName")
+    assert not big.get("status", {}).get("nominatedNodeName")
 
 
 def test_enforce_abandons_a_candidate_when_a_budget_refuses(scene: Callable[[str], Scene]) -> None:
@@ -356,7 +360,8 @@ def test_enforce_abandons_a_candidate_when_a_budget_refuses(scene: Callable[[str
 
     status = wait_until("eviction refused by the budget", blocked, timeout=60)
     refused = [e for e in status["recentEvictions"] if e["result"] == "BlockedByBudget"]
-    assert refused and refused[0]["name"] == survivor
+    assert refused
+    assert refused[0]["name"] == survivor
     assert s.events("PreemptionBlocked")
     wait_until(
         "nomination cleared",
@@ -414,10 +419,12 @@ def test_rate_limit_spaces_out_evictions(scene: Callable[[str], Scene]) -> None:
     status = wait_until("4 evictions in the policy status", all_recorded, timeout=30)
     times = sorted(parse_time(e["time"]) for e in status["recentEvictions"] if e["result"] == "Evicted")
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert len(times) == 4 and all(gap >= 60 / per_minute - 0.5 for gap in gaps), gaps
+    assert len(times) == 4, gaps
+    assert all(gap >= 60 / per_minute - 0.5 for gap in gaps), gaps
     assert status["counters"]["rateLimited"] >= 3
     preempted = sorted(parse_time(e["eventTime"]) for e in s.events("Preempted"))
-    assert len(preempted) == 4 and preempted[-1] - preempted[0] >= 3 * 60 / per_minute - 1.5
+    assert len(preempted) == 4
+    assert preempted[-1] - preempted[0] >= 3 * 60 / per_minute - 1.5
     assert s.preemptions(4) == 4
 
 

@@ -68,8 +68,10 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     name = "e2e-pcm-created"
     kubectl.apply(mirror(name, 1234, description="first"))
     pc = wait_until("native PriorityClass created", lambda: native(kubectl, name), timeout=30)
-    assert pc["value"] == 1234 and pc["description"] == "first"
-    assert pc["preemptionPolicy"] == "PreemptLowerPriority" and not pc.get("globalDefault")
+    assert pc["value"] == 1234
+    assert pc["description"] == "first"
+    assert pc["preemptionPolicy"] == "PreemptLowerPriority"
+    assert not pc.get("globalDefault")
     assert pc["metadata"]["labels"][MANAGED_BY_LABEL] == "policy-scheduler"
     assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "created"
     owner = kubectl.get("priorityclassmirror", name)
@@ -173,6 +175,7 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
         native_where(kubectl, name, lambda p: origin(p) is None),
         timeout=30,
     )
-    assert released["metadata"]["uid"] == kept_uid and released["value"] == 78
+    assert released["metadata"]["uid"] == kept_uid
+    assert released["value"] == 78
     assert MANAGED_BY_LABEL not in released["metadata"]["labels"]
     kubectl.delete("priorityclass", name)

@@ -55,7 +55,8 @@ def cache(fake_clock: FakeClock) -> Cache:
 def test_assume_places_a_copy_on_the_node(cache: Cache) -> None:
     p = make_pod("p", cpu=500, memory=MIB, ports=[8080])
     assumed = cache.assume_pod(p, "n1")
-    assert assumed.node_name == "n1" and p.node_name == "", "the queued pod is not modified"
+    assert assumed.node_name == "n1"
+    assert p.node_name == "", "the queued pod is not modified"
     assert cache.is_assumed(p)
     assert cpu_on(cache, "n1") == 500
     assert ("TCP", 8080) in cache.table.host_ports
@@ -84,7 +85,8 @@ def test_confirmation_on_another_node_moves_the_pod(cache: Cache) -> None:
     p = make_pod("p", cpu=300, memory=MIB)
     cache.assume_pod(p, "n1")
     cache.add_pod(dataclasses.replace(p, node_name="n2"))
-    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 300
+    assert cpu_on(cache, "n1") == 0
+    assert cpu_on(cache, "n2") == 300
     assert not cache.is_assumed(p)
 
 
@@ -96,7 +98,8 @@ def test_forget_reverts_the_table_exactly(cache: Cache) -> None:
     assert table_state(cache.table) != before
     cache.forget_pod(p)
     assert table_state(cache.table) == before
-    assert cache.get_pod(p.key) is None and not cache.is_assumed(p)
+    assert cache.get_pod(p.key) is None
+    assert not cache.is_assumed(p)
     assert cache.pod_count == 1
 
 
@@ -153,7 +156,8 @@ def test_update_pod_moves_it_between_nodes_and_updates_requests(cache: Cache) ->
     cache.update_pod(make_pod("p", node_name="n1", cpu=150, memory=MIB))
     assert cpu_on(cache, "n1") == 150
     cache.update_pod(make_pod("p", node_name="n2", cpu=150, memory=MIB))
-    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 150
+    assert cpu_on(cache, "n1") == 0
+    assert cpu_on(cache, "n2") == 150
     assert table_state(cache.table)["n1"]["pods"] == []
     assert table_state(cache.table)["n2"]["pods"] == ["default/p"]
 
@@ -189,7 +193,8 @@ def test_removed_node_keeps_its_pods_and_re_adding_places_them(cache: Cache) -> 
     cache.add_pod(a)
     cache.add_pod(b)
     cache.remove_node("n1")
-    assert "n1" not in cache.table and cache.node_count == 1
+    assert "n1" not in cache.table
+    assert cache.node_count == 1
     assert cache.get_pod(a.key) is a
     cache.remove_pod(a)  # deleted while its node is away
     cache.update_pod(make_pod("b", node_name="n1", cpu=250, memory=MIB))  # updated while its node is away

@@ -138,7 +138,8 @@ def test_pods_of_a_profile_created_later_are_queued() -> None:
     engine.set_profiles([profile("a"), profile("late")])
     assert [p.name for p in engine.queue.pending_pods()] == ["early"]
     run_all(engine)
-    assert "early" in hooks.scheduled_on and "dying" not in hooks.scheduled_on
+    assert "early" in hooks.scheduled_on
+    assert "dying" not in hooks.scheduled_on
 
 
 def test_profile_removed_then_restored_requeues_its_pods() -> None:
@@ -181,7 +182,8 @@ def test_schedule_and_bind_through_the_binder() -> None:
     assert binder.bound == [("p", "n0")]
     assert hooks.scheduled_on == {"p": "n0"}
     stored = engine.cache.get_pod("default/p")
-    assert stored is not None and stored.node_name == "n0"
+    assert stored is not None
+    assert stored.node_name == "n0"
     assert not engine.cache.is_assumed(stored), "the watch event confirmed the assumed pod"
     assert cpu_on(engine, "n0") == 600
     assert "default/p" not in engine.unassigned

@@ -280,7 +280,8 @@ async def test_evicts_with_condition_capped_grace_and_requeues(monkeypatch: pyte
     assert (condition["type"], condition["reason"]) == ("DisruptionTarget", "PreemptionByScheduler")
     assert condition["message"] == "sched: preempting to accommodate a higher priority pod"
     assert h.results() == [("a", "Evicted"), ("b", "Evicted")]
-    assert h.requeued == ["ns/high"] and h.cleared == []
+    assert h.requeued == ["ns/high"]
+    assert h.cleared == []
     assert not h.evictor.in_progress(h.preemptor)
 
 
@@ -300,7 +301,8 @@ async def test_enforce_budget_refusal_abandons_the_candidate(monkeypatch: pytest
     assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]  # b is left alone
     assert not any(method == "DELETE" for method, _, _ in h.api.calls)
     assert h.results() == [("a", "BlockedByBudget")]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_best_effort_deletes_after_a_budget_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,14 +340,17 @@ async def test_transient_errors_are_retried_after_retry_after(monkeypatch: pytes
     await h.run(h.victim("a", "ua"))
     assert len(h.api.posted()) == 3
     assert h.results() == [("a", "Evicted")]
-    assert len(h.sleeps) == 2 and h.sleeps[0] <= 0.5 and h.sleeps[1] == 7.0  # jittered, then as asked
+    assert len(h.sleeps) == 2
+    assert h.sleeps[0] <= 0.5
+    assert h.sleeps[1] == 7.0
 
 
 async def test_a_conflict_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
     h.api.answer("POST", "/a/eviction", (409, status_body("the object has been modified")))
     await h.run(h.victim("a", "ua"))
-    assert len(h.api.posted()) == 1 and h.sleeps == []
+    assert len(h.api.posted()) == 1
+    assert h.sleeps == []
     assert h.results() == [("a", "Failed")]
     assert h.cleared == ["ns/high="]
 
@@ -355,7 +360,8 @@ async def test_enforce_budget_refusal_requeues_after_retry_after(monkeypatch: py
     h.api.answer("POST", "/a/eviction", (429, PDB_429, 30.0))
     await h.run(h.victim("a", "ua"))
     assert len(h.api.posted()) == 1  # abandoned at once, as before
-    assert h.results() == [("a", "BlockedByBudget")] and h.cleared == ["ns/high="]
+    assert h.results() == [("a", "BlockedByBudget")]
+    assert h.cleared == ["ns/high="]
     assert h.requeued == []  # not after requeue_initial: the server asked for 30 s
     assert h.evictor.in_progress(h.preemptor)
     await h.evictor.stop()
@@ -365,7 +371,8 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
     reason = 'EvictionPolicy "strict" not found'
     h = Harness(monkeypatch, EvictionPolicyConfig(), unavailable=reason)
     await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
-    assert h.api.calls == [] and h.patched == []
+    assert h.api.calls == []
+    assert h.patched == []
     assert [(r.name, r.result, r.message) for r in h.records] == [
         ("a", "Failed", reason),
         ("b", "Failed", reason),
@@ -373,7 +380,8 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
     warnings = [(ref.name, reason_) for ref, type_, reason_, _ in h.events.said if type_ == WARNING]
     assert warnings == [("high", "PreemptionBlocked")]
     assert reason in h.events.said[0][3]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]  # retried later
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -383,7 +391,8 @@ async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest
     replaced.uid = "old-uid"
     terminating = h.victim("t", "ut", terminating=True)
     await h.run(gone, replaced, terminating)
-    assert h.api.posted() == [] and h.records == []
+    assert h.api.posted() == []
+    assert h.records == []
     assert h.requeued == ["ns/high"]
 
 
@@ -395,7 +404,8 @@ async def test_nothing_is_evicted_for_a_preemptor_that_is_gone_or_bound(
     await h.run(h.victim("a", "ua"))
     h.pods.clear()
     await h.run(h.victim("a", "ua"))
-    assert h.api.calls == [] and h.requeued == []
+    assert h.api.calls == []
+    assert h.requeued == []
 
 
 async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -405,7 +415,8 @@ async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.Mon
     await h.evictor.drain()
     assert h.api.calls == []
     assert h.results() == [("a", "WouldEvict"), ("b", "WouldEvict")]
-    assert h.cleared == ["ns/high="] and h.requeued == []
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == []
     assert h.evictor.in_progress(h.preemptor)  # held: clearing the nomination must not loop
 
 
@@ -423,7 +434,8 @@ async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch
     await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
     assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
     assert h.results() == [("a", "Evicted"), ("b", "RateLimited")]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -459,7 +471,10 @@ async def test_a_long_throttle_abandons_and_requeues_after_retry_after(
     h = Harness(monkeypatch, EvictionPolicyConfig())
     h.api.answer("POST", "/a/eviction", (429, status_body("Too many requests"), 600.0))
     await h.run(h.victim("a", "ua"))
-    assert len(h.api.posted()) == 1 and h.sleeps == []  # no call sleeps for ten minutes
-    assert h.results() == [("a", "Failed")] and h.cleared == ["ns/high="]
-    assert h.requeued == [] and h.evictor.in_progress(h.preemptor)  # held for the server's 600 s
+    assert len(h.api.posted()) == 1
+    assert h.sleeps == []
+    assert h.results() == [("a", "Failed")]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == []
+    assert h.evictor.in_progress(h.preemptor)
     await h.evictor.stop()

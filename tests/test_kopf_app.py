@@ -58,7 +58,8 @@ async def test_startup_sets_kopfs_settings_and_starts_the_mirrors() -> None:
     memo, _, mirrors = _memo()
     settings = kopf.OperatorSettings()
     await _call(kopf_app.configure)(settings=settings, memo=memo)
-    assert settings.posting.enabled is False and settings.peering.standalone is True
+    assert settings.posting.enabled is False
+    assert settings.peering.standalone is True
     assert (settings.watching.server_timeout, settings.watching.client_timeout) == (300, 330)
     assert mirrors.started
     await _call(kopf_app.cleanup)(memo=memo)

@@ -54,7 +54,8 @@ def test_micro_time() -> None:
 def test_truncate_note() -> None:
     assert events.truncate_note("short") == "short"
     long = events.truncate_note("é" * 2000)
-    assert len(long.encode()) <= events.MAX_NOTE_BYTES and long.endswith("...")
+    assert len(long.encode()) <= events.MAX_NOTE_BYTES
+    assert long.endswith("...")
 
 
 def test_event_body() -> None:
@@ -101,7 +102,8 @@ def test_cluster_scoped_object_events_go_to_default() -> None:
         instance="i",
     )
     assert body["metadata"]["namespace"] == "default"
-    assert "namespace" not in body["regarding"] and "related" not in body
+    assert "namespace" not in body["regarding"]
+    assert "related" not in body
 
 
 def test_series_patch() -> None:
@@ -119,7 +121,8 @@ def test_repeats_become_a_series() -> None:
     # One create, one patch when the series starts; later repeats only count.
     assert queued(rec) == ["create", "patch"]
     [series] = rec._series.values()
-    assert series.count == 5 and series.dirty
+    assert series.count == 5
+    assert series.dirty
     assert series.last_observed == 1_004.0
     rec.flush()
     assert queued(rec) == ["patch"]
@@ -210,4 +213,5 @@ def test_series_start_patch_respects_global_limit(count: int) -> None:
     # The create used the only token; the series patch waits for a flush.
     assert queued(rec) == ["create"]
     [series] = rec._series.values()
-    assert series.dirty and series.count == count
+    assert series.dirty
+    assert series.count == count

@@ -94,7 +94,8 @@ async def test_retry_after_on_429_and_503_is_honoured() -> None:
     clock = FakeClock(now=0.0)
     server = Server(Answer(429, b"", 5.0), Answer(503, b"", 2.0), Answer(200, b"ok"))
     answer = await run(server, RetryPolicy(initial=0.1, cap=1.0), clock)
-    assert answer.status == 200 and server.calls == 3
+    assert answer.status == 200
+    assert server.calls == 3
     assert clock.sleeps == [5.0, 2.0]
 
 
@@ -103,7 +104,9 @@ async def test_a_4xx_that_cannot_succeed_is_not_retried(status: int) -> None:
     clock = FakeClock(now=0.0)
     server = Server(Answer(status, b"", 1.0), Answer(200, b""))
     answer = await run(server, RetryPolicy(), clock)
-    assert answer.status == status and server.calls == 1 and clock.sleeps == []
+    assert answer.status == status
+    assert server.calls == 1
+    assert clock.sleeps == []
 
 
 async def test_an_answer_the_caller_calls_final_is_not_retried() -> None:
@@ -111,7 +114,8 @@ async def test_an_answer_the_caller_calls_final_is_not_retried() -> None:
     answer = await with_retries(
         server, RetryPolicy(), final=lambda a: a.body == b"budget", sleep=FakeClock(now=0.0).sleep
     )
-    assert answer.status == 429 and server.calls == 1
+    assert answer.status == 429
+    assert server.calls == 1
 
 
 async def test_attempts_are_bounded_and_the_last_answer_returned() -> None:
@@ -119,7 +123,8 @@ async def test_attempts_are_bounded_and_the_last_answer_returned() -> None:
     server = Server(Answer(500, b"boom"))
     answer = await run(server, RetryPolicy(initial=1.0, cap=3.0, max_attempts=4), clock)
     assert (answer.status, answer.body) == (500, b"boom")
-    assert server.calls == 4 and clock.sleeps == [1.0, 2.0, 3.0]  # capped
+    assert server.calls == 4
+    assert clock.sleeps == [1.0, 2.0, 3.0]
 
 
 async def test_deadline_bounds_an_unbounded_policy() -> None:
@@ -135,7 +140,8 @@ async def test_a_retry_after_beyond_the_policys_bound_is_left_to_the_caller() ->
     server = Server(Answer(429, b"", 600.0), Answer(200, b""))
     answer = await run(server, RetryPolicy(max_retry_after=30.0), clock)
     assert (answer.status, answer.retry_after) == (429, 600.0)
-    assert server.calls == 1 and clock.sleeps == []
+    assert server.calls == 1
+    assert clock.sleeps == []
 
 
 async def test_connection_errors_are_retried_then_raised() -> None:
@@ -171,14 +177,16 @@ def test_token_bucket_delay_says_when_without_taking() -> None:
 def test_token_bucket_uses_the_injected_clock() -> None:
     clock = FakeClock(now=0.0)
     bucket = TokenBucket(rate=1.0, burst=1, clock=clock.monotonic)
-    assert bucket.allow() and not bucket.allow()
+    assert bucket.allow()
+    assert not bucket.allow()
     clock.advance(1.0)
     assert bucket.allow()
 
 
 def test_token_bucket_refill_is_capped() -> None:
     bucket = TokenBucket(rate=1.0, burst=2)
-    assert bucket.allow(0.0) and bucket.allow(0.0)
+    assert bucket.allow(0.0)
+    assert bucket.allow(0.0)
     assert bucket.full(100.0)
     assert [bucket.allow(100.0) for _ in range(3)] == [True, True, False]
 

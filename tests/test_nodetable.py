@@ -97,7 +97,8 @@ def check_invariants(table: NodeTable) -> None:
         assert users, "no empty port entries"
         for row, ips in users.items():
             assert 0 <= row < n
-            assert ips and all(c > 0 for c in ips.values())
+            assert ips
+            assert all(c > 0 for c in ips.values())
     assert sorted(table.order().tolist()) == list(range(n))
     counts: Counter[str] = Counter()
     for images in table.images:
@@ -123,7 +124,9 @@ def test_add_node_writes_columns() -> None:
             unschedulable=True,
         )
     )
-    assert row == 0 and len(table) == 1 and "a" in table
+    assert row == 0
+    assert len(table) == 1
+    assert "a" in table
     got = row_view(table, 0)
     assert got["allocatable"] == {"cpu": 4000, "memory": 8 << 30, "pods": 110, GPU: 2}
     assert got["unschedulable"] is True
@@ -220,7 +223,8 @@ def test_capacity_grows_past_64_rows() -> None:
     for i in range(1, 150):
         table.set_node(make_node(f"n{i}", labels={"i": str(i % 7)}, allocatable={"cpu": 1000 + i}))
         table.add_pod(make_pod(f"p{i}", node_name=f"n{i}", requests={"cpu": i}), i)
-    assert len(table) == 150 and table.capacity >= 150
+    assert len(table) == 150
+    assert table.capacity >= 150
     assert table.capacity == 256
     cpu = table.resource_index["cpu"]
     assert table.allocatable[cpu, :150].tolist() == [1] + [1000 + i for i in range(1, 150)]
@@ -228,7 +232,9 @@ def test_capacity_grows_past_64_rows() -> None:
     assert table.pod_count[:150].tolist() == [1] * 150
     # A label column made while capacity was 64 grew with ABSENT for the new rows.
     early = table.label_codes("only-early")
-    assert len(early) == 150 and early[0] != ABSENT and (early[1:] == ABSENT).all()
+    assert len(early) == 150
+    assert early[0] != ABSENT
+    assert (early[1:] == ABSENT).all()
     check_invariants(table)
     for i in range(1, 150, 2):
         table.remove_node(f"n{i}")
@@ -242,7 +248,8 @@ def test_extended_resource_on_pod_before_any_node_has_it() -> None:
     table.add_pod(make_pod("p", node_name="a", requests={GPU: 2, "cpu": 10}), 0)
     gpu = table.resource_index[GPU]
     assert table.requested.shape[0] == table.allocatable.shape[0] == len(table.resource_names)
-    assert int(table.requested[gpu, 0]) == 2 and int(table.allocatable[gpu, 0]) == 0
+    assert int(table.requested[gpu, 0]) == 2
+    assert int(table.allocatable[gpu, 0]) == 0
     table.set_node(make_node("b", allocatable={GPU: 8}))
     assert table.resource_index[GPU] == gpu
     assert int(table.allocatable[gpu, 1]) == 8
@@ -262,9 +269,12 @@ def test_label_columns_and_codes() -> None:
         [],
     )
     codes = table.label_codes("zone")
-    assert codes.dtype == np.int32 and len(codes) == 4
+    assert codes.dtype == np.int32
+    assert len(codes) == 4
     z1, z2 = table.label_value_code("zone", "z1"), table.label_value_code("zone", "z2")
-    assert z1 is not None and z2 is not None and z1 != z2
+    assert z1 is not None
+    assert z2 is not None
+    assert z1 != z2
     assert codes.tolist() == [z1, z2, z1, ABSENT]
     assert table.label_values("zone")[z1] == "z1"
     assert table.label_value_code("zone", "nope") is None
@@ -291,13 +301,15 @@ def test_taint_sets_are_interned() -> None:
         [],
     )
     ids = table.taint_set[: len(table)].tolist()
-    assert ids[0] == 0 and table.taint_sets[0] == ()
+    assert ids[0] == 0
+    assert table.taint_sets[0] == ()
     assert ids[1] == ids[2], "order of taints does not matter"
     assert len({ids[1], ids[3], ids[4]}) == 3
     assert set(table.taint_sets[ids[1]]) == {t1, t2}
     count = len(table.taint_sets)
     table.set_node(make_node("x", taints=(t2, t1)))
-    assert len(table.taint_sets) == count and int(table.taint_set[5]) == ids[1]
+    assert len(table.taint_sets) == count
+    assert int(table.taint_set[5]) == ids[1]
 
 
 def test_host_ports_accounting() -> None:
@@ -485,7 +497,8 @@ def test_order_list(added: list[Node], want: list[str]) -> None:
 def test_order_adding_same_node_twice_keeps_one() -> None:
     table = build([ALL_NODES[0]], [])
     table.set_node(ALL_NODES[0])
-    assert names_in_order(table) == ["node-0"] and len(table) == 1
+    assert names_in_order(table) == ["node-0"]
+    assert len(table) == 1
 
 
 @pytest.mark.parametrize(

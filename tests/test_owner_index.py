@@ -236,7 +236,8 @@ def test_changes_are_seen_through_the_cache() -> None:
     index.delete(narrowed)
     index.delete(moved)
     assert index.owner_selectors(p) is None
-    assert not index._services and not index._controllers
+    assert not index._services
+    assert not index._controllers
 
 
 def test_a_nil_selector_update_removes_the_service() -> None:
@@ -275,7 +276,8 @@ def test_results_are_equal_objects_for_the_plugins_caches() -> None:
     index = DefaultSelectorIndex([svc("s", {"app": "web"}), rs("web-1", sel({"app": "web"}))])
     a = index.owner_selectors(pod({**WEB, "hash": "1"}, ("ReplicaSet", "web-1")))
     b = index.owner_selectors(pod({**WEB, "hash": "2"}, ("ReplicaSet", "web-1")))
-    assert a == b and hash(a) == hash(b)
+    assert a == b
+    assert hash(a) == hash(b)
 
 
 # ---- API objects and informers -----------------------------------------------------------------------

@@ -271,7 +271,8 @@ def test_backoff_flush_moves_only_expired_pods() -> None:
     clock.advance(0.5)
     q.add(make_pod("b"))
     a, b = q.try_pop(), q.try_pop()
-    assert a is not None and b is not None
+    assert a is not None
+    assert b is not None
     fail(q, a)  # timestamp 1000.5 -> expiry floor(1001.5) = 1001
     clock.advance(1)
     fail(q, b)  # timestamp 1001.5 -> expiry 1002
@@ -293,7 +294,8 @@ def test_pop_takes_rejected_pods_from_backoff_when_active_is_empty() -> None:
     q.add(make_pod("rejected"))
     q.add(make_pod("errored"))
     rejected, errored = q.try_pop(), q.try_pop()
-    assert rejected is not None and errored is not None
+    assert rejected is not None
+    assert errored is not None
     fail(q, errored)
     fail(q, rejected, "P")
     q.node_added(Node("n"))
@@ -337,7 +339,8 @@ def test_pod_backoff_settings_come_from_its_profile() -> None:
 def unschedulable_pod(q: PriorityQueue, name: str, *plugins: str, priority: int = 0) -> QueuedPodInfo:
     q.add(make_pod(name, priority=priority))
     info = q.try_pop()
-    assert info is not None and info.pod.name == name
+    assert info is not None
+    assert info.pod.name == name
     fail(q, info, *plugins)
     assert q.where(info.pod) == "unschedulable"
     return info
@@ -490,7 +493,8 @@ def test_gated_pod_is_never_popped_and_counted_apart() -> None:
     q.add(gated)
     assert q.where(gated) == "gated"
     info = q.get(gated)
-    assert info is not None and info.gating_plugin == "SchedulingGates"
+    assert info is not None
+    assert info.gating_plugin == "SchedulingGates"
     assert info.unschedulable_plugins == {"SchedulingGates"}
     assert q.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
     assert q.try_pop() is None
@@ -513,7 +517,9 @@ def test_update_that_removes_gates_moves_pod_to_active() -> None:
     q.update(fewer, open_pod)
     assert q.where(open_pod) == "active"
     info = q.try_pop()
-    assert info is not None and info.pod is open_pod and not info.gated
+    assert info is not None
+    assert info.pod is open_pod
+    assert not info.gated
     assert q.pending_counts()["gated"] == 0
 
 
@@ -548,7 +554,8 @@ def test_event_before_pop_is_ignored_on_failure() -> None:
     first = q.try_pop()  # "p" in flight: the next event is logged
     q.node_added(Node("n1"))
     second = q.try_pop()
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     fail(q, second, "P")  # n1 came before second's pop
     assert q.where(second.pod) == "unschedulable"
     fail(q, first, "P")  # but after first's
@@ -585,7 +592,8 @@ def test_activate_in_flight_pod_requeues_it_when_it_fails() -> None:
     q.add(pod)
     q.add(other)
     info, other_info = q.try_pop(), q.try_pop()
-    assert info is not None and other_info is not None
+    assert info is not None
+    assert other_info is not None
     q.activate([pod])
     fail(q, other_info, "P")  # the ForceActivate targets p only
     assert q.where(other) == "unschedulable"
@@ -751,7 +759,8 @@ def test_in_flight_pods(
     for step in steps:
         if step.pop is not None:
             info = q.try_pop()
-            assert info is not None and info.pod.uid == step.pop.uid
+            assert info is not None
+            assert info.pod.uid == step.pop.uid
             popped[info.pod.uid] = info
         elif step.event is not None:
             q.move_all_to_active_or_backoff(step.event, None, None)
@@ -1002,7 +1011,8 @@ def test_resort_retries_unschedulable_and_gated_pods() -> None:
     q.resort()  # still gated (by the new gating plugin), the rejected pod is retried
     assert (q.where(info.pod), q.where(gated)) == ("active", "gated")
     gating = q.get(gated)
-    assert gating is not None and gating.gating_plugin == "Other"
+    assert gating is not None
+    assert gating.gating_plugin == "Other"
 
 
 def test_replaced_framework_hints_are_used() -> None:

@@ -55,4 +55,5 @@ def test_unknown_eviction_policy_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     path.write_text(text)
     assert main(["simulate", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "spec.evictionPolicyName" in err and "nope" in err
+    assert "spec.evictionPolicyName" in err
+    assert "nope" in err

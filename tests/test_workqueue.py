@@ -60,7 +60,8 @@ def test_backoff_doubles_per_key_up_to_the_cap_and_forget_resets_it() -> None:
     assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
     assert queue.retry("b") == 1.0  # per key
     queue.forget("a")
-    assert queue.retry("a") == 1.0 and queue.retries("a") == 1
+    assert queue.retry("a") == 1.0
+    assert queue.retries("a") == 1
 
 
 def test_jitter_spreads_retries_within_bounds() -> None:
@@ -75,7 +76,8 @@ def test_jitter_spreads_retries_within_bounds() -> None:
 def test_a_retried_key_is_due_only_after_its_delay() -> None:
     queue, clock = make()
     queue.retry("a")  # due in 1 s
-    assert queue.poll() is None and queue.next_due() == 1.0
+    assert queue.poll() is None
+    assert queue.next_due() == 1.0
     clock.advance(0.99)
     assert queue.poll() is None
     clock.advance(0.01)

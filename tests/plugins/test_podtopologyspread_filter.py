@@ -4378,7 +4378,8 @@ def test_filter_statuses_and_reasons_are_upstreams() -> None:
     by_name = {table.nodes[int(r)].name: result.status_of(i) for i, r in enumerate(rows)}
     assert by_name["node-a"].code == Code.UNSCHEDULABLE
     assert by_name["node-a"].reasons == ("node(s) didn't match pod topology spread constraints",)
-    assert by_name["node-x"].is_success and by_name["node-y"].is_success
+    assert by_name["node-x"].is_success
+    assert by_name["node-y"].is_success
     assert by_name["node-z"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert by_name["node-z"].reasons == (
         "node(s) didn't match pod topology spread constraints (missing required label)",
