@@ -70,7 +70,7 @@ def test_invalid_update_keeps_the_last_accepted_version() -> None:
     assert record.settings is not None
     assert record.settings.limits is not None
     assert record.settings.limits.burst == 3
-    status = writer._desired[("evictionpolicies", "p")]
+    status = writer.desired("evictionpolicies", "p")
     accepted = condition(status, "Accepted")
     assert accepted["status"] == "False"
     assert "spec.rateLimit.burst" in accepted["message"]
@@ -87,7 +87,7 @@ def test_a_restarted_operator_serves_the_persisted_policy() -> None:
     policies, _, writer = stores()
     policies.on_event("ADDED", body("p", SPEC))
     policies.on_event("MODIFIED", body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2))
-    persisted = writer._desired[("evictionpolicies", "p")]
+    persisted = writer.desired("evictionpolicies", "p")
 
     restarted, _, writer = stores()
     restarted.on_event(None, body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2, status=persisted))
@@ -96,7 +96,7 @@ def test_a_restarted_operator_serves_the_persisted_policy() -> None:
     assert settings is not None
     assert settings.limits is not None
     assert settings.limits.burst == 3
-    status = writer._desired[("evictionpolicies", "p")]
+    status = writer.desired("evictionpolicies", "p")
     assert status["lastAcceptedGeneration"] == 1
     assert condition(status, "Ready")["status"] == "True"
 
@@ -164,7 +164,7 @@ def test_records_feed_counters_and_bounded_recent_evictions() -> None:
         result = "Evicted" if i % 2 else "RateLimited"
         policies.record("p", EvictionRecord(1_700_000_000.0 + i, "ns", f"v{i}", f"u{i}", "pre", "n1", result))
     policies.record(None, EvictionRecord(0.0, "ns", "x", "", "", "", "Evicted"))  # default policy: dropped
-    status = writer._desired[("evictionpolicies", "p")]
+    status = writer.desired("evictionpolicies", "p")
     assert status["counters"] == {"evicted": 12, "blockedByBudget": 0, "rateLimited": 13, "wouldEvict": 0}
     assert len(status["recentEvictions"]) == 20
     newest = status["recentEvictions"][0]

@@ -157,15 +157,18 @@ def test_not_ready_until_caches_synced_and_stats_reported() -> None:
 
 
 def test_recheck_does_not_count_the_same_rejection_again() -> None:
-    from policy_scheduler.metrics import policy_reloads
+    from policy_scheduler.metrics import REGISTRY
+
+    def rejected() -> float:
+        labels = {"kind": "SchedulingProfile", "result": "rejected"}
+        return REGISTRY.get_sample_value("policy_scheduler_policy_reloads_total", labels) or 0.0
 
     store, _ = _store()
-    rejected = policy_reloads.labels("SchedulingProfile", "rejected")
-    before = rejected._value.get()
+    before = rejected()
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)  # a resync of the same object
     store.recheck()
-    assert rejected._value.get() == before + 1
+    assert rejected() == before + 1
 
 
 def kstatus(generation: int, status: dict[str, Any]) -> str:
