@@ -14,43 +14,27 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from fixtures_operator import OperatorProcess
+from fixtures_operator import SA_NAMESPACE as NS
+from fixtures_operator import (
+    SA_USER,
+    ServiceAccountOperator,
+    install_crds_and_rbac,
+    service_account_kubeconfig,
+)
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
-from policy_scheduler.policy.crdgen import render_crds
 from polling import wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
-NS = "policy-scheduler"
-SA = "policy-scheduler"
-SA_USER = f"system:serviceaccount:{NS}:{SA}"
 IDENTITY = "rbac-e2e"
 SCHEDULER = "rbac-scheduler"
 WORK_NS = "rbac-e2e"
 API = "scheduling.policy-scheduler.io/v1alpha1"
-# A refusal as our client, kopf or kubernetes-asyncio log it (403 apart from timestamps and ids).
-FORBIDDEN = re.compile(r"forbidden|not enough permissions|(?<![\d,.:-])403(?![\d-])", re.IGNORECASE)
-TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
-
-
-class ServiceAccountOperator(OperatorProcess):
-    """`policy-scheduler run` without --install-crds (the ServiceAccount cannot write CRDs)."""
-
-    install_crds = False
-
-    def forbidden_lines(self) -> list[str]:
-        self.log.flush()
-        lines = self.log_path.read_text().splitlines()
-        return [line for line in lines if FORBIDDEN.search(TIMESTAMP.sub("", line))]
 
 
 @pytest.fixture(scope="module")
@@ -69,38 +53,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
 @pytest.fixture(scope="module")
 def admin(cluster: DevCluster) -> Kubectl:
     kubectl = Kubectl(cluster.kubeconfig)
-    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
-    kubectl.run(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=policy-scheduler",
-    )
-
-    # Established comes a moment before the group is in discovery, which kubectl caches.
-    def discovered() -> bool:
-        result = kubectl.run("get", "--raw", f"/apis/{API}", check=False)
-        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
-
-    wait_until("our API group in discovery", discovered, timeout=30)
-    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
-        kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
+    install_crds_and_rbac(kubectl)
     return kubectl
-
-
-def service_account_kubeconfig(admin: Kubectl, path: Path) -> Path:
-    """The admin kubeconfig's cluster with a token of the ServiceAccount (TokenRequest API)."""
-    token = admin.run("create", "token", SA, "-n", NS, "--duration=1h").stdout.strip()
-    assert token, "TokenRequest returned no token"
-    config = yaml.safe_load(admin.kubeconfig.read_text())
-    config["users"] = [{"name": SA, "user": {"token": token}}]
-    for context in config["contexts"]:
-        context["context"]["user"] = SA
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -115,6 +115,21 @@ def test_replacing_a_profile_keeps_queued_pods() -> None:
     assert set(hooks.scheduled_on) == {"p1", "p2"}
 
 
+def test_retry_pending_activates_one_profiles_unschedulable_pods() -> None:
+    engine, *_ = make_engine(profile("a"), profile("b"), nodes=1, cpu=1000)
+    engine.pod_added(make_pod("big", cpu=800, scheduler_name="a"))
+    engine.pod_added(make_pod("second", cpu=800, scheduler_name="a"))
+    engine.pod_added(make_pod("other", cpu=800, scheduler_name="b"))
+    run_all(engine)
+    waiting = {p.name for p in engine.queue.pending_pods() if engine.queue.where(p) == "unschedulable"}
+    assert waiting == {"second", "other"}
+    engine.retry_pending("a")
+    assert (
+        engine.queue.where(make_pod("second", cpu=100, scheduler_name="a")) == "active"
+    )  # no backoff, no flush wait
+    assert engine.queue.where(make_pod("other", cpu=100, scheduler_name="b")) == "unschedulable"
+
+
 def test_removed_profile_drops_its_pods_and_reports_them() -> None:
     engine, hooks, *_ = make_engine(profile("a"), profile("b"))
     engine.pod_added(make_pod("pa", cpu=100, scheduler_name="a"))

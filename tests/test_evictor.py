@@ -453,6 +453,24 @@ async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pyte
     assert h.results() == [("a", "Evicted"), ("b", "RateLimited"), ("b", "Evicted")]
 
 
+async def test_a_victim_deleted_while_being_marked_frees_its_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deletion (grace 0) is seen while the DisruptionTarget write is still awaited: the slot
+    was taken before the eviction, so that deletion frees it and b need not wait the slack out."""
+    h = Harness(
+        monkeypatch, EvictionPolicyConfig(), RateLimits(evictions_per_minute=600, burst=10, max_in_flight=1)
+    )
+    a, b = h.victim("a", "ua", grace=0), h.victim("b", "ub", grace=0)
+
+    async def deleted_meanwhile(api: Any, ns: str, name: str, body: dict[str, Any], **_: Any) -> bool:
+        h.evictor.pod_deleted(a if name == "a" else b)
+        return True
+
+    monkeypatch.setattr(eviction_api, "patch_status", deleted_meanwhile)
+    await h.run(a, b)
+    assert h.results() == [("a", "Evicted"), ("b", "Evicted")]
+    assert len(h.api.posted()) == 2
+
+
 async def test_dry_run_clears_again_after_a_repeat_and_reports_once(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True))
     victims = [h.victim("a", "ua")]

@@ -168,9 +168,9 @@ ERRORS: list[tuple[str, str, str, str]] = [
         'unknown plugin "Foo"',
     ),
     (
-        "volume plugin enabled",
-        config("profiles: [{plugins: {filter: {enabled: [{name: VolumeZone}]}}}]\n"),
-        "profiles[0].plugins.filter.enabled[0].name",
+        "alpha plugin enabled",
+        config("profiles: [{plugins: {permit: {enabled: [{name: GangScheduling}]}}}]\n"),
+        "profiles[0].plugins.permit.enabled[0].name",
         "not supported by policy-scheduler",
     ),
     (

@@ -142,6 +142,20 @@ def test_missing_eviction_policy_turns_preemption_off_until_it_exists() -> None:
     assert notes[-1] == ("p", "Normal", "EvictionPolicyResolved")
 
 
+def test_preemption_restored_retries_the_profiles_pods_once() -> None:
+    known: set[str] = set()
+    restored: list[str] = []
+    store, _ = _store(known)
+    store.on_preemption_restored = restored.append
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s", "evictionPolicyName": "careful"})
+    store.apply("q", "u2", 1, "2026-01-01T00:00:00Z", {"schedulerName": "t"})
+    assert restored == []  # a profile that never lost its policy is not retried
+    known.add("careful")
+    store.recheck()
+    store.recheck()
+    assert restored == ["s"]
+
+
 def test_not_ready_until_caches_synced_and_stats_reported() -> None:
     store, _ = _store()
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})

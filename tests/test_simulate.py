@@ -69,6 +69,7 @@ def test_json_contract_keys_and_input_order(capsys: pytest.CaptureFixture[str]) 
     # 8 cpu is more than any node has: Unresolvable, so preemption cannot help either.
     assert huge["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert got["elsewhere"] == {
@@ -177,7 +178,8 @@ def test_priority_decides_who_gets_the_last_room(capsys: pytest.CaptureFixture[s
     assert got["critical"]["node"] == "solo"
     assert got["low"]["node"] is None
     assert got["low"]["message"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: not eligible due to preemptionPolicy=Never."
     )
 
 

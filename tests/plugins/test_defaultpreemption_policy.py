@@ -439,7 +439,8 @@ def test_invalid_budget_mode() -> None:
 def test_registered_and_in_the_default_profile() -> None:
     assert in_tree_registry()["DefaultPreemption"] is DefaultPreemption
     env = build([node("node1")])
-    assert [p.name for p in env.framework.points.post_filter] == ["DefaultPreemption"]
+    # DynamicResources comes first, as in upstream's default profile.
+    assert [p.name for p in env.framework.points.post_filter] == ["DynamicResources", "DefaultPreemption"]
     assert "DefaultPreemption" in [p.name for p in env.framework.points.pre_enqueue]
 
 

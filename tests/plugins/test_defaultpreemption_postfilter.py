@@ -254,8 +254,9 @@ def test_framework_run_post_filter_appends_message_and_plugin_name() -> None:
     result, status = env.framework.run_post_filter(state, preemptor, statuses({"node1": U}))
     assert result is None
     assert status.code == U
-    assert status.plugin == "DefaultPreemption"
-    assert (
-        status.message
-        == "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    # Upstream's RunPostFilterPlugins: reasons of every rejecting plugin, the first one named.
+    assert status.plugin == "DynamicResources"
+    assert status.message == (
+        "no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
