@@ -273,8 +273,7 @@ class MirrorController:
             assert step.patch is not None
             await native_api.patch_priority_class(self.api, name, step.patch)
         elif step.action is Action.RECREATE:
-            assert step.body is not None
-            assert native is not None
+            assert step.body is not None and native is not None
             await native_api.delete_priority_class(self.api, name, native.uid)
             await self._create(step.body)
         elif step.action is Action.DELETE:

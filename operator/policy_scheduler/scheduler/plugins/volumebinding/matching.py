@@ -280,8 +280,7 @@ def find_pod_volumes(
             error[active] = index
             done |= active
             continue
-        assert ok is not None
-        assert cap_index is not None
+        assert ok is not None and cap_index is not None
         reasons[active & ~ok] |= BIND_CONFLICT
         short = active & ok & (cap_index == -2)
         reasons[short] |= NOT_ENOUGH_SPACE
