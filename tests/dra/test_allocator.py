@@ -218,7 +218,8 @@ def test_already_allocated_devices_are_skipped() -> None:
 def test_network_attached_device() -> None:
     slices = [network_slice("slice-1", POOL1, DRIVER_A, device(DEV1), region="region-1")]
     got = allocate([claim(CLAIM0, request(REQ0, CLASS_A, 1))], CLASSES, slices)
-    assert got is not None and got[0].node_selector == slices[0].node_selector
+    assert got is not None
+    assert got[0].node_selector == slices[0].node_selector
     assert (
         allocate([claim(CLAIM0, request(REQ0, CLASS_A, 1))], CLASSES, slices, node_labels={"region": "r2"})
         is None
@@ -299,7 +300,7 @@ def test_with_constraint_non_existent_attribute() -> None:
 
 
 @pytest.mark.parametrize(
-    "a,bv",
+    ("a", "bv"),
     [(i(1), i(2)), (s("a"), s("b")), (ver("1.0.0"), ver("2.0.0"))],
     ids=["int", "string", "version"],
 )

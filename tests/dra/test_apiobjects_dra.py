@@ -77,7 +77,8 @@ CLAIM = {
 
 def test_slice_decodes_attributes_of_every_kind_and_capacity() -> None:
     s = slice_from_api(msgspec.convert(SLICE, ResourceSlice))
-    assert s.node_name == "n1" and s.pool == dra.ResourcePool("n1", 2, 1)
+    assert s.node_name == "n1"
+    assert s.pool == dra.ResourcePool("n1", 2, 1)
     d = s.devices[0]
     assert d.attributes == {
         "model": dra.DeviceAttribute("string", "a100"),

@@ -177,7 +177,8 @@ def test_pods_get_distinct_devices_and_claims_record_allocation_and_reservation(
     assert sorted(allocated) == ["gpu-0", "gpu-1"]
     c0 = w.claim("c0")
     assert c0.reserved_for == (ConsumerReference("pods", "p0", "p0"),)
-    assert c0.allocation is not None and c0.allocation.node_selector == (
+    assert c0.allocation is not None
+    assert c0.allocation.node_selector == (
         NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("n1",)),)),
     )
     assert "resource.kubernetes.io/delete-protection" in c0.finalizers
@@ -386,7 +387,7 @@ def _picked(*requests: str) -> AllocationResult:
 
 
 @pytest.mark.parametrize(
-    "requests,picked,want",
+    ("requests", "picked", "want"),
     [
         ((_subs("req-1", 1),), ("req-1/subreq-1",), 8),
         ((_subs("req-1", 8),), ("req-1/subreq-8",), 1),
