@@ -487,3 +487,21 @@ def test_prioritized_list_subrequests_with_allocation_mode_all() -> None:
     c = claim(CLAIM0, prioritized(REQ0, first, sub_request(SUB1, CLASS_A, 1)))
     got = allocate([c], CLASSES, slices, allocated=(DeviceId(DRIVER_A, POOL1, DEV1),))
     assert got == [allocation(local_node_selector(NODE1), result(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV2))]
+
+
+def test_search_stops_at_the_deadline() -> None:
+    # 30 devices in groups of 3 sharing an attribute, 4 requested to match: the search
+    # backtracks through every group before failing.
+    devices = [device(f"d{k}", n=i(k % 10)) for k in range(30)]
+    slices = [slice_with_devices("slice-1", NODE1, POOL1, DRIVER_A, *devices)]
+    c = claim(
+        CLAIM0, request(REQ0, CLASS_A, 6), constraints=(DeviceConstraint(match_attribute="driver-a/n"),)
+    )
+    ticks = iter(range(10**9))
+    from policy_scheduler.celdevice import compile_selector
+    from policy_scheduler.scheduler.dra.allocator import AllocationTimeout, Allocator
+
+    a = Allocator(frozenset(), {c.name: c for c in CLASSES}.get, slices, compile_selector)
+    with pytest.raises(AllocationTimeout, match="timed out trying to allocate devices"):
+        a.allocate(NODE1, slices, [c], (lambda: float(next(ticks)), 5.0))
+    assert a.allocate(NODE1, slices, [c]) is None  # without a deadline the search just fails

@@ -452,3 +452,15 @@ def test_rows_are_grouped_by_the_slices_they_see() -> None:
         (3, 5): {"net", "all"},
         (0, 2, 4): {"all"},
     }
+
+
+def test_args_default_filter_timeout_and_reject_binding_timeout() -> None:
+    from policy_scheduler.scheduler.field_errors import ArgsError
+    from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+
+    assert DynamicResourcesArgs.from_json({}).to_json() == {"filterTimeout": "10s"}
+    assert DynamicResourcesArgs.from_json({"filterTimeout": "0s"}).filter_timeout == 0
+    with pytest.raises(ArgsError, match=r"filterTimeout: Invalid value: .*must be zero or positive"):
+        DynamicResourcesArgs.from_json({"filterTimeout": "-1s"})
+    with pytest.raises(ArgsError, match="bindingTimeout: Forbidden: DRADeviceBindingConditions"):
+        DynamicResourcesArgs.from_json({"bindingTimeout": "5m"})

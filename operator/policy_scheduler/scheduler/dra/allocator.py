@@ -42,6 +42,10 @@ class FailedOnNode(AllocationError):
     """ErrFailedAllocationOnNode: not fatal, other nodes may still work."""
 
 
+class AllocationTimeout(AllocationError):
+    """The per-node search ran past the profile's filterTimeout (context.DeadlineExceeded)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Features:
     """structured.Features that v1.35 enables by default (AdminAccess and PrioritizedList are beta, on)."""
@@ -156,10 +160,18 @@ class Allocator:
         self.evaluated: dict[tuple[str, DeviceId], bool] = {} if evaluated is None else evaluated
 
     def allocate(
-        self, node_name: str, visible: Sequence[ResourceSlice], claims: Sequence[ResourceClaim]
+        self,
+        node_name: str,
+        visible: Sequence[ResourceSlice],
+        claims: Sequence[ResourceClaim],
+        deadline: tuple[Callable[[], float], float] | None = None,
     ) -> list[AllocationResult] | None:
-        """One AllocationResult per claim, or None when the devices do not suffice."""
-        return _Run(self, node_name, gather_pools(visible, self.all_slices), claims).run()
+        """One AllocationResult per claim, or None when the devices do not suffice.
+
+        `deadline` is (clock, time): past it the search stops with AllocationTimeout."""
+        run = _Run(self, node_name, gather_pools(visible, self.all_slices), claims)
+        run.deadline = deadline
+        return run.run()
 
     def selector(self, expression: str) -> DeviceSelector | SelectorError:
         compiled = self._compiled.get(expression)
@@ -186,6 +198,8 @@ class _Run:
         self.constraints: list[list[_MatchAttribute]] = []
         self.allocating: dict[DeviceId, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
+        self.deadline: tuple[Callable[[], float], float] | None = None
+        self._steps = 0
 
     # ---- validation ------------------------------------------------------------------------------
 
@@ -297,6 +311,11 @@ class _Run:
     # ---- search ----------------------------------------------------------------------------------
 
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+        self._steps += 1
+        if self.deadline is not None and self._steps % 16 == 0:
+            clock, until = self.deadline
+            if clock() > until:
+                raise AllocationTimeout("timed out trying to allocate devices")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

@@ -9,13 +9,18 @@ goes to two pods; PreBind writes allocation + reservedFor through the injected C
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from policy_scheduler.scheduler.dra.allocator import AllocationError, Allocator, FailedOnNode
+from policy_scheduler.scheduler.dra.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    FailedOnNode,
+)
 from policy_scheduler.scheduler.dra.model import (
     CLAIM_FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
@@ -63,6 +68,7 @@ from policy_scheduler.scheduler.framework.status import (
 )
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
 from policy_scheduler.scheduler.selectors.node_matching import match_node_selector_terms
 
@@ -98,8 +104,12 @@ class DynamicResources(
 ):
     name = "DynamicResources"
 
-    def __init__(self, handle: Any, args: object) -> None:
+    def __init__(self, handle: Any, args: DynamicResourcesArgs | Mapping[str, Any] | None = None) -> None:
         super().__init__(handle, args)
+        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
+        self.typed_args = (
+            args if isinstance(args, DynamicResourcesArgs) else DynamicResourcesArgs.from_json(args or {})
+        )
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -292,9 +302,12 @@ class DynamicResources(
         rows: Rows,
     ) -> Status | None:
         assert s.allocator is not None
+        timeout = self.typed_args.filter_timeout
+        clock = self.handle.clock
+        deadline = (clock, clock() + timeout) if timeout else None
         try:
-            result = s.allocator.allocate(node_name, slices, claims)
-        except FailedOnNode as e:
+            result = s.allocator.allocate(node_name, slices, claims, deadline)
+        except (FailedOnNode, AllocationTimeout) as e:
             return unresolvable(str(e))
         except AllocationError as e:
             return _error(str(e))
