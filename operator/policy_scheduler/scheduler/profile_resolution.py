@@ -135,6 +135,7 @@ IMPLEMENTED_PLUGINS: frozenset[str] = frozenset(
         NODE_RESOURCES_BALANCED_ALLOCATION,
         IMAGE_LOCALITY,
         DEFAULT_BINDER,
+        "Coscheduling",  # scheduler-plugins' gang scheduling, shipped with policy-scheduler
     }
 )
 
