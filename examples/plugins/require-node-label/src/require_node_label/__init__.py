@@ -20,7 +20,6 @@ from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import ABSENT, Rows
 
-
 DEFAULT_LABEL_KEY = "example.com/pool"
 
 
