@@ -14,8 +14,10 @@ from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfi
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup
 from policy_scheduler.scheduler.model import Container, Node, Pod
+from policy_scheduler.scheduler.plugins.defaultpreemption.policy import GANG_MEMBER, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 
@@ -43,6 +45,7 @@ class Hooks:
     def __init__(self) -> None:
         self.failures: dict[str, str] = {}
         self.scheduled_on: dict[str, str] = {}
+        self.preemptions: list[tuple[str, str, list[str]]] = []
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         self.scheduled_on[pod.name] = node_name
@@ -53,7 +56,9 @@ class Hooks:
         self.failures[pod.name] = message
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
-        pass
+        self.preemptions.append(
+            (pod.name, result.nominated_node_name, sorted(v.name for v in result.victims))
+        )
 
     def nomination_cleared(self, pod: Pod) -> None:
         pass
@@ -125,9 +130,10 @@ class World:
         asyncio.run(loop())
 
 
-def world(*nodes: int, **args: Any) -> World:
+def world(*nodes: int, policy: EvictionPolicyConfig | None = None, **args: Any) -> World:
     hooks, binder, clock = Hooks(), Binder(), Clock()
-    engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock)
+    services = ClusterServices(eviction_policy=lambda _name: policy)
+    engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock, services=services)
     binder.engine = engine
     engine.set_profiles([gang_profile(**args)])
     w = World(engine, hooks, binder, clock)
@@ -238,6 +244,82 @@ def test_pods_of_a_missing_group_wait_with_a_reason() -> None:
     w.group("missing", 1)
     w.run()
     assert "x-0" in w.binder.bound
+
+
+def evict(w: World, names: list[str]) -> None:
+    for name in names:
+        stored = w.engine.cache.get_pod(f"default/{name}")
+        assert stored is not None
+        w.engine.pod_deleted(stored)
+        w.binder.bound.pop(name, None)
+
+
+def test_a_high_priority_gang_preempts_a_low_priority_gang_as_a_whole() -> None:
+    w = world(400, 400)
+    w.group("low", 3, created=1.0)
+    for i in range(4):
+        w.member(f"low-{i}", "low", cpu=200)
+    w.run()
+    assert len(w.bound_in("low")) == 4
+    w.group("high", 4, created=2.0)
+    for i in range(4):
+        w.member(f"high-{i}", "high", cpu=200, priority=100)
+    w.run(rounds=1)
+    assert w.hooks.preemptions, "the gang preempted"
+    preemptor, node, victims = w.hooks.preemptions[0]
+    # Room for all four members at once, and the low group goes whole (gangDisruption Whole).
+    assert victims == ["low-0", "low-1", "low-2", "low-3"]
+    evict(w, victims)
+    w.run()
+    assert len(w.bound_in("high")) == 4 and w.bound_in("low") == []
+
+
+def test_a_gang_preempts_for_every_member_or_for_none() -> None:
+    w = world(400, 400)
+    # Half the room is held by pods nobody may preempt (priority 1000).
+    w.engine.pod_added(
+        Pod(
+            "big",
+            uid="big",
+            priority=1000,
+            node_name="n0",
+            containers=(Container("c", requests={"cpu": 400}),),
+        )
+    )
+    for i in range(2):
+        w.engine.pod_added(
+            Pod(
+                f"small-{i}",
+                uid=f"small-{i}",
+                node_name="n1",
+                containers=(Container("c", requests={"cpu": 200}),),
+            )
+        )
+    w.group("high", 4)
+    for i in range(4):
+        w.member(f"high-{i}", "high", cpu=200, priority=100)
+    w.run(rounds=2)
+    assert w.hooks.preemptions == [], "two members could get room, four cannot: no victims at all"
+    assert w.binder.bound == {}
+
+
+def test_a_lone_pod_takes_a_gang_member_only_with_its_group_unless_member_mode() -> None:
+    for policy, expected in ((None, ["g-0", "g-1"]), (EvictionPolicyConfig(gang_disruption=GANG_MEMBER), 1)):
+        w = world(200, 200, policy=policy)
+        w.group("g", 2)
+        for i in range(2):
+            w.member(f"g-{i}", "g", cpu=200)
+        w.run()
+        assert len(w.bound_in("g")) == 2
+        w.engine.pod_added(
+            Pod("vip", uid="vip", priority=100, containers=(Container("c", requests={"cpu": 200}),))
+        )
+        w.run(rounds=1)
+        victims = w.hooks.preemptions[0][2]
+        if isinstance(expected, int):
+            assert len(victims) == expected and victims[0].startswith("g-")
+        else:
+            assert victims == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -368,7 +368,11 @@ class Framework:
             nominated = [
                 p
                 for p in nominator.nominated_pods_for_node(node_name)
-                if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
+                if p.priority >= pod.priority
+                and p.uid != pod.uid
+                and p.key != pod.key
+                # already on the node (a gang preemption's scratch placement): counted once
+                and p.key not in table.pods[int(row)]
             ]
             if not nominated:
                 continue

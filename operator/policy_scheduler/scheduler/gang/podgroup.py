@@ -42,7 +42,7 @@ class GroupState:
     message: str = ""  # why the group waits, or "" once it is scheduled
     schedule_start_time: float | None = None
     scheduled: int = 0  # members bound or being bound
-    members: set[str] = field(default_factory=set)
+    members: dict[str, Pod] = field(default_factory=dict)  # pod key -> latest pod
 
 
 def group_name(pod: Pod) -> str:

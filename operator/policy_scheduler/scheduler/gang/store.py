@@ -50,18 +50,16 @@ class PodGroupStore:
     def pod_seen(self, pod: Pod) -> None:
         key = group_key(pod)
         previous = self._group_of.get(pod.key)
-        if previous == key:
-            return
-        if previous:
+        if previous and previous != key:
             self.pod_gone(pod)
         if key:
             self._group_of[pod.key] = key
-            self.state(key).members.add(pod.key)
+            self.state(key).members[pod.key] = pod
 
     def pod_gone(self, pod: Pod) -> None:
         key = self._group_of.pop(pod.key, "")
         if key and key in self.states:
-            self.states[key].members.discard(pod.key)
+            self.states[key].members.pop(pod.key, None)
 
     def member_count(self, key: str) -> int:
         state = self.states.get(key)
