@@ -266,7 +266,8 @@ def test_a_high_priority_gang_preempts_a_low_priority_gang_as_a_whole() -> None:
         w.member(f"high-{i}", "high", cpu=200, priority=100)
     w.run(rounds=1)
     assert w.hooks.preemptions, "the gang preempted"
-    preemptor, node, victims = w.hooks.preemptions[0]
+    preemptor, _node, victims = w.hooks.preemptions[0]
+    assert preemptor.startswith("high-")
     # Room for all four members at once, and the low group goes whole (gangDisruption Whole).
     assert victims == ["low-0", "low-1", "low-2", "low-3"]
     evict(w, victims)
