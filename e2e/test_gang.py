@@ -21,7 +21,14 @@ NODE_LABEL = "e2e-gang"
 
 
 class Gang:
-    def __init__(self, kubectl: Kubectl, cluster: DevCluster, tag: str, **args: Any) -> None:
+    def __init__(
+        self,
+        kubectl: Kubectl,
+        cluster: DevCluster,
+        tag: str,
+        policy: dict[str, Any] | None = None,
+        **args: Any,
+    ) -> None:
         self.kubectl, self.cluster, self.tag = kubectl, cluster, tag
         self.ns = f"e2e-gang-{tag}"
         self.scheduler = f"gang-{tag}"
@@ -34,6 +41,17 @@ class Gang:
             },
             "pluginConfig": [{"name": "Coscheduling", "args": args}] if args else [],
         }
+        self.policy = policy
+        if policy is not None:
+            kubectl.apply(
+                {
+                    "apiVersion": "scheduling.policy-scheduler.io/v1alpha1",
+                    "kind": "EvictionPolicy",
+                    "metadata": {"name": self.scheduler},
+                    "spec": policy,
+                }
+            )
+            spec["evictionPolicyName"] = self.scheduler
         kubectl.apply(profile(self.scheduler, self.scheduler, **spec))
         wait_for(f"profile {self.scheduler} ready", self._ready, timeout=30)
 
@@ -86,6 +104,8 @@ class Gang:
     def cleanup(self) -> None:
         self.kubectl.delete("namespace", self.ns)
         self.kubectl.delete("schedulingprofile", self.scheduler)
+        if self.policy is not None:
+            self.kubectl.delete("evictionpolicy", self.scheduler)
         for node in self.nodes:
             self.kubectl.delete("node", node)
 
@@ -116,8 +136,12 @@ def test_group_of_eight_where_six_fit_stays_pending_then_binds_when_nodes_arrive
     g.group("job", 8)
     for i in range(8):
         g.member(f"job-{i}", "job", cpu="1")
-    message = wait_for("the group's waiting reason", lambda: waiting_message(g.pg_status("job")), timeout=30)
-    assert "PodGroup e2e-gang-eight/job" in message
+    # Once all 8 exist, the reason is the group's own (waiting at Permit, or rejected as a whole).
+    wait_for(
+        "the group's waiting reason",
+        lambda: "PodGroup e2e-gang-eight/job" in waiting_message(g.pg_status("job")) or None,
+        timeout=30,
+    )
     # Members hold nodes only while waiting at Permit; none binds while the group cannot complete.
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -159,3 +183,44 @@ def test_two_gangs_that_cannot_both_fit_end_one_complete_one_pending(gang: Calla
     other = "b" if groups == {"a"} else "a"
     wait_for("the other group says why it waits", lambda: waiting_message(g.pg_status(other)) or None)
     assert len(g.bound()) == 4
+
+
+@pytest.fixture
+def priority_classes(kubectl: Kubectl) -> Iterator[None]:
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in (("e2e-gang-low", 10), ("e2e-gang-high", 1000))
+    ]
+    kubectl.apply(*classes)
+    yield
+    for pc in classes:
+        kubectl.delete("priorityclass", pc["metadata"]["name"])
+
+
+def test_high_priority_gang_preempts_a_lower_gang_as_a_whole(
+    gang: Callable[..., Gang], priority_classes: None
+) -> None:
+    g = gang("preempt", policy={"gangDisruption": "Whole"})
+    g.add_nodes(2, cpu="2")
+    g.group("low", 3)
+    for i in range(4):
+        g.member(f"low-{i}", "low", cpu="1", pc="e2e-gang-low")
+    wait_for("the low gang bound", lambda: len(g.bound("low")) == 4 or None, timeout=60)
+    g.group("high", 4)
+    for i in range(4):
+        g.member(f"high-{i}", "high", cpu="1", pc="e2e-gang-high")
+    wait_for("the high gang bound", lambda: len(g.bound("high")) == 4 or None, timeout=90)
+    # The low gang went as a whole (gangDisruption Whole), through the Eviction API.
+    wait_for("no low member left", lambda: not g.bound("low") or None, timeout=30)
+
+    def evicted() -> set[str] | None:
+        status = g.kubectl.get("evictionpolicy", g.scheduler).get("status") or {}
+        names = {e["name"] for e in status.get("recentEvictions") or [] if e.get("result") == "Evicted"}
+        return names if len(names) >= 4 else None
+
+    assert wait_for("the evictions recorded", evicted, timeout=30) == {f"low-{i}" for i in range(4)}
