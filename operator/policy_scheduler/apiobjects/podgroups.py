@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.structs import ObjectMeta, _Base
 from policy_scheduler.scheduler.gang import GroupState, PodGroup
 from policy_scheduler.scheduler.gang.podgroup import (
@@ -75,7 +76,14 @@ def pod_group_from_api(obj: PodGroupObject) -> PodGroup:
 
 def pod_group_from_dict(raw: dict[str, Any]) -> PodGroup:
     """From a YAML document (simulate)."""
-    return pod_group_from_api(msgspec.convert(raw, PodGroupObject, strict=False))
+    try:
+        obj = msgspec.convert(raw, PodGroupObject, strict=False)
+    except msgspec.ValidationError as exc:
+        problem, _, path = str(exc).rpartition(" - at `$.")
+        if problem:  # msgspec words it "<problem> - at `$.<path>`"
+            raise ConversionError(path.rstrip("`"), problem) from None
+        raise ConversionError("", str(exc)) from None
+    return pod_group_from_api(obj)
 
 
 def _rfc3339(epoch: float) -> str:
