@@ -7,9 +7,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
 from policy_scheduler.policy.compile import compile_profile, parse_profile_spec
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig
@@ -17,6 +19,7 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, plugin_registry
 from policy_scheduler.scheduler.profile_resolution import ProfileError, resolve_profile
+from policy_scheduler.stats import ProfileStats
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "require-node-label"
 
@@ -61,6 +64,27 @@ def test_a_missing_plugin_is_refused_by_name() -> None:
     assert "RequireNodeLabel" not in implemented_plugin_names() or "require_node_label" in sys.modules
     with pytest.raises(ProfileError, match='unknown plugin "RequireNodeLabel"'):
         resolve_profile(profile_with_plugin(), frozenset({"PrioritySort", "DefaultBinder"}))
+
+
+def test_a_profile_naming_a_plugin_not_installed_is_refused_and_the_last_good_one_stays() -> None:
+    assert "RequireNodeLabel" not in plugin_registry(), "runs before the example is installed"
+    published: list[list[Any]] = []
+    store = ProfileStore(compile_profile_spec, published.append, eviction_policy_problem=lambda _n: None)
+    store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+    store.apply(
+        "p",
+        "u1",
+        2,
+        "2026-01-01T00:00:00Z",
+        {"schedulerName": "s", "plugins": {"filter": {"enabled": [{"name": "RequireNodeLabel"}]}}},
+    )
+    assert [p.scheduler_name for p in published[-1]] == ["s"]
+    assert "RequireNodeLabel" not in [r.name for r in published[-1][0].points["filter"]]
+    status = store.status("p", ProfileStats(), synced=True)
+    assert status is not None
+    accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
+    assert accepted["status"] == "False" and 'unknown plugin "RequireNodeLabel"' in accepted["message"]
+    assert status["lastAcceptedGeneration"] == 1
 
 
 def test_installed_plugin_schedules(installed: Path) -> None:
