@@ -6,14 +6,14 @@ tolerate. The PodGroup CRD comes from --install-crds.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import holds_for, wait_until
 
 PG_API = "scheduling.x-k8s.io/v1alpha1"
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -53,7 +53,7 @@ class Gang:
             )
             spec["evictionPolicyName"] = self.scheduler
         kubectl.apply(profile(self.scheduler, self.scheduler, **spec))
-        wait_for(f"profile {self.scheduler} ready", self._ready, timeout=30)
+        wait_until(f"profile {self.scheduler} ready", self._ready, timeout=30)
 
     def _ready(self) -> bool:
         cond = condition(self.kubectl.get("schedulingprofile", self.scheduler), "Ready")
@@ -137,20 +137,19 @@ def test_group_of_eight_where_six_fit_stays_pending_then_binds_when_nodes_arrive
     for i in range(8):
         g.member(f"job-{i}", "job", cpu="1")
     # Once all 8 exist, the reason is the group's own (waiting at Permit, or rejected as a whole).
-    wait_for(
+    wait_until(
         "the group's waiting reason",
         lambda: "PodGroup e2e-gang-eight/job" in waiting_message(g.pg_status("job")) or None,
         timeout=30,
     )
     # Members hold nodes only while waiting at Permit; none binds while the group cannot complete.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        assert g.bound() == []
-        time.sleep(0.5)
+    holds_for("no member bound", lambda: g.bound() == [], seconds=5)
     assert g.pg_status("job")["phase"] in ("Pending", "Scheduling")
     g.add_nodes(2, cpu="1")
-    wait_for("all 8 members bound", lambda: len(g.bound()) == 8 or None, timeout=60)
-    wait_for("status Scheduled", lambda: g.pg_status("job").get("phase") in ("Scheduled", "Running") or None)
+    wait_until("all 8 members bound", lambda: len(g.bound()) == 8 or None, timeout=60)
+    wait_until(
+        "status Scheduled", lambda: g.pg_status("job").get("phase") in ("Scheduled", "Running") or None
+    )
 
 
 def test_timed_out_group_releases_its_room_for_a_normal_pod(gang: Callable[..., Gang]) -> None:
@@ -160,11 +159,11 @@ def test_timed_out_group_releases_its_room_for_a_normal_pod(gang: Callable[..., 
     for i in range(3):
         g.member(f"job-{i}", "job", cpu="1")
     g.member("job-3", "job", cpu="3")  # fits no node: the others wait at Permit, then time out
-    wait_for(
+    wait_until(
         "a member waits at Permit", lambda: "waits at Permit" in waiting_message(g.pg_status("job")) or None
     )
     g.member("plain", None, cpu="2")
-    wait_for("the normal pod bound", lambda: "plain" in g.bound() or None, timeout=60)
+    wait_until("the normal pod bound", lambda: "plain" in g.bound() or None, timeout=60)
     assert g.bound("job") == []
 
 
@@ -176,18 +175,18 @@ def test_two_gangs_that_cannot_both_fit_end_one_complete_one_pending(gang: Calla
     for i in range(4):
         g.member(f"a-{i}", "a", cpu="1")
         g.member(f"b-{i}", "b", cpu="1")
-    wait_for("one group complete", lambda: len(g.bound()) == 4 or None, timeout=60)
+    wait_until("one group complete", lambda: len(g.bound()) == 4 or None, timeout=60)
     bound = g.bound()
     groups = {name.split("-")[0] for name in bound}
     assert len(groups) == 1, bound
     other = "b" if groups == {"a"} else "a"
-    wait_for("the other group says why it waits", lambda: waiting_message(g.pg_status(other)) or None)
+    wait_until("the other group says why it waits", lambda: waiting_message(g.pg_status(other)) or None)
     assert len(g.bound()) == 4
 
 
 @pytest.fixture
 def priority_classes(kubectl: Kubectl) -> Iterator[None]:
-    classes = [
+    classes: list[dict[str, Any]] = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
@@ -210,17 +209,17 @@ def test_high_priority_gang_preempts_a_lower_gang_as_a_whole(
     g.group("low", 3)
     for i in range(4):
         g.member(f"low-{i}", "low", cpu="1", pc="e2e-gang-low")
-    wait_for("the low gang bound", lambda: len(g.bound("low")) == 4 or None, timeout=60)
+    wait_until("the low gang bound", lambda: len(g.bound("low")) == 4 or None, timeout=60)
     g.group("high", 4)
     for i in range(4):
         g.member(f"high-{i}", "high", cpu="1", pc="e2e-gang-high")
-    wait_for("the high gang bound", lambda: len(g.bound("high")) == 4 or None, timeout=90)
+    wait_until("the high gang bound", lambda: len(g.bound("high")) == 4 or None, timeout=90)
     # The low gang went as a whole (gangDisruption Whole), through the Eviction API.
-    wait_for("no low member left", lambda: not g.bound("low") or None, timeout=30)
+    wait_until("no low member left", lambda: not g.bound("low") or None, timeout=30)
 
     def evicted() -> set[str] | None:
         status = g.kubectl.get("evictionpolicy", g.scheduler).get("status") or {}
         names = {e["name"] for e in status.get("recentEvictions") or [] if e.get("result") == "Evicted"}
         return names if len(names) >= 4 else None
 
-    assert wait_for("the evictions recorded", evicted, timeout=30) == {f"low-{i}" for i in range(4)}
+    assert wait_until("the evictions recorded", evicted, timeout=30) == {f"low-{i}" for i in range(4)}

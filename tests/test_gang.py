@@ -232,7 +232,8 @@ def test_higher_priority_group_goes_first() -> None:
         w.member(f"a-{i}", "a", cpu=200)
         w.member(f"b-{i}", "b", cpu=200, priority=10)
     w.run()
-    assert len(w.bound_in("b")) == 4 and w.bound_in("a") == []
+    assert len(w.bound_in("b")) == 4
+    assert w.bound_in("a") == []
 
 
 def test_pods_of_a_missing_group_wait_with_a_reason() -> None:
@@ -272,7 +273,8 @@ def test_a_high_priority_gang_preempts_a_low_priority_gang_as_a_whole() -> None:
     assert victims == ["low-0", "low-1", "low-2", "low-3"]
     evict(w, victims)
     w.run()
-    assert len(w.bound_in("high")) == 4 and w.bound_in("low") == []
+    assert len(w.bound_in("high")) == 4
+    assert w.bound_in("low") == []
 
 
 def test_a_gang_preempts_for_every_member_or_for_none() -> None:
@@ -318,7 +320,8 @@ def test_a_lone_pod_takes_a_gang_member_only_with_its_group_unless_member_mode()
         w.run(rounds=1)
         victims = w.hooks.preemptions[0][2]
         if isinstance(expected, int):
-            assert len(victims) == expected and victims[0].startswith("g-")
+            assert len(victims) == expected
+            assert victims[0].startswith("g-")
         else:
             assert victims == expected
 

@@ -83,7 +83,8 @@ def test_a_profile_naming_a_plugin_not_installed_is_refused_and_the_last_good_on
     status = store.status("p", ProfileStats(), synced=True)
     assert status is not None
     accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
-    assert accepted["status"] == "False" and 'unknown plugin "RequireNodeLabel"' in accepted["message"]
+    assert accepted["status"] == "False"
+    assert 'unknown plugin "RequireNodeLabel"' in accepted["message"]
     assert status["lastAcceptedGeneration"] == 1
 
 
@@ -105,7 +106,8 @@ def test_installed_plugin_schedules(installed: Path) -> None:
     engine.frameworks[resolved.scheduler_name].handle.binder = engine.base_handle.binder
     engine.pod_added(Pod("p", uid="p", containers=(Container("c", requests={"cpu": 100}),)))
     task = engine.scheduler.schedule_one(engine.queue.try_pop())  # type: ignore[arg-type]
-    assert task is not None and task.node_name == "pooled"
+    assert task is not None
+    assert task.node_name == "pooled"
 
 
 def test_installed_plugin_args_are_checked_by_its_args_type(installed: Path) -> None:

@@ -115,7 +115,8 @@ def test_pre_filter_cases() -> None:
     state = CycleState()
     assert plugin.pre_filter(state, member("lone"))[1].is_success, "pods in no group pass"
     _, status = plugin.pre_filter(state, member("x", "missing"))
-    assert status.code == Code.UNSCHEDULABLE and "PodGroup not found" in status.message
+    assert status.code == Code.UNSCHEDULABLE
+    assert "PodGroup not found" in status.message
     store.pod_seen(member("p1", "pg"))
     _, status = plugin.pre_filter(state, member("p1", "pg"))
     assert status.message == (
@@ -162,13 +163,15 @@ def test_permit_waits_until_min_member_hold_a_node() -> None:
     assert plugin.permit(CycleState(), member("lone"), "n0")[0].is_success
     table.add_pod(member("p0", "pg", node="n0"), 0)
     status, wait = plugin.permit(CycleState(), member("p0", "pg", node="n0"), "n0")
-    assert status.code == Code.WAIT and wait == 7.0, "the group's scheduleTimeoutSeconds wins"
+    assert status.code == Code.WAIT
+    assert wait == 7.0, "the group's scheduleTimeoutSeconds wins"
     table.add_pod(member("p1", "pg", node="n1"), 1)
     assert plugin.permit(CycleState(), member("p1", "pg", node="n1"), "n1")[0].code == Code.WAIT
     table.add_pod(member("p2", "pg", node="n1"), 1)
     assert plugin.permit(CycleState(), member("p2", "pg", node="n1"), "n1")[0].is_success
     status, _ = plugin.permit(CycleState(), member("x", "missing"), "n0")
-    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.message == "PodGroup not found"
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message == "PodGroup not found"
 
 
 @pytest.mark.parametrize(
@@ -187,7 +190,8 @@ def test_post_filter(min_member: int, assigned: int, rejects: bool) -> None:
     for i in range(assigned):
         table.add_pod(member(f"a{i}", "pg", node="n0"), 0)
     result, status = plugin.post_filter(CycleState(), member("p", "pg"), Diagnosis())
-    assert result is None and status.code == Code.UNSCHEDULABLE
+    assert result is None
+    assert status.code == Code.UNSCHEDULABLE
     expected = "PodGroup default/pg gets rejected due to Pod p is unschedulable even after PostFilter"
     assert (status.message == expected) is rejects
 

@@ -17,6 +17,14 @@ class Resource(StrEnum):
     NODE = "Node"
     PDB = "PodDisruptionBudget"
     POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroups (gang scheduling)
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
     WILDCARD = "*"
 
 
