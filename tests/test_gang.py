@@ -20,6 +20,8 @@ from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import GANG_MEMBER, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from tests.aio import settle
+from tests.fakeclock import FakeClock
 
 
 def gang_profile(**args: Any) -> ResolvedProfile:
@@ -31,14 +33,6 @@ def gang_profile(**args: Any) -> ResolvedProfile:
         plugin_config={"Coscheduling": args} if args else {},
     )
     return resolve_profile(config, implemented_plugin_names())
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Hooks:
@@ -84,7 +78,7 @@ class World:
     engine: Engine
     hooks: Hooks
     binder: Binder
-    clock: Clock
+    clock: FakeClock
 
     def group(self, name: str, min_member: int, created: float = 0.0, **kw: Any) -> None:
         self.engine.pod_group_set(PodGroup("default", name, min_member, creation_timestamp=created, **kw))
@@ -113,14 +107,12 @@ class World:
             for _ in range(rounds):
                 for _ in range(200):
                     progressed = self.engine.schedule_next()
-                    for _ in range(4):
-                        await asyncio.sleep(0)  # binding tasks: permit allow, bind, watch event
+                    await settle(4)  # binding tasks: permit allow, bind, watch event
                     if not progressed:
                         break
-                self.clock.now += step
+                self.clock.advance(step)
                 self.engine.reject_expired_waiting_pods()
-                for _ in range(4):
-                    await asyncio.sleep(0)
+                await settle(4)
                 self.engine.queue.flush_backoff_completed()
                 self.engine.queue.flush_unschedulable_leftover()
             for task in list(self.engine.scheduler.binding_tasks):
@@ -131,7 +123,7 @@ class World:
 
 
 def world(*nodes: int, policy: EvictionPolicyConfig | None = None, **args: Any) -> World:
-    hooks, binder, clock = Hooks(), Binder(), Clock()
+    hooks, binder, clock = Hooks(), Binder(), FakeClock()
     services = ClusterServices(eviction_policy=lambda _name: policy)
     engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock, services=services)
     binder.engine = engine
@@ -183,8 +175,7 @@ def test_without_min_resources_a_failing_member_releases_its_waiting_siblings() 
     async def seven_cycles() -> None:
         for _ in range(7):
             assert w.engine.schedule_next()
-            for _ in range(4):
-                await asyncio.sleep(0)
+            await settle(4)
             assigned.append(len(w.engine.pod_groups.assigned("default/g")))
 
     asyncio.run(seven_cycles())
