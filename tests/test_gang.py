@@ -268,6 +268,40 @@ def test_a_high_priority_gang_preempts_a_low_priority_gang_as_a_whole() -> None:
     assert w.bound_in("low") == []
 
 
+def test_a_preempting_gang_nominates_every_member_that_uses_freed_room() -> None:
+    w = world(400, 400)
+    w.group("low", 4, created=1.0)
+    for i in range(4):
+        w.member(f"low-{i}", "low", cpu=200)
+    w.run()
+    w.group("high", 4, created=2.0)
+    for i in range(4):
+        w.member(f"high-{i}", "high", cpu=200, priority=100)
+
+    async def one_cycle() -> None:
+        assert w.engine.schedule_next()
+        await settle(4)
+
+    asyncio.run(one_cycle())  # the first member preempts; its siblings have not been tried yet
+    [(preemptor, node, victims)] = w.hooks.preemptions
+    nominator = w.engine.queue.nominator
+    nominated = {
+        name: nominator.nominated_node_name(w.engine.unassigned[f"default/{name}"])
+        for name in (f"high-{i}" for i in range(4))
+    }
+    assert nominated[preemptor] == node
+    # Each member holds one 200m half of a freed node: two per node, none left out.
+    assert Counter(nominated.values()) == {"n0": 2, "n1": 2}
+    evict(w, victims)
+    # A lower-priority pod arriving while the members back off must not take their room.
+    w.engine.pod_added(
+        Pod("intruder", uid="intruder", priority=50, containers=(Container("c", requests={"cpu": 200}),))
+    )
+    w.run()
+    assert len(w.bound_in("high")) == 4
+    assert "intruder" not in w.binder.bound
+
+
 def test_a_gang_preempts_for_every_member_or_for_none() -> None:
     w = world(400, 400)
     # Half the room is held by pods nobody may preempt (priority 1000).

@@ -81,20 +81,25 @@ class PodReporter:
         stats.preemptions += 1
         metrics.preemption_attempts.labels(framework.scheduler_name).inc()
         metrics.preemption_victims.labels(framework.scheduler_name).observe(len(result.victims))
+        for member, node_name in result.nominations:  # a gang's other members (the preemptor's
+            self._nominate(member, node_name)  # own nomination goes with its failure)
         if self.on_preempt is not None:
             self.on_preempt(pod, result, framework)
 
     def nomination_cleared(self, pod: Pod) -> None:
+        self._nominate(pod, "")
+
+    def _nominate(self, pod: Pod, node_name: str) -> None:
         if self.is_leader():
-            task = asyncio.get_running_loop().create_task(self._clear_nomination(pod))
+            task = asyncio.get_running_loop().create_task(self._write_nomination(pod, node_name))
             self._nomination_tasks.add(task)
             task.add_done_callback(self._nomination_tasks.discard)
 
-    async def _clear_nomination(self, pod: Pod) -> None:
+    async def _write_nomination(self, pod: Pod, node_name: str) -> None:
         try:
-            await set_nominated_node(self.api, pod.namespace, pod.name, "")
+            await set_nominated_node(self.api, pod.namespace, pod.name, node_name)
         except Exception as exc:  # the next attempt of that pod fixes it anyway
-            log.warning("clearing nomination failed", extra={"pod": pod.key, "error": str(exc)})
+            log.warning("writing nomination failed", extra={"pod": pod.key, "error": str(exc)})
 
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
         profile = framework.scheduler_name
