@@ -7,12 +7,13 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.interfaces import PostFilterResult, QueuedPodInfo
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup
@@ -20,6 +21,7 @@ from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import GANG_MEMBER, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.queue.hints import Strategy, is_pod_worth_requeuing
 from tests.aio import settle
 from tests.fakeclock import FakeClock
 
@@ -225,6 +227,32 @@ def test_higher_priority_group_goes_first() -> None:
     w.run()
     assert len(w.bound_in("b")) == 4
     assert w.bound_in("a") == []
+
+
+def test_a_new_member_is_offered_only_to_its_siblings_once_the_group_is_complete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w = world(1000)
+    for i in range(3):  # unrelated pods that fit nowhere sit in the unschedulable pool
+        w.engine.pod_added(
+            Pod(f"big-{i}", uid=f"big-{i}", containers=(Container("c", requests={"cpu": 9000}),))
+        )
+    w.run(rounds=1)
+    offered: list[str] = []
+
+    def spy(info: QueuedPodInfo, *args: Any) -> Strategy:
+        offered.append(info.pod.name)
+        return is_pod_worth_requeuing(info, *args)
+
+    monkeypatch.setattr("policy_scheduler.scheduler.queue.core.is_pod_worth_requeuing", spy)
+    w.group("g", 4)
+    offered.clear()  # the PodGroup's own event is offered to everyone, as upstream
+    for i in range(4):
+        w.member(f"g-{i}", "g")
+    # Members 1-3 wake nobody (PreEnqueue would hold every sibling again); the 4th its 3 siblings.
+    assert sorted(offered) == ["g-0", "g-1", "g-2"]
+    w.run()
+    assert sorted(w.bound_in("g")) == ["g-0", "g-1", "g-2", "g-3"]
 
 
 def test_pods_of_a_missing_group_wait_with_a_reason() -> None:
