@@ -64,6 +64,8 @@ HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 GREEN, BLUE, RED = {"color": "green"}, {"color": "blue"}, {"color": "red"}
 MeasuredFn = Callable[[str, str, str], JSON]  # (name, namespace, scheduler) -> pod
 InitFn = Callable[[str, str, Sequence[str]], list[JSON]]  # (namespace, scheduler, nodes) -> pods
+# (namespace, measured pods, node count) -> PodGroups; it labels the pods into their groups
+GroupsFn = Callable[[str, list[JSON], int], list[JSON]]
 
 
 def _bound(count: Callable[[int], int], **kwargs: Any) -> InitFn:
@@ -102,6 +104,9 @@ class Workload:
     max_measured: Callable[[int], int] = lambda nodes: 1 << 30
     churn: bool = False
     priority_classes: bool = False
+    # Gang workloads (bench_e2e/gang.py): the PodGroups, and what policy-scheduler's profile adds.
+    groups: GroupsFn | None = None
+    profile: JSON | None = None
 
 
 def _fifth(nodes: int) -> int:
@@ -213,7 +218,9 @@ CATALOGUE: tuple[Workload, ...] = (
 
 
 def catalogue() -> dict[str, Workload]:
-    return {w.name: w for w in CATALOGUE}
+    from policy_scheduler.bench_e2e.gang import GANG_WORKLOADS  # built on Workload, defined apart
+
+    return {w.name: w for w in (*CATALOGUE, *GANG_WORKLOADS)}
 
 
 def priority_classes() -> list[JSON]:
