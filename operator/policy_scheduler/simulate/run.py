@@ -16,6 +16,7 @@ from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
+from policy_scheduler.simulate import dra
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
@@ -47,6 +48,8 @@ class PodOutcome:
     dry_run: str | None = None  # what a dry-run EvictionPolicy would have evicted
     # victim key -> what the evictor would do with it (see simulate/verdicts.py), last attempt
     victims: dict[str, str] = field(default_factory=dict)
+    # DRA: the devices allocated to the pod's claims (claim, request, driver, pool, device)
+    devices: list[dict[str, str]] = field(default_factory=list)
 
 
 class _MemoryBinder:
@@ -141,6 +144,7 @@ async def _simulate(
     policy_for: PolicyFor | None,
 ) -> list[PodOutcome]:
     outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
+    claims, pods = dra.prepare(scenario.dra, scenario.pods)
     clock = FakeClock()
     hooks = _RecordingHooks(outcomes, list(scenario.pdbs))
     binder = _MemoryBinder()
@@ -151,6 +155,7 @@ async def _simulate(
         list_pdbs=lambda: hooks.pdbs,  # evictions use them up, as the Eviction API records
         eviction_policy=policy_for,
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
+        dra=claims,
     )
     engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
     hooks.engine = binder.engine = engine
@@ -158,7 +163,7 @@ async def _simulate(
     engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})
     for node in scenario.nodes:
         engine.node_added(node)
-    for pod in scenario.pods:
+    for pod in pods:
         if not engine.responsible_for(pod) and not pod.node_name:
             outcomes[pod.key].message = f"no SchedulingProfile for schedulerName {pod.scheduler_name!r}"
         clock.advance(0.001)  # queue order follows input order among equal priorities
@@ -180,6 +185,8 @@ async def _simulate(
         )
         engine.queue.flush_backoff_completed()
     await engine.scheduler.drain_binding()
+    for pod in pods:
+        outcomes[pod.key].devices = dra.allocated_devices(claims.store, pod)
     return [outcomes[p.key] for p in scenario.pods]
 
 
