@@ -56,6 +56,8 @@ def test_devices_run_out_and_a_missing_template_waits(capsys: pytest.CaptureFixt
     assert "cannot allocate all claims" in pods["one-too-many"]["message"]
     assert "devices" not in pods["one-too-many"]
     assert pods["no-template"]["node"] is None
+    # never attempted (PreEnqueue): the reason is DynamicResources' own
+    assert pods["no-template"]["message"] == 'pod "default/no-template": ResourceClaim not created yet'
 
 
 def test_generate_name_truncates_as_the_controller_does() -> None:

@@ -187,7 +187,19 @@ async def _simulate(
     await engine.scheduler.drain_binding()
     for pod in pods:
         outcomes[pod.key].devices = dra.allocated_devices(claims.store, pod)
+        _gate_message(engine, pod, outcomes[pod.key])
     return [outcomes[p.key] for p in scenario.pods]
+
+
+def _gate_message(engine: Engine, pod: Pod, outcome: PodOutcome) -> None:
+    """A pod PreEnqueue kept out of the queue (scheduling gates, a claim not created) was
+    never attempted: its reason is the gating plugin's message."""
+    if outcome.node or outcome.message:
+        return
+    framework = engine.frameworks.get(pod.scheduler_name)
+    status = framework.run_pre_enqueue(pod) if framework is not None else None
+    if status is not None and not status.is_success:
+        outcome.message = status.message
 
 
 def simulate(
