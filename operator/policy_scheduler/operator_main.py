@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from typing import Any
@@ -31,14 +32,17 @@ from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
+from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
+from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler_metrics import MetricsObserver, register_engine
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +110,16 @@ class Operator:
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
         )
+        # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
+        self.explanations = DiagnosisRecorder()
+        cycle_metrics = MetricsObserver()
         self.engine = Engine(
-            hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
+            hooks=self.reporter,
+            binder=ApiBinder(api),
+            observe=_observe_extension_point,
+            services=services,
+            observer=Observers(self.explanations, cycle_metrics),
+            plugin_metrics=cycle_metrics,
         )
         self.evictor.attach(EnginePods(self.engine))
         self.profiles = ProfileStore(
@@ -129,6 +141,7 @@ class Operator:
 
     def _pod_deleted(self, pod: Pod) -> None:
         self.engine.pod_deleted(pod)
+        self.explanations.forget(pod.namespace, pod.name)
         self.reporter.pod_gone(pod)
         self.evictor.pod_deleted(pod)
 
@@ -179,8 +192,14 @@ class Operator:
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
         server = None
+        unregister = register_engine(self.engine)
         if self.config.metrics_port:
-            server = await start_server(self.config.metrics_host, self.config.metrics_port, self.synced)
+            server = await start_server(
+                self.config.metrics_host,
+                self.config.metrics_port,
+                self.synced,
+                functools.partial(add_explain_routes, recorder=self.explanations),
+            )
         self.events.start()
         self.reporter.start()
         tasks.extend(self.cluster.start())
@@ -238,6 +257,7 @@ class Operator:
             await self.events.stop()
             if server is not None:
                 await server.cleanup()
+            unregister()
 
 
 async def _main(config: OperatorConfig) -> int:
