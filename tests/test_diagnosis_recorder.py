@@ -143,7 +143,8 @@ def test_a_pod_scheduled_after_pending_moves_to_scheduled() -> None:
     engine = engine_with(recorder, [node("tiny", cpu=100)])
     engine.pod_added(pod("grow"))
     run_all(engine)
-    assert recorder.get("default", "grow").state == PENDING  # type: ignore[union-attr]
+    first = recorder.get("default", "grow")
+    assert first is not None and first.state == PENDING
     engine.node_added(node("big"))
     engine.queue.activate([engine.unassigned["default/grow"]])
     run_all(engine)
