@@ -38,7 +38,7 @@ from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_id
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
-from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers
+from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
@@ -103,6 +103,7 @@ class Operator:
             is_leader=is_leader,
             on_preempt=self.evictor.on_preempt,
             writers=config.pod_status_writers,
+            summary_for=self._pending_summary,
         )
         services = ClusterServices(
             list_pdbs=lambda: list(self.pdbs.store.values()),
@@ -138,6 +139,10 @@ class Operator:
             pdbs=self.pdbs,
             timings=config.informer,
         )
+
+    def _pending_summary(self, pod: Pod) -> str | None:
+        found = self.explanations.get(pod.namespace, pod.name)
+        return pending_summary(found) if found is not None else None
 
     def _pod_deleted(self, pod: Pod) -> None:
         self.engine.pod_deleted(pod)
