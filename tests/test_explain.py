@@ -169,10 +169,13 @@ def test_kube_scheduler_metrics_after_a_burst() -> None:
             await engine.scheduler.drain_binding()
 
     before = metrics.REGISTRY.get_sample_value("scheduler_pod_scheduling_attempts_count") or 0.0
+    attempts_before = metrics.REGISTRY.get_sample_value("scheduler_preemption_attempts_total") or 0.0
     asyncio.run(run())
     value = metrics.REGISTRY.get_sample_value
     assert value("scheduler_pod_scheduling_attempts_count") == before + 12  # 4 nodes x 3 pods fit
     assert (value("scheduler_pod_scheduling_sli_duration_seconds_count", {"attempts": "1"}) or 0) >= 12
+    # DefaultPreemption ran for each of the 18 pods that did not fit.
+    assert (value("scheduler_preemption_attempts_total") or 0) - attempts_before == 18
     filter_evals = value(
         "scheduler_plugin_evaluation_total",
         {"plugin": "NodeResourcesFit", "extension_point": "Filter", "profile": "burst"},

@@ -21,6 +21,10 @@ from policy_scheduler.scheduler.framework.runtime import ScoreOutcome
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 
+# plugin_evaluation_total covers these points only; upstream counts a preemption attempt each
+# time DefaultPreemption's PostFilter runs, whatever it finds.
+EVALUATED_POINTS = frozenset({"PreFilter", "Filter", "PreScore", "Score"})
+DEFAULT_PREEMPTION = "DefaultPreemption"
 MAX_ATTEMPTS_LABEL = 15  # upstream's getAttemptsLabel caps the attempts label at "15+"
 
 
@@ -60,7 +64,10 @@ class MetricsObserver:
     # ---- PluginMetrics ---------------------------------------------------------------------------
 
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None:
-        metrics.plugin_evaluation.labels(plugin, point, profile).inc(count)
+        if point in EVALUATED_POINTS:
+            metrics.plugin_evaluation.labels(plugin, point, profile).inc(count)
+        elif point == "PostFilter" and plugin == DEFAULT_PREEMPTION:
+            metrics.preemption_attempts.inc()
 
     def executed(self, plugin: str, point: str, code: str, seconds: float) -> None:
         metrics.plugin_execution_duration.labels(plugin, point, code).observe(seconds)

@@ -90,8 +90,7 @@ class PodReporter:
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         stats = self.stats_for(framework.scheduler_name)
         stats.preemptions += 1
-        metrics.preemption_attempts.inc()
-        metrics.preemption_victims.observe(len(result.victims))
+        metrics.preemption_victims.observe(len(result.victims))  # attempts: MetricsObserver
         if self.on_preempt is not None:
             self.on_preempt(pod, result, framework)
 

@@ -453,7 +453,9 @@ class Framework:
         """RunPostFilterPlugins: the first success wins; otherwise the rejection messages."""
         rejections: list[Status] = []
         for plugin in self.points.post_filter:
+            started = time.perf_counter()
             result, status = plugin.post_filter(state, pod, diagnosis)
+            self._plugin_ran(state, plugin.name, "PostFilter", 1, started, status)
             if status.is_success:
                 return result, status.with_plugin(plugin.name)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
