@@ -137,7 +137,8 @@ def test_scheduled_pod_names_its_node_and_scores(
     # The kubectl plugin: `kubectl policy-scheduler explain` finds kubectl-policy_scheduler on PATH.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     endpoint = f"http://127.0.0.1:{operator_process.port}"
-    cmd = [kubectl.binary, "--kubeconfig", str(kubeconfig), "policy-scheduler", "explain", f"{NS}/placed"]
+    # kubectl refuses its own flags before a plugin's name: the plugin takes --kubeconfig itself.
+    cmd = [kubectl.binary, "policy-scheduler", "explain", f"{NS}/placed", "--kubeconfig", str(kubeconfig)]
     result = subprocess.run(
         [*cmd, "--endpoint", endpoint, "-o", "json"], capture_output=True, text=True, timeout=60, env=env
     )
