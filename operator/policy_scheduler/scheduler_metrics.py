@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -37,6 +38,8 @@ class MetricsObserver:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock  # the queue's clock: initial_attempt_timestamp comes from it
+        # Label lookups cost more than the increment: a cycle makes dozens, so keep the children.
+        self._evaluations: dict[tuple[str, str, str], Any] = {}
 
     def attempt_failed(
         self, pod: Pod, profile: str, reason: str, message: str, num_nodes: int, diagnosis: Diagnosis | None
@@ -65,7 +68,11 @@ class MetricsObserver:
 
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None:
         if point in EVALUATED_POINTS:
-            metrics.plugin_evaluation.labels(plugin, point, profile).inc(count)
+            key = (plugin, point, profile)
+            child = self._evaluations.get(key)
+            if child is None:
+                child = self._evaluations[key] = metrics.plugin_evaluation.labels(plugin, point, profile)
+            child.inc(count)
         elif point == "PostFilter" and plugin == DEFAULT_PREEMPTION:
             metrics.preemption_attempts.inc()
 
