@@ -92,7 +92,8 @@ def test_pending_pod_explained_with_every_reason(
 
     answer = wait_for("an explanation of the pending pod", answered, timeout=60)
     expected = expected_rejections(kubectl)
-    assert answer["state"] == "pending" and answer["source"] == "operator"
+    assert answer["state"] == "pending"
+    assert answer["source"] == "operator"
     assert answer["numNodes"] == sum(expected.values())
     assert by_plugin(answer) == expected
     reasons = {row["plugin"]: row["reason"] for row in answer["rejections"]}
@@ -118,7 +119,8 @@ def test_pending_pod_explained_with_every_reason(
     fallback = explain(kubeconfig, f"{NS}/stuck", "-o", "json")
     assert fallback.returncode == 0, fallback.stderr
     recomputed = json.loads(fallback.stdout)
-    assert recomputed["source"] == "recomputed" and "operator unreachable" in recomputed["note"]
+    assert recomputed["source"] == "recomputed"
+    assert "operator unreachable" in recomputed["note"]
     assert by_plugin(recomputed) == expected
 
 
@@ -144,15 +146,19 @@ def test_scheduled_pod_names_its_node_and_scores(
     )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert answer["state"] == "scheduled" and answer["node"] == node
+    assert answer["state"] == "scheduled"
+    assert answer["node"] == node
     best, runner_up = answer["scores"][0], answer["scores"][1]
-    assert best["node"] == node and runner_up["node"] == "explain-b-0"
-    assert best["total"] >= runner_up["total"] and best["total"] == sum(best["byPlugin"].values())
+    assert best["node"] == node
+    assert runner_up["node"] == "explain-b-0"
+    assert best["total"] >= runner_up["total"]
+    assert best["total"] == sum(best["byPlugin"].values())
     assert best["byPlugin"]["NodeResourcesFit"] > runner_up["byPlugin"]["NodeResourcesFit"]
     table = subprocess.run(
         [*cmd, "--endpoint", endpoint], capture_output=True, text=True, timeout=60, env=env
     )
-    assert f"scheduled to {node}" in table.stdout and "TOTAL" in table.stdout
+    assert f"scheduled to {node}" in table.stdout
+    assert "TOTAL" in table.stdout
     assert SUMMARY not in (kubectl.get("pod", "placed", NS)["metadata"].get("annotations") or {})
 
 
@@ -189,7 +195,10 @@ def test_kube_scheduler_metrics_after_a_burst(
         return text if found == [1.0, 1.0, 1.0] else None
 
     text = wait_for("metrics with the unschedulable pod", scraped, timeout=60)
-    sample = lambda name, **labels: _sample(text, name, **labels)  # noqa: E731
+
+    def sample(name: str, **labels: str) -> float | None:
+        return _sample(text, name, **labels)
+
     assert (sample("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") or 0) >= BURST
     assert (sample("scheduler_pod_scheduling_attempts_count") or 0) >= BURST + 1
     assert (sample("scheduler_pod_scheduling_attempts_sum") or 0) >= BURST
@@ -200,7 +209,8 @@ def test_kube_scheduler_metrics_after_a_burst(
         extension_point="Filter",
         profile=SCHEDULER,
     )
-    assert evaluations is not None and evaluations >= BURST
+    assert evaluations is not None
+    assert evaluations >= BURST
     assert (
         sample("scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd") or 0
     ) >= BURST
@@ -211,4 +221,5 @@ def test_kube_scheduler_metrics_after_a_burst(
     assert "# TYPE scheduler_preemption_victims histogram" in text
     assert (sample("scheduler_schedule_attempts_total", profile=SCHEDULER, result="scheduled") or 0) >= BURST
     # No pod contents in metrics.
-    assert "burst-" not in text and "stuck" not in text
+    assert "burst-" not in text
+    assert "stuck" not in text

@@ -92,6 +92,5 @@ def test_kustomization_makes_a_labelled_configmap_of_the_dashboard() -> None:
     [generator] = kustomization["configMapGenerator"]
     assert generator["files"] == [DASHBOARD.name]
     dashboard = json.loads(DASHBOARD.read_text())
-    assert dashboard["uid"] and {p["id"] for p in dashboard["panels"]} == set(
-        range(1, len(dashboard["panels"]) + 1)
-    )
+    assert dashboard["uid"]
+    assert {p["id"] for p in dashboard["panels"]} == set(range(1, len(dashboard["panels"]) + 1))

@@ -90,7 +90,8 @@ def test_pending_pod_counts_every_reason_by_plugin() -> None:
     engine.pod_added(pod("web", node_selector={"zone": "a"}))
     run_all(engine)
     found = recorder.get("default", "web")
-    assert found is not None and found.state == PENDING
+    assert found is not None
+    assert found.state == PENDING
     assert found.num_nodes == 10
     assert set(found.rejections) == {
         Rejection("NodeAffinity", AFFINITY, 4),
@@ -128,11 +129,14 @@ def test_scheduled_pod_names_its_node_and_scores_against_the_runner_up() -> None
     engine.pod_added(pod("api"))
     run_all(engine)
     found = recorder.get("default", "api")
-    assert found is not None and found.state == SCHEDULED
+    assert found is not None
+    assert found.state == SCHEDULED
     assert found.node == "n-free"
-    assert found.feasible_nodes == 3 and found.evaluated_nodes == 3
+    assert found.feasible_nodes == 3
+    assert found.evaluated_nodes == 3
     best, runner_up = found.scores[0], found.scores[1]
-    assert best.node == "n-free" and best.total > runner_up.total
+    assert best.node == "n-free"
+    assert best.total > runner_up.total
     assert best.by_plugin["NodeResourcesFit"] > runner_up.by_plugin["NodeResourcesFit"]
     assert sum(best.by_plugin.values()) == best.total
     assert Explanation.from_json(found.to_json()) == found
@@ -144,12 +148,15 @@ def test_a_pod_scheduled_after_pending_moves_to_scheduled() -> None:
     engine.pod_added(pod("grow"))
     run_all(engine)
     first = recorder.get("default", "grow")
-    assert first is not None and first.state == PENDING
+    assert first is not None
+    assert first.state == PENDING
     engine.node_added(node("big"))
     engine.queue.activate([engine.unassigned["default/grow"]])
     run_all(engine)
     found = recorder.get("default", "grow")
-    assert found is not None and found.state == SCHEDULED and found.node == "big"
+    assert found is not None
+    assert found.state == SCHEDULED
+    assert found.node == "big"
     assert len(recorder) == 1
 
 
@@ -193,4 +200,5 @@ def test_counts_agree_with_the_fit_error_message_on_multi_reason_nodes() -> None
 def test_summary_is_capped() -> None:
     rows = tuple(Rejection("P", f"reason number {i} " + "x" * 40, 1) for i in range(30))
     text = pending_summary(Explanation("ns", "p", "s", PENDING, num_nodes=30, rejections=rows), cap=200)
-    assert len(text) == 200 and text.endswith("...")
+    assert len(text) == 200
+    assert text.endswith("...")

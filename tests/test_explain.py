@@ -108,7 +108,8 @@ def test_http_adapter_serves_the_recorder_as_json() -> None:
             return found.status, await found.json(), missing.status
 
     status, body, missing = asyncio.run(scenario())
-    assert status == 200 and missing == 404
+    assert status == 200
+    assert missing == 404
     assert Explanation.from_json(body) == PENDING_EXPLANATION
 
 
@@ -126,12 +127,21 @@ def _cluster_scenario() -> Scenario:
     hog = Pod("hog", uid="hog", node_name="full", containers=(Container("c", requests={"cpu": 900}),))
     web = Pod("web", uid="web", containers=(Container("c", requests={"cpu": 500}),))
     scenario.pods = [hog, web]
+    scenario.profiles = [
+        {
+            "apiVersion": "scheduling.policy-scheduler.io/v1alpha1",
+            "kind": "SchedulingProfile",
+            "metadata": {"name": "default", "generation": 1},
+            "spec": {"schedulerName": "default-scheduler"},
+        }
+    ]
     return scenario
 
 
 def test_recompute_runs_one_cycle_of_the_core_on_the_snapshot() -> None:
     found = recompute(_cluster_scenario(), "default", "web")
-    assert found.source == "recomputed" and found.state == PENDING
+    assert found.source == "recomputed"
+    assert found.state == PENDING
     # "full" is short of cpu because the bound pod's requests were placed.
     assert set(found.rejections) == {
         Rejection("NodeResourcesFit", "Insufficient cpu", 2),
@@ -180,7 +190,8 @@ def test_kube_scheduler_metrics_after_a_burst() -> None:
         "scheduler_plugin_evaluation_total",
         {"plugin": "NodeResourcesFit", "extension_point": "Filter", "profile": "burst"},
     )
-    assert filter_evals is not None and filter_evals >= 30 * 4 - 12  # every pod tried on the nodes
+    assert filter_evals is not None
+    assert filter_evals >= 30 * 4 - 12
 
     registry = CollectorRegistry()
     register_engine(engine, registry)
@@ -200,7 +211,8 @@ def test_kube_scheduler_metrics_after_a_burst() -> None:
     )
     text = generate_latest(metrics.REGISTRY).decode()
     # No pod contents in metrics: names of pods never appear as label values.
-    assert 'p1"' not in text and "p1," not in text
+    assert 'p1"' not in text
+    assert "p1," not in text
 
 
 def test_attempts_label_is_capped_like_upstream() -> None:

@@ -128,6 +128,7 @@ class Operator:
             self.engine.set_profiles,
             eviction_policy_problem=self.policies.problem,
             notify=self._profile_event,
+            on_preemption_restored=self.engine.retry_pending,
         )
         self.policies.profiles = self.profiles
         self.profile_selector = parse_selector(config.profile_selector)

@@ -11,8 +11,8 @@ from typing import Any
 from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_endpoint, ask_leader
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
-from policy_scheduler.explain.snapshot import snapshot_from_cluster
 from policy_scheduler.scheduler.diagnosis_recorder import Explanation
+from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
 def add_parser(sub: Any) -> None:
@@ -77,10 +77,10 @@ async def _explain(args: argparse.Namespace) -> int:
                 return 1
             if api is None:
                 api = await make_api_client(args.kubeconfig)
-            scenario = await snapshot_from_cluster(api, [namespace])
+            scenario, _ = await read_snapshot(api_get(api), namespaces=[namespace])
             explanation = recompute(scenario, namespace, name)
             note += "; recomputed from a live snapshot of the cluster"
-    except NotExplainable as exc:
+    except (NotExplainable, SnapshotError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

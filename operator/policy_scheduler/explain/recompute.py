@@ -1,16 +1,20 @@
-"""Explain a pod from a snapshot: one scheduling cycle of the real core, nothing bound.
+"""Explain a pod from a live snapshot: one scheduling cycle of the real core, nothing bound.
 
-Every bound pod is placed, then only the asked-for pod is tried, so the answer is "what the
-scheduler would say now", not a replay of its queue.
+The snapshot is simulate's (simulate/live_snapshot.py) and the profiles are the ones the
+operator would serve (simulate/policy_in_force.py). Every bound pod is placed, then only the
+asked-for pod is tried, so the answer is "what the scheduler would say now", not a replay of
+its queue.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Explanation
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.simulate.profiles import resolve_scenario_profiles
+from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.simulate.policy_in_force import policy_in_force
 from policy_scheduler.simulate.scenario import Scenario
 
 
@@ -23,9 +27,15 @@ def recompute(scenario: Scenario, namespace: str, name: str) -> Explanation:
     target = next((p for p in scenario.pods if p.key == key), None)
     if target is None:
         raise NotExplainable(f"pod {key} not found (or it has finished)")
+    policy = policy_in_force(scenario.profiles, scenario.eviction_policies)
     recorder = DiagnosisRecorder()
-    engine = Engine(seed=0, observer=recorder)
-    engine.set_profiles(resolve_scenario_profiles(scenario))
+    services = ClusterServices(
+        list_pdbs=lambda: list(scenario.pdbs),
+        eviction_policy=policy.policy_for,
+        owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
+    )
+    engine = Engine(seed=0, observer=recorder, services=services)
+    engine.set_profiles(policy.profiles)
     if not engine.responsible_for(target):
         raise NotExplainable(f"no SchedulingProfile serves schedulerName {target.scheduler_name!r}")
     engine.set_namespace_labels({ns: info.labels for ns, info in scenario.namespaces.items()})

@@ -197,6 +197,33 @@ class DefaultPreemptionArgs(ArgsModel):
     min_candidate_nodes_absolute: int = Field(100, ge=0, description="Minimum candidates to dry-run.")
 
 
+class VolumeBindingArgs(ArgsModel):
+    plugin = "VolumeBinding"
+
+    bind_timeout_seconds: int = Field(
+        600, description="How long PreBind waits for the PV controller to bind the pod's volumes."
+    )
+    shape: list[dict[str, Any]] | None = Field(
+        None,
+        description="Storage capacity scoring shape; needs the StorageCapacityScoring feature gate (off).",
+    )
+
+    @model_validator(mode="after")
+    def _validate(self) -> VolumeBindingArgs:
+        if self.bind_timeout_seconds < 0:
+            raise field_error(
+                "bindTimeoutSeconds",
+                f"Invalid value: {self.bind_timeout_seconds}: "
+                "invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        if self.shape is not None:  # the StorageCapacityScoring gate is off in v1.35
+            raise field_error(
+                "shape",
+                "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
+            )
+        return self
+
+
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
     model.plugin: model
     for model in (
@@ -206,6 +233,7 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         InterPodAffinityArgs,
         NodeAffinityArgs,
         DefaultPreemptionArgs,
+        VolumeBindingArgs,
     )
 }
 

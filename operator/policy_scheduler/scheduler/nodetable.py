@@ -101,6 +101,8 @@ class NodeTable:
         self.listeners: list[PodListener] = []
         # Bumped on every change: plugins may cache per-generation derived data.
         self.generation = 0
+        # Bumped when rows are added, removed or moved (not on pod or label changes).
+        self.rows_generation = 0
         self._order: Rows | None = None
         self._zone_members: dict[str, list[str]] = {}
 
@@ -120,6 +122,7 @@ class NodeTable:
         row = self.index.get(node.name)
         if row is None:
             row = self._append_row(node)
+            self.rows_generation += 1
         else:
             old = self.nodes[row]
             self.nodes[row] = node
@@ -134,6 +137,7 @@ class NodeTable:
     def remove_node(self, name: str) -> list[Pod]:
         """Remove a node; returns the pods that were on it."""
         row = self.index.pop(name)
+        self.rows_generation += 1
         pods = list(self.pods[row].values())
         for pod in pods:
             self._notify_remove(pod, row)

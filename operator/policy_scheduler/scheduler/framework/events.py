@@ -16,6 +16,14 @@ class Resource(StrEnum):
     UNSCHEDULED_POD = "UnscheduledPod"
     NODE = "Node"
     PDB = "PodDisruptionBudget"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
     WILDCARD = "*"
 
 

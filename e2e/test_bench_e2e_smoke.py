@@ -1,0 +1,70 @@
+"""The end-to-end benchmark harness works (issue 12): a tiny run, every contender, real control plane.
+
+No throughput is asserted: only that each contender bound every measured pod and that the
+report carries the fields docs/benchmarks.md describes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from policy_scheduler.bench_e2e import contenders
+from policy_scheduler.bench_e2e.suite import create_bench_nodes, run_size, write_outputs
+from policy_scheduler.bench_e2e.workloads import catalogue
+from policy_scheduler.devcluster.build import missing_binaries
+from policy_scheduler.devcluster.cluster import DevCluster
+
+NODES, PODS = 20, 100
+FIELDS = {
+    "workload",
+    "nodes",
+    "contender",
+    "measured",
+    "bound",
+    "pods_per_second",
+    "p50",
+    "p90",
+    "p99",
+    "seconds_to_first_bind",
+    "cpu_seconds",
+    "cpu_ms_per_pod",
+    "peak_rss_mb",
+    "vs_kube_scheduler",
+    "vs_ceiling",
+    "error",
+}
+
+
+def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
+    assert not missing_binaries(), "build the control plane first: make controlplane"
+    with DevCluster(tmp_path / "cluster", nodes=0) as cluster:
+        nodes = create_bench_nodes(cluster, NODES)
+        workloads = [catalogue()["SchedulingBasic"]]
+        results = asyncio.run(run_size(cluster, nodes, workloads, contenders.ALL, PODS, run_seconds=60))
+        # Each run cleaned up after itself: no benchmark namespace is left behind.
+        leftover = [
+            ns["metadata"]["name"]
+            for ns in cluster.api().get("/api/v1/namespaces")["items"]
+            if ns["metadata"]["name"].startswith("bench-")
+            and ns.get("status", {}).get("phase") != "Terminating"
+        ]
+    assert leftover == []
+    write_outputs(results, tmp_path / "out", "smoke")
+
+    doc = json.loads((tmp_path / "out" / "benchmarks-e2e.json").read_text())
+    assert [r["contender"] for r in doc["results"]] == list(contenders.ALL)
+    for row in doc["results"]:
+        assert row.keys() >= FIELDS
+        assert (row["measured"], row["bound"], row["error"]) == (PODS, PODS, ""), row
+        assert row["pods_per_second"] > 0
+        assert row["cpu_seconds"] > 0
+        assert row["peak_rss_mb"] > 0
+        assert row["seconds_to_first_bind"] is not None
+    assert doc["results"][1]["vs_kube_scheduler"] == 1.0
+    assert {"nproc", "memory_gb", "cpu_model"} <= doc["machine"].keys()
+    assert (tmp_path / "out" / "benchmarks-e2e.png").read_bytes().startswith(b"\x89PNG")
+    assert (
+        "| SchedulingBasic | 20 | policy-scheduler |" in (tmp_path / "out" / "benchmarks-e2e.md").read_text()
+    )

@@ -1,0 +1,93 @@
+"""The ceiling contender: binds every pending pod of its schedulerName, round-robin, no decisions.
+
+`python -m policy_scheduler.bench_e2e.noop_binder --kubeconfig K --scheduler-name S [--selector L]`
+
+It lists, then watches, the unbound pods of its schedulerName and POSTs one Binding per pod with
+many requests in flight: what remains is the cost of the API server (and this process) per bind,
+the upper bound any scheduler can reach on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from policy_scheduler.bench_e2e.api import JSON, ApiError, Client, Credentials
+
+IN_FLIGHT = 64
+
+
+class NoopBinder:
+    def __init__(self, client: Client, scheduler_name: str, selector: str) -> None:
+        self.client = client
+        self.scheduler_name = scheduler_name
+        self.selector = selector
+        self.seen: set[str] = set()
+        self.slots = asyncio.Semaphore(IN_FLIGHT)
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.nodes: itertools.cycle[str] = itertools.cycle([""])
+
+    def _params(self) -> dict[str, str]:
+        params = {"fieldSelector": f"spec.schedulerName={self.scheduler_name},spec.nodeName="}
+        if self.selector:
+            params["labelSelector"] = self.selector
+        return params
+
+    async def run(self) -> None:
+        nodes = await self.client.get("/api/v1/nodes")
+        self.nodes = itertools.cycle([n["metadata"]["name"] for n in nodes["items"]])
+        while True:
+            listing = await self.client.get("/api/v1/pods", **self._params())
+            for pod in listing["items"]:
+                await self._offer(pod)
+            version = str(listing["metadata"]["resourceVersion"])
+            async for event in self.client.watch("/api/v1/pods", version, **self._params()):
+                if event["type"] == "ADDED":
+                    await self._offer(event["object"])
+
+    async def _offer(self, pod: JSON) -> None:
+        meta = pod["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        await self.slots.acquire()
+        task = asyncio.create_task(self._bind(meta["namespace"], meta["name"]))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _bind(self, namespace: str, name: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": next(self.nodes)},
+        }
+        try:
+            await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+        except ApiError as exc:
+            print(f"bind {namespace}/{name}: {exc}", file=sys.stderr, flush=True)
+        finally:
+            self.slots.release()
+
+
+async def _main(args: argparse.Namespace) -> None:
+    async with Client(Credentials.from_kubeconfig(Path(args.kubeconfig)), connections=IN_FLIGHT) as client:
+        await NoopBinder(client, args.scheduler_name, args.selector).run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--scheduler-name", required=True)
+    parser.add_argument("--selector", default="", help="label selector of the pods to bind")
+    asyncio.run(_main(parser.parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

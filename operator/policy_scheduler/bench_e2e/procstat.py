@@ -1,0 +1,58 @@
+"""CPU time and peak memory of a process (and its children) from /proc."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Usage:
+    cpu_seconds: float
+    peak_rss_mb: float
+
+
+def _stat_fields(pid: int) -> list[str]:
+    # The command name may hold spaces and parentheses: split after the last ')'.
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _cpu(pid: int) -> float:
+    """utime + stime + the waited-for children's cutime + cstime, in seconds."""
+    fields = _stat_fields(pid)
+    return sum(int(v) for v in fields[11:15]) / _TICKS
+
+
+def _hwm_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def usage(pid: int) -> Usage:
+    """Read while the process still runs: CPU of the tree, peak RSS of the largest member."""
+    cpu, peak = 0.0, 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            cpu += _cpu(current)
+            peak = max(peak, _hwm_kb(current))
+            pending += _children(current)
+        except OSError:  # exited in between
+            continue
+    return Usage(cpu, peak / 1024)

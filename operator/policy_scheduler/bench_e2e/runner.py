@@ -1,0 +1,253 @@
+"""One measured run: a workload, at one cluster size, against one contender.
+
+Pods first (init pods already bound, measured pods pending), then the contender's process;
+binds are counted from a watch on the measured pods. Everything of the run lives in a fresh
+namespace with its own schedulerName and is deleted afterwards, so contenders never share
+capacity or see each other's pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from policy_scheduler.bench_e2e import contenders
+from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
+from policy_scheduler.bench_e2e.procstat import usage
+from policy_scheduler.bench_e2e.rates import throughput
+from policy_scheduler.bench_e2e.workloads import MEASURED, ROLE_LABEL, Workload, pod, priority_classes
+from policy_scheduler.devcluster.nodes import DEFAULT_ZONES, NodeShape, node_manifest
+from policy_scheduler.devcluster.procs import Component, log_tail, spawn, terminate
+from policy_scheduler.policy.crdgen import render_crds
+
+log = logging.getLogger(__name__)
+
+CREATE_CONCURRENCY = 32
+CHURN_INTERVAL = 0.1
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+@dataclass
+class RunResult:
+    workload: str
+    nodes: int
+    contender: str
+    measured: int
+    bound: int = 0
+    seconds_to_first_bind: float | None = None
+    seconds_to_last_bind: float | None = None
+    pods_per_second: float = 0.0
+    p50: float = 0.0
+    p90: float = 0.0
+    p99: float = 0.0
+    samples: list[int] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    cpu_ms_per_pod: float = 0.0
+    peak_rss_mb: float = 0.0
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def gather_limited(jobs: Iterable[Awaitable[None]], limit: int = CREATE_CONCURRENCY) -> None:
+    slots = asyncio.Semaphore(limit)
+
+    async def one(job: Awaitable[None]) -> None:
+        async with slots:
+            await job
+
+    await asyncio.gather(*(one(j) for j in jobs))
+
+
+async def create_pods(client: Client, pods: Sequence[JSON]) -> None:
+    await gather_limited(
+        client.create(f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p) for p in pods
+    )
+
+
+async def install_cluster_objects(client: Client) -> None:
+    """CRDs (for the SchedulingProfile) and the PriorityClasses of PreemptionBasic, once."""
+    for text in render_crds().values():
+        await client.create(CRDS, yaml.safe_load(text), exist_ok=True)
+    for pc in priority_classes():
+        await client.create("/apis/scheduling.k8s.io/v1/priorityclasses", pc, exist_ok=True)
+    deadline = time.monotonic() + 60
+    for text in render_crds().values():
+        name = yaml.safe_load(text)["metadata"]["name"]
+        while not _established(await client.get(f"{CRDS}/{name}")):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"CRD {name} not Established after 60s")
+            await asyncio.sleep(0.2)
+
+
+def _established(crd: JSON) -> bool:
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+class BindWatch:
+    """Records when each measured pod of a namespace is first seen bound."""
+
+    def __init__(self, client: Client, namespace: str, expected: int) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.expected = expected
+        self.bound: dict[str, float] = {}
+        self.done = asyncio.Event()
+
+    async def run(self, resource_version: str) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        selector = f"{ROLE_LABEL}={MEASURED}"
+        while True:
+            async for event in self.client.watch(path, resource_version, labelSelector=selector):
+                obj = event["object"]
+                if event["type"] == "ERROR":
+                    break  # e.g. 410 Gone: list again below
+                resource_version = obj["metadata"]["resourceVersion"]
+                self._see(obj)
+            listing = await self.client.get(path, labelSelector=selector)
+            for item in listing["items"]:
+                self._see(item)
+            resource_version = listing["metadata"]["resourceVersion"]
+
+    def _see(self, obj: JSON) -> None:
+        name = obj["metadata"]["name"]
+        if obj.get("spec", {}).get("nodeName") and name not in self.bound:
+            self.bound[name] = time.monotonic()
+            if len(self.bound) >= self.expected:
+                self.done.set()
+
+
+class Churn:
+    """scheduler_perf's churn op in "recreate" mode: a node and a bound pod, created and deleted
+    every CHURN_INTERVAL, so the scheduler handles cluster events while it works."""
+
+    def __init__(self, client: Client, namespace: str, nodes: Sequence[str]) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.nodes = nodes
+
+    async def run(self) -> None:
+        shape = NodeShape(cpu="4", memory="32Gi")
+        for i in itertools.count():
+            node = f"churn-node-{i}"
+            victim = pod(
+                f"churn-{i}", self.namespace, "churn", role="churn", node=self.nodes[i % len(self.nodes)]
+            )
+            started = time.monotonic()
+            await self.client.create("/api/v1/nodes", node_manifest(node, DEFAULT_ZONES[i % 3], shape))
+            await self.client.create(f"/api/v1/namespaces/{self.namespace}/pods", victim)
+            await self.client.delete(f"/api/v1/nodes/{node}")
+            await self.client.delete(
+                f"/api/v1/namespaces/{self.namespace}/pods/churn-{i}", gracePeriodSeconds="0"
+            )
+            await asyncio.sleep(max(CHURN_INTERVAL - (time.monotonic() - started), 0))
+
+
+async def delete_namespace(client: Client, namespace: str, limit_seconds: float = 300) -> None:
+    """Delete every pod at once (grace 0), wait until they are gone, then the namespace."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    await client.delete(path, gracePeriodSeconds="0")
+    deadline = time.monotonic() + limit_seconds
+    while (await client.get(path, limit="1"))["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pods of {namespace} not deleted after {limit_seconds:.0f}s")
+        await asyncio.sleep(0.5)
+    await client.delete(f"/api/v1/namespaces/{namespace}")
+
+
+@dataclass
+class RunSpec:
+    workload: Workload
+    contender: str
+    nodes: Sequence[str]
+    pods: int
+    kubeconfig: Path
+    workdir: Path
+    timeout: float
+    index: int  # distinguishes the namespaces of successive runs
+
+
+async def run_one(client: Client, spec: RunSpec) -> RunResult:
+    w = spec.workload
+    count = max(min(spec.pods, w.max_measured(len(spec.nodes))), 1)
+    name = f"bench-{spec.index}-{spec.contender}"  # namespace and schedulerName
+    result = RunResult(w.name, len(spec.nodes), spec.contender, count)
+    await client.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        await _measure(client, spec, name, count, result)
+    finally:
+        await delete_namespace(client, name)
+    return result
+
+
+async def _measure(client: Client, spec: RunSpec, name: str, count: int, result: RunResult) -> None:
+    w = spec.workload
+    await create_pods(client, w.init(name, name, spec.nodes))
+    await create_pods(client, [w.measured(f"pod-{i}", name, name) for i in range(count)])
+    listing = await client.get(f"/api/v1/namespaces/{name}/pods", limit="1")
+    watch = BindWatch(client, name, count)
+    tasks = [asyncio.create_task(watch.run(listing["metadata"]["resourceVersion"]))]
+    if w.churn:
+        tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
+    await contenders.prepare(spec.contender, client, name)
+    launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
+    started = time.monotonic()
+    process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)
+    try:
+        await _wait(watch, process, spec.timeout, result)
+        if process.alive():
+            measured = usage(process.pid)
+            result.cpu_seconds = round(measured.cpu_seconds, 2)
+            result.peak_rss_mb = round(measured.peak_rss_mb, 1)
+    finally:
+        terminate(process, 10.0)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, ApiError):
+                await task
+        await contenders.cleanup(spec.contender, client, name)
+    _summarize(result, sorted(watch.bound.values()), started)
+
+
+async def _wait(watch: BindWatch, process: Component, limit_seconds: float, result: RunResult) -> None:
+    deadline = time.monotonic() + limit_seconds
+    while not watch.done.is_set():
+        if not process.alive():
+            result.error = (
+                f"{process.name} exited early (code {process.exit_code()}):\n{log_tail(process.log_path)}"
+            )
+            return
+        if time.monotonic() > deadline:
+            result.error = (
+                f"timeout after {limit_seconds:.0f}s with {len(watch.bound)}/{watch.expected} bound"
+            )
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.done.wait(), 0.5)
+
+
+def _summarize(result: RunResult, times: list[float], started: float) -> None:
+    result.bound = len(times)
+    if not times:
+        return
+    rates = throughput(times)
+    result.seconds_to_first_bind = round(times[0] - started, 2)
+    result.seconds_to_last_bind = round(times[-1] - started, 2)
+    result.pods_per_second = round(rates.average, 1)
+    result.p50, result.p90, result.p99 = (round(p, 1) for p in (rates.p50, rates.p90, rates.p99))
+    result.samples = rates.samples
+    result.cpu_ms_per_pod = round(result.cpu_seconds * 1000 / len(times), 2)

@@ -1,0 +1,73 @@
+"""A benchmark suite on a running dev cluster: every workload against every contender, and its outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from policy_scheduler.bench_e2e.api import Client, Credentials
+from policy_scheduler.bench_e2e.report import chart, markdown, report
+from policy_scheduler.bench_e2e.runner import RunResult, RunSpec, install_cluster_objects, run_one
+from policy_scheduler.bench_e2e.workloads import NODE_CPU, NODE_MEMORY, NODE_PODS, Workload
+from policy_scheduler.devcluster.cluster import DevCluster
+
+NODE_PREFIX = "bench-node"
+
+
+async def run_size(
+    cluster: DevCluster,
+    nodes: Sequence[str],
+    workloads: Sequence[Workload],
+    names: Sequence[str],
+    pods: int,
+    run_seconds: float,
+    start_index: int = 0,
+) -> list[RunResult]:
+    """Every workload against every contender on a running cluster whose bench nodes are `nodes`."""
+    results: list[RunResult] = []
+    async with Client(Credentials.from_kubeconfig(cluster.kubeconfig)) as client:
+        await install_cluster_objects(client)
+        for workload in workloads:
+            for contender in names:
+                index = start_index + len(results)
+                spec = RunSpec(
+                    workload,
+                    contender,
+                    nodes,
+                    pods or len(nodes),
+                    cluster.kubeconfig,
+                    cluster.workdir,
+                    run_seconds,
+                    index,
+                )
+                print(
+                    f"[bench-e2e] {workload.name} {len(nodes)} nodes: {contender} ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                result = await run_one(client, spec)
+                print(
+                    f"[bench-e2e]   {result.bound}/{result.measured} bound, "
+                    f"{result.pods_per_second:.1f} pods/s, "
+                    f"first bind {result.seconds_to_first_bind}s, CPU {result.cpu_seconds}s {result.error}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                results.append(result)
+    return results
+
+
+def create_bench_nodes(cluster: DevCluster, count: int) -> list[str]:
+    return cluster.create_nodes(count, NODE_PREFIX, cpu=NODE_CPU, memory=NODE_MEMORY, pods=NODE_PODS)
+
+
+def write_outputs(results: Sequence[RunResult], out: Path, command: str) -> str:
+    doc = report(results, command)
+    table = markdown(doc)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmarks-e2e.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / "benchmarks-e2e.md").write_text(table)
+    chart(doc, out / "benchmarks-e2e.png")
+    return table

@@ -1,0 +1,66 @@
+"""Pure parts of the end-to-end benchmark: throughput samples, report ratios, the PNG writer."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from policy_scheduler.bench_e2e.png import bar_chart, encode_png
+from policy_scheduler.bench_e2e.rates import one_second_samples, percentile, throughput
+from policy_scheduler.bench_e2e.report import markdown, rows
+from policy_scheduler.bench_e2e.runner import RunResult
+
+
+def test_samples_are_full_seconds_from_the_first_bind() -> None:
+    # 3 binds in second 0, 5 in second 1, 2 in second 2, and a partial third second.
+    times = [10.0, 10.2, 10.9, *(11.0 + i / 10 for i in range(5)), 12.1, 12.5, 13.2]
+    assert one_second_samples(times) == [3, 5, 2]
+    rates = throughput(times)
+    assert rates.average == 3.5  # the first sample is left out
+    assert (rates.p50, rates.p90, rates.p99) == (2, 5, 5)
+
+
+def test_short_run_falls_back_to_binds_over_the_span() -> None:
+    assert throughput([0.0, 0.25, 0.5]).average == 4.0
+    assert throughput([7.0]).average == 1.0
+
+
+def test_percentile_nearest_rank() -> None:
+    assert percentile([], 50) == 0.0
+    assert percentile(list(range(1, 101)), 99) == 99
+    assert percentile([4, 1, 3, 2], 50) == 2
+
+
+def _result(contender: str, rate: float) -> RunResult:
+    return RunResult("SchedulingBasic", 100, contender, 10, bound=10, pods_per_second=rate)
+
+
+def test_rows_carry_ratios_to_kube_scheduler_and_the_ceiling() -> None:
+    out = rows([_result("noop", 400.0), _result("kube-scheduler", 200.0), _result("policy-scheduler", 100.0)])
+    policy = out[2]
+    assert (policy["vs_kube_scheduler"], policy["vs_ceiling"]) == (0.5, 0.25)
+    lonely = rows([_result("policy-scheduler", 100.0)])[0]
+    assert (lonely["vs_kube_scheduler"], lonely["vs_ceiling"]) == (None, None)
+    table = markdown({"results": out})
+    assert "| SchedulingBasic | 100 | policy-scheduler | 10 | 10 | 100.0 |" in table
+
+
+def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:
+    rows_, width = bar_chart([[1.0, 0.5]], [(255, 0, 0), (0, 0, 255)], height=100)
+    data = encode_png(rows_, width)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    _length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (width, 100)
+    idat_at = data.index(b"IDAT")
+    (idat_len,) = struct.unpack(">I", data[idat_at - 4 : idat_at])
+    raw = zlib.decompress(data[idat_at + 4 : idat_at + 4 + idat_len])
+    stride = 1 + 3 * width
+    assert len(raw) == 100 * stride
+
+    def pixel(x: int, y: int) -> tuple[int, ...]:
+        return tuple(raw[y * stride + 1 + 3 * x : y * stride + 4 + 3 * x])
+
+    assert pixel(15, 20) == (255, 0, 0)  # the full-height bar reaches near the top
+    assert pixel(29, 20) == (255, 255, 255)  # the half bar does not
+    assert pixel(29, 80) == (0, 0, 255)
