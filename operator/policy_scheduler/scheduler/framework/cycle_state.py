@@ -30,4 +30,5 @@ class CycleState:
             other._data[key] = clone() if callable(clone) else copy.copy(value)
         other.skip_filter = set(self.skip_filter)
         other.skip_score = set(self.skip_score)
+        other.record_plugin_metrics = self.record_plugin_metrics
         return other
