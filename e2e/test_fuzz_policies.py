@@ -13,6 +13,7 @@ import importlib.util
 import json
 import re
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from fixtures_operator import OperatorProcess
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.validate.objects import STRICT, check_object
 from policy_scheduler.validate.report import OPERATOR
+from polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 API_VERSION = "scheduling.policy-scheduler.io/v1alpha1"
@@ -36,7 +38,8 @@ FIELD = re.compile(r"\bspec\b")
 
 def _fuzz_specs() -> Any:
     spec = importlib.util.spec_from_file_location("fuzz_specs", ROOT / "tests" / "fuzz_specs.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -111,9 +114,13 @@ def verdict(kubectl: Kubectl, obj: dict[str, Any]) -> dict[str, Any] | None:
     return accepted
 
 
+def _verdict_of(kubectl: Kubectl, obj: dict[str, Any]) -> Callable[[], dict[str, Any] | None]:
+    return lambda: verdict(kubectl, obj)
+
+
 def test_hostile_specs_on_the_api_server(operator_process: OperatorProcess, kubectl: Kubectl) -> None:
     kubectl.apply(namespace(NS), profile(GOOD, GOOD_SCHEDULER, percentageOfNodesToScore=30))
-    wait_for(
+    wait_until(
         "the good profile accepted",
         lambda: (condition(kubectl.get("schedulingprofile", GOOD), "Ready") or {}).get("status") == "True",
         timeout=30,
@@ -141,7 +148,7 @@ def test_hostile_specs_on_the_api_server(operator_process: OperatorProcess, kube
 
         for obj, predicted in stored:
             name = obj["metadata"]["name"]
-            accepted = wait_for(f"operator verdict on {name}", lambda o=obj: verdict(kubectl, o), timeout=30)
+            accepted = wait_until(f"operator verdict on {name}", _verdict_of(kubectl, obj), timeout=30)
             operator_errors = [e for e in predicted.errors if e[2] == OPERATOR]
             if accepted["status"] == "False" and accepted["reason"] == "InvalidSpec":
                 rejected += 1
@@ -151,7 +158,8 @@ def test_hostile_specs_on_the_api_server(operator_process: OperatorProcess, kube
                 assert not operator_errors, (
                     f"{name}: validate rejects what the operator accepted: {operator_errors}"
                 )
-        assert operator_process.proc.poll() is None and livez(operator_process) == 200
+        assert operator_process.proc.poll() is None
+        assert livez(operator_process) == 200
     finally:
         for obj in sample_objects:
             kubectl.delete(obj["kind"].lower(), obj["metadata"]["name"])
@@ -161,7 +169,7 @@ def test_hostile_specs_on_the_api_server(operator_process: OperatorProcess, kube
         f"{rejected} of them rejected by the operator"
     )
     kubectl.create(pod("after-fuzz", NS, GOOD_SCHEDULER))
-    assert wait_for(
+    assert wait_until(
         "a pod of the good profile schedules after the storm",
         lambda: kubectl.get("pod", "after-fuzz", NS)["spec"].get("nodeName"),
         timeout=30,

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
+from polling import wait_until
 
 NS = "e2e-leader-invalid"
 TAG = "leader-invalid"
@@ -83,14 +84,14 @@ def test_new_leader_schedules_on_the_persisted_spec_of_an_invalid_profile(
     node = untainted_node(kubectl)
     replicas["op-a"] = replica(kubeconfig, tmp_path / "op-a.log", "op-a")
     replicas["op-a"].wait_ready()
-    wait_for("op-a leads", lambda: holder(kubectl) == "op-a", timeout=60)
+    wait_until("op-a leads", lambda: holder(kubectl) == "op-a", timeout=60)
     kubectl.apply(pinned_profile(node))
 
     def profile_status(check: Any) -> Any:
         obj = kubectl.get("schedulingprofile", PROFILE)
         return obj if obj.get("status") and check(obj) else None
 
-    wait_for(
+    wait_until(
         "generation 1 accepted and persisted",
         lambda: profile_status(lambda o: o["status"].get("lastAcceptedGeneration") == 1),
         timeout=30,
@@ -100,7 +101,7 @@ def test_new_leader_schedules_on_the_persisted_spec_of_an_invalid_profile(
         PROFILE,
         {"spec": {"plugins": {"filter": {"enabled": [{"name": "NoSuchPlugin"}]}}}},
     )
-    wait_for(
+    wait_until(
         "generation 2 rejected",
         lambda: profile_status(
             lambda o: (
@@ -117,14 +118,14 @@ def test_new_leader_schedules_on_the_persisted_spec_of_an_invalid_profile(
     os.killpg(replicas["op-a"].proc.pid, signal.SIGKILL)
     replicas["op-a"].proc.wait()
     kubectl.create(*(pod(f"after-{i}", NS, SCHEDULER) for i in range(4)))
-    wait_for("op-b leads", lambda: holder(kubectl) == "op-b", timeout=60)
+    wait_until("op-b leads", lambda: holder(kubectl) == "op-b", timeout=60)
 
     def bound() -> list[str] | None:
         nodes = [p["spec"].get("nodeName") for p in kubectl.items("pods", NS)]
         return nodes if len(nodes) == 4 and all(nodes) else None
 
-    assert wait_for("pods bound by the new leader", bound, timeout=60) == [node] * 4
-    stalled = wait_for(
+    assert wait_until("pods bound by the new leader", bound, timeout=60) == [node] * 4
+    stalled = wait_until(
         "the new leader reports the restored generation",
         lambda: profile_status(
             lambda o: (

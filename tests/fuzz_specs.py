@@ -130,7 +130,8 @@ def plugin_set(draw: st.DrawFn) -> Json:
     for key in ("enabled", "disabled"):
         if draw(st.booleans()):
             items = draw(st.lists(entry, max_size=5))
-            if items and draw(st.booleans()):
+            duplicate = draw(st.booleans())
+            if items and duplicate:
                 items.append(items[0])  # a duplicated entry
             out[key] = items
     return out
@@ -158,7 +159,8 @@ def profile_spec(draw: st.DrawFn) -> Json:
         configs = []
         for name in draw(st.lists(st.one_of(st.sampled_from(sorted(ARGS_MODELS)), PLUGIN_NAMES), max_size=4)):
             configs.append({"name": name, "args": draw(plugin_args(name))})
-        if configs and draw(st.booleans()):
+        duplicate = draw(st.booleans())
+        if configs and duplicate:
             configs.append(configs[-1])  # duplicated pluginConfig entry
         spec["pluginConfig"] = configs
     return draw(mutated(spec))

@@ -15,12 +15,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from fuzz_specs import eviction_spec, profile_spec, resolves
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore, compile_policy
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import ResolvedProfile
+from tests.fuzz_specs import eviction_spec, profile_spec, resolves
 
 settings.register_profile(
     "fuzz-default", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck)
@@ -57,7 +57,8 @@ def test_hostile_profile_specs_are_accepted_or_rejected_naming_a_field(spec: Any
     store = ProfileStore(compile_profile_spec, published.append)
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", GOOD_PROFILE)
     good = store.records["p"].accepted
-    assert good is not None and published[-1] == [good]
+    assert good is not None
+    assert published[-1] == [good]
 
     record = store.apply("p", "u1", 2, "2026-01-01T00:00:00Z", copy.deepcopy(spec))
     status = store.status("p", None, synced=True)
@@ -65,14 +66,19 @@ def test_hostile_profile_specs_are_accepted_or_rejected_naming_a_field(spec: Any
     accepted = _condition(status, "Accepted")
     rejection = _verdict(compile_profile_spec, spec)
     if rejection is None:
-        assert record.error is None and accepted["status"] == "True"
-        assert published[-1] == [record.accepted] and status["lastAcceptedGeneration"] == 2
+        assert record.error is None
+        assert accepted["status"] == "True"
+        assert published[-1] == [record.accepted]
+        assert status["lastAcceptedGeneration"] == 2
     else:
         _named_fields(rejection, spec)
-        assert accepted["status"] == "False" and accepted["message"] == str(rejection)
+        assert accepted["status"] == "False"
+        assert accepted["message"] == str(rejection)
         # The last good version is still the one published and persisted.
-        assert record.accepted is good and published[-1] == [good]
-        assert status["lastAcceptedGeneration"] == 1 and status["lastAcceptedSpec"] == GOOD_PROFILE
+        assert record.accepted is good
+        assert published[-1] == [good]
+        assert status["lastAcceptedGeneration"] == 1
+        assert status["lastAcceptedSpec"] == GOOD_PROFILE
 
 
 @FUZZ
@@ -92,10 +98,14 @@ def test_hostile_eviction_policy_specs_are_accepted_or_rejected_naming_a_field(s
     accepted = _condition(status, "Accepted")
     rejection = _verdict(lambda s: compile_policy("fuzz-policy", s), spec)
     if rejection is None:
-        assert record.error is None and accepted["status"] == "True"
+        assert record.error is None
+        assert accepted["status"] == "True"
         assert status["lastAcceptedGeneration"] == 2
     else:
         _named_fields(rejection, spec)
-        assert accepted["status"] == "False" and accepted["message"] == str(rejection)
-        assert record.settings is good and store.problem("fuzz-policy") is None
-        assert status["lastAcceptedGeneration"] == 1 and status["lastAcceptedSpec"] == GOOD_POLICY
+        assert accepted["status"] == "False"
+        assert accepted["message"] == str(rejection)
+        assert record.settings is good
+        assert store.problem("fuzz-policy") is None
+        assert status["lastAcceptedGeneration"] == 1
+        assert status["lastAcceptedSpec"] == GOOD_POLICY

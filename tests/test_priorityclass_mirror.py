@@ -516,12 +516,13 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
     # The spec is then updated to an invalid one and the operator restarts: the new process only
     # sees generation 2 (invalid) and the status the old one wrote.
     fake.objects[NAME]["value"] = 5  # drifted while nobody watched: repaired to the persisted value
-    second = MirrorController(None, FakeStatus(), lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    written = FakeStatus()
+    second = MirrorController(None, written, lambda _: {}, lambda: True)  # type: ignore[arg-type]
     body = mirror(2000, generation=2, preemptionPolicy="Sometimes")
     second.on_mirror_event(None, {**body, "status": persisted})
     await second.sync(NAME)
     assert fake.objects[NAME]["value"] == 1000
-    st = second.status_writer.desired[("priorityclassmirrors", NAME)]  # type: ignore[attr-defined]
+    st = written.desired[("priorityclassmirrors", NAME)]
     assert _types(st)["Accepted"] == ("False", "InvalidSpec")
     assert _types(st)["Synced"] == ("True", "InSync")
     assert st["lastAcceptedGeneration"] == 1
