@@ -57,9 +57,13 @@ def pod_json(name: str, spec: Json | None = None, cpu: Any = "100m", **meta: Any
     }
 
 
-def with_requests(name: str, requests: Json) -> Json:
+def with_requests(name: str, requests: Json, limits: bool = False) -> Json:
+    """`limits`: the same limits too (the API server wants them for extended resources)."""
     obj = pod_json(name)
-    obj["spec"]["containers"][0]["resources"]["requests"] = requests
+    obj["spec"]["containers"][0]["resources"] = {
+        "requests": requests,
+        **({"limits": requests} if limits else {}),
+    }
     return obj
 
 
@@ -184,7 +188,7 @@ SHAPES: tuple[Shape, ...] = (
     ),
     Shape(
         "unknown extended resource",
-        lambda i: with_requests(f"extended-{i}", {"example.com/unknown-widget": "1"}),
+        lambda i: with_requests(f"extended-{i}", {"example.com/unknown-widget": "1"}, limits=True),
         False,
         "Insufficient example.com/unknown-widget",
     ),
