@@ -307,6 +307,9 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
         deletion_timestamp=_epoch(meta.deletion_timestamp),
         phase=status.phase or "Pending",
         resource_version=meta.resource_version,
+        resource_claim_statuses=tuple(
+            (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from policy_scheduler.policy.kube_types import (
 from policy_scheduler.scheduler.field_errors import Problem
 from policy_scheduler.scheduler.plugins import nodeaffinity
 from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
+from policy_scheduler.scheduler.plugins.dynamicresources import args as dynamicresources
 from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
 from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
 from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
@@ -224,6 +225,19 @@ class VolumeBindingArgs(ArgsModel):
         return self
 
 
+class DynamicResourcesArgs(ArgsModel):
+    plugin = "DynamicResources"
+    core_args = dynamicresources.DynamicResourcesArgs
+
+    filter_timeout: str | None = Field(
+        None,
+        description="Longest search of one node's devices in Filter (Go duration, default 10s; 0: none).",
+    )
+    binding_timeout: str | None = Field(
+        None, description="Needs the DRADeviceBindingConditions feature gate (off in v1.35)."
+    )
+
+
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
     model.plugin: model
     for model in (
@@ -234,6 +248,7 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         NodeAffinityArgs,
         DefaultPreemptionArgs,
         VolumeBindingArgs,
+        DynamicResourcesArgs,
     )
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
-from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
+from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
@@ -235,6 +235,11 @@ class Engine:
             elif old is not None:
                 storage.delete(old)
         self.queue.move_all_to_active_or_backoff(storage_event(old, new), old, new)
+
+    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None:
+        """A ResourceSlice, DeviceClass or ResourceClaim changed; services.dra.store already has it."""
+        action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self.base_handle.namespace_labels = labels

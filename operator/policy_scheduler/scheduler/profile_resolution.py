@@ -15,9 +15,8 @@ extension point (`ResolvedProfile`), in three steps that mirror upstream:
    then the other explicit plugins.
 3. Score weights (`getScoreWeights`): an explicit score entry wins over multiPoint; 0 means 1.
 
-DynamicResources is a hold (pods with resource claims wait; DRA is not implemented). Defaults
-that are not in the `implemented` set are dropped silently; naming an unimplemented plugin
-explicitly in an enabled list is an error, disabling one is fine.
+Defaults that are not in the `implemented` set are dropped silently; naming an unimplemented
+plugin explicitly in an enabled list is an error, disabling one is fine.
 
 Deliberate differences from upstream, all stricter and reported as `ProfileError`:
 - score weights must be within 0..MAX_SCORE_WEIGHT (upstream only guards int64 overflow);
