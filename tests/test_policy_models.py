@@ -766,6 +766,7 @@ def test_eviction_policy_defaults() -> None:
         "budgetMode": "Enforce",
         "rateLimit": {"evictionsPerMinute": 60, "burst": 10, "maxInFlight": 10},
         "dryRun": False,
+        "gangDisruption": "Whole",
     }
 
 

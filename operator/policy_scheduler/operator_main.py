@@ -18,6 +18,7 @@ from typing import Any
 import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.apiobjects.podgroups import PODGROUPS_PATH, PodGroupObject, pod_group_from_api
 from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers import kopf_app
@@ -35,8 +36,10 @@ from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
+from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
+from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.dra.services import DraServices
@@ -117,6 +120,21 @@ class Operator:
             hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
         )
         self.evictor.attach(EnginePods(self.engine))
+        # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
+        # may be absent: its pods then wait with "PodGroup not found").
+        self.podgroups = Informer(
+            api,
+            PODGROUPS_PATH,
+            PodGroupObject,
+            pod_group_from_api,
+            on_add=self.engine.pod_group_set,
+            on_update=lambda _old, new: self.engine.pod_group_set(new),
+            on_delete=lambda group: self.engine.pod_group_deleted(group.key),
+            timings=config.informer,
+        )
+        self.podgroup_status = PodGroupStatusWriter(
+            api, self.engine.pod_groups, self.engine.table, is_leader=is_leader
+        )
         self.profiles = ProfileStore(
             compile_profile_spec,
             self.engine.set_profiles,
@@ -193,6 +211,8 @@ class Operator:
         self.events.start()
         self.reporter.start()
         tasks.extend(self.cluster.start())
+        tasks.append(self.podgroups.start())
+        tasks.append(asyncio.create_task(self.podgroup_status.run(), name="podgroup-status"))
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         mirrors = MirrorController(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,14 +151,19 @@ class WaitingPod:
             return self.outcome
         self.result = asyncio.get_running_loop().create_future()
         while self.outcome is None:
-            plugin, deadline = min(self.deadlines.items(), key=lambda item: item[1])
+            deadline = min(self.deadlines.values())
             try:
                 return await asyncio.wait_for(asyncio.shield(self.result), max(0.0, deadline - clock()))
             except TimeoutError:
-                if plugin in self.deadlines and clock() >= self.deadlines[plugin]:
-                    waited = go_duration(self.waits.get(plugin, 0.0))
-                    self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
+                self.expire(clock())
         return self.outcome
+
+    def expire(self, now: float) -> None:
+        """Reject the pod if a plugin's wait is over at `now`."""
+        for plugin, deadline in list(self.deadlines.items()):
+            if self.outcome is None and now >= deadline:
+                waited = go_duration(self.waits.get(plugin, 0.0))
+                self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
 
 @dataclass(slots=True)
@@ -207,6 +212,8 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # Permit deadlines follow this clock (the Engine's: a fake one in tests).
+        self.clock: Callable[[], float] = time.monotonic
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
         for point, refs in profile.points.items():
@@ -361,7 +368,11 @@ class Framework:
             nominated = [
                 p
                 for p in nominator.nominated_pods_for_node(node_name)
-                if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
+                if p.priority >= pod.priority
+                and p.uid != pod.uid
+                and p.key != pod.key
+                # already on the node (a gang preemption's scratch placement): counted once
+                and p.key not in table.pods[int(row)]
             ]
             if not nominated:
                 continue
@@ -489,7 +500,7 @@ class Framework:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, MAX_PERMIT_WAIT_SECONDS)
-                deadlines[plugin.name] = time.monotonic() + waits[plugin.name]
+                deadlines[plugin.name] = self.clock() + waits[plugin.name]
             elif not status.is_success:
                 return plugin_failure(status, plugin.name, 'running Permit plugin "{plugin}": {error}')
         if deadlines:
@@ -500,12 +511,21 @@ class Framework:
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting_pods.get(uid)
 
+    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
+        return self.waiting_pods.values()
+
+    def reject_expired_waiting_pods(self) -> None:
+        """Reject the pods whose Permit wait is over by `clock` (a fake clock does not fire timers)."""
+        now = self.clock()
+        for waiting in list(self.waiting_pods.values()):
+            waiting.expire(now)
+
     async def wait_on_permit(self, pod: Pod) -> Status:
         waiting = self.waiting_pods.get(pod.uid or pod.key)
         if waiting is None:
             return SUCCESS
         try:
-            return await waiting.wait()
+            return await waiting.wait(self.clock)
         finally:
             self.waiting_pods.pop(pod.uid or pod.key, None)
 
