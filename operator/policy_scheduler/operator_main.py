@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from typing import Any
@@ -35,6 +36,7 @@ from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
+from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
@@ -42,11 +44,13 @@ from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
+from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler_metrics import MetricsObserver, register_engine
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +111,7 @@ class Operator:
             is_leader=is_leader,
             on_preempt=self.evictor.on_preempt,
             writers=config.pod_status_writers,
+            summary_for=self._pending_summary,
         )
         self.dra_store = DraStore()
         services = ClusterServices(
@@ -116,8 +121,16 @@ class Operator:
             owner_selectors=self.owners.owner_selectors,
             dra=DraServices(self.dra_store, compile_selector, ApiClaimWriter(api)),
         )
+        # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
+        self.explanations = DiagnosisRecorder()
+        cycle_metrics = MetricsObserver()
         self.engine = Engine(
-            hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
+            hooks=self.reporter,
+            binder=ApiBinder(api),
+            observe=_observe_extension_point,
+            services=services,
+            observer=Observers(self.explanations, cycle_metrics),
+            plugin_metrics=cycle_metrics,
         )
         self.evictor.attach(EnginePods(self.engine))
         # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
@@ -154,8 +167,13 @@ class Operator:
             dra=DraInformers(api, self.dra_store, self.engine, config.informer),
         )
 
+    def _pending_summary(self, pod: Pod) -> str | None:
+        found = self.explanations.get(pod.namespace, pod.name)
+        return pending_summary(found) if found is not None else None
+
     def _pod_deleted(self, pod: Pod) -> None:
         self.engine.pod_deleted(pod)
+        self.explanations.forget(pod.namespace, pod.name)
         self.reporter.pod_gone(pod)
         self.evictor.pod_deleted(pod)
 
@@ -206,8 +224,14 @@ class Operator:
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
         server = None
+        unregister = register_engine(self.engine)
         if self.config.metrics_port:
-            server = await start_server(self.config.metrics_host, self.config.metrics_port, self.synced)
+            server = await start_server(
+                self.config.metrics_host,
+                self.config.metrics_port,
+                self.synced,
+                functools.partial(add_explain_routes, recorder=self.explanations),
+            )
         self.events.start()
         self.reporter.start()
         tasks.extend(self.cluster.start())
@@ -267,6 +291,7 @@ class Operator:
             await self.events.stop()
             if server is not None:
                 await server.cleanup()
+            unregister()
 
 
 async def _main(config: OperatorConfig) -> int:

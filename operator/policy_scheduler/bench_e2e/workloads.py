@@ -64,6 +64,7 @@ HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 GREEN, BLUE, RED = {"color": "green"}, {"color": "blue"}, {"color": "red"}
 MeasuredFn = Callable[[str, str, str], JSON]  # (name, namespace, scheduler) -> pod
 InitFn = Callable[[str, str, Sequence[str]], list[JSON]]  # (namespace, scheduler, nodes) -> pods
+ObjectsFn = Callable[[str, Sequence[str]], list[JSON]]  # (namespace, nodes) -> other API objects
 # (namespace, measured pods, node count) -> PodGroups; it labels the pods into their groups
 GroupsFn = Callable[[str, list[JSON], int], list[JSON]]
 
@@ -104,6 +105,10 @@ class Workload:
     max_measured: Callable[[int], int] = lambda nodes: 1 << 30
     churn: bool = False
     priority_classes: bool = False
+    # created before the pods (namespaced ones in the run's namespace); see bench_e2e/dra.py
+    objects: ObjectsFn | None = None
+    # the measured pods have resource claims: only a scheduler that allocates them can bind
+    claims: bool = False
     # Gang workloads (bench_e2e/gang.py): the PodGroups, and what policy-scheduler's profile adds.
     groups: GroupsFn | None = None
     profile: JSON | None = None
@@ -218,9 +223,10 @@ CATALOGUE: tuple[Workload, ...] = (
 
 
 def catalogue() -> dict[str, Workload]:
-    from policy_scheduler.bench_e2e.gang import GANG_WORKLOADS  # built on Workload, defined apart
+    from policy_scheduler.bench_e2e.dra import DRA_WORKLOADS  # built on Workload, defined apart
+    from policy_scheduler.bench_e2e.gang import GANG_WORKLOADS
 
-    return {w.name: w for w in (*CATALOGUE, *GANG_WORKLOADS)}
+    return {w.name: w for w in (*CATALOGUE, *DRA_WORKLOADS, *GANG_WORKLOADS)}
 
 
 def priority_classes() -> list[JSON]:

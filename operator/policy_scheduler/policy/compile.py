@@ -68,6 +68,7 @@ def compile_profile(spec: SchedulingProfileSpec, *, path: str = "spec") -> core.
         pod_initial_backoff_seconds=float(spec.pod_initial_backoff_seconds),
         pod_max_backoff_seconds=float(spec.pod_max_backoff_seconds),
         eviction_policy_name=spec.eviction_policy_name,
+        pending_summary_annotation=spec.pending_summary_annotation,
     )
 
 

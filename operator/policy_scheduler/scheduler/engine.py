@@ -18,9 +18,10 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
-from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.runtime import Framework, PluginMetrics
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore, group_key
 from policy_scheduler.scheduler.model import Node, Pod
@@ -85,10 +86,13 @@ class Engine:
         observe: Callable[[str, str, str, float], None] | None = None,
         storage: StorageLister | None = None,
         volume_api: VolumeBindingAPI | None = None,
+        observer: CycleObserver | None = None,
+        plugin_metrics: PluginMetrics | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
         self.observe = observe
         self.clock = clock
+        self.plugin_metrics = plugin_metrics
         self.table = NodeTable()
         self.cache = Cache(self.table, clock=clock)
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
@@ -114,6 +118,7 @@ class Engine:
             lambda: self.frameworks,
             hooks=hooks,
             rng=np.random.default_rng(seed),
+            observer=observer,
         )
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
         # must find its pods without a relist.
@@ -137,6 +142,7 @@ class Engine:
             framework.clock = self.clock
             if self.observe is not None:
                 framework.observe = functools.partial(self.observe, profile.scheduler_name)
+            framework.plugin_metrics = self.plugin_metrics
             frameworks[profile.scheduler_name] = framework
         previous = set(self.frameworks)
         changed = {name for name, fw in frameworks.items() if self.frameworks.get(name) is not fw}

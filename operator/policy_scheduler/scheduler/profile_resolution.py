@@ -204,6 +204,7 @@ def resolve_profile(
         pod_initial_backoff_seconds=profile.pod_initial_backoff_seconds,
         pod_max_backoff_seconds=profile.pod_max_backoff_seconds,
         eviction_policy_name=profile.eviction_policy_name,
+        pending_summary_annotation=profile.pending_summary_annotation,
     )
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -92,6 +92,15 @@ def go_duration(seconds: float) -> str:
         if minutes // 60:
             text = f"{minutes // 60}h{text}"
     return sign + text
+
+
+class PluginMetrics(Protocol):
+    """Per-plugin counters and (sampled) durations: upstream's plugin_evaluation_total and
+    plugin_execution_duration_seconds, without a metrics library in the core."""
+
+    def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None: ...
+
+    def executed(self, plugin: str, point: str, code: str, seconds: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -216,6 +225,7 @@ class Framework:
         self.clock: Callable[[], float] = time.monotonic
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
+        self.plugin_metrics: PluginMetrics | None = None
         for point, refs in profile.points.items():
             for ref in refs:
                 plugin = self._instance(ref.name, registry)
@@ -284,6 +294,17 @@ class Framework:
             code = "Success" if status is None else _CODE_NAMES[status.code]
             self.observe(point, code, time.perf_counter() - started)
 
+    def _plugin_ran(
+        self, state: CycleState, plugin: str, point: str, count: int, started: float, status: Status | None
+    ) -> None:
+        metrics = self.plugin_metrics
+        if metrics is None:
+            return
+        metrics.evaluated(self.profile.scheduler_name, plugin, point, count)
+        if state.record_plugin_metrics:
+            code = "Success" if status is None else _CODE_NAMES[status.code]
+            metrics.executed(plugin, point, code, time.perf_counter() - started)
+
     def run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status, set[str]]:
         started = time.perf_counter()
         result = self._run_pre_filter(state, pod)
@@ -297,7 +318,9 @@ class Framework:
         returned = SUCCESS
         state.skip_filter = set()
         for plugin in self.points.pre_filter:
+            started = time.perf_counter()
             narrowed, status = plugin.pre_filter(state, pod)
+            self._plugin_ran(state, plugin.name, "PreFilter", 1, started, status)
             if status.code == Code.SKIP:
                 state.skip_filter.add(plugin.name)
                 continue
@@ -333,8 +356,13 @@ class Framework:
         for plugin in self.points.filter:
             if plugin.name in state.skip_filter:
                 continue
-            result = plugin.filter(state, pod, rows if alive is None else rows[alive])
+            started = time.perf_counter()
+            batch = rows if alive is None else rows[alive]
+            result = plugin.filter(state, pod, batch)
             failed = ~result.passed
+            if self.plugin_metrics is not None:
+                first = result.statuses[0] if failed.any() and result.statuses else None
+                self._plugin_ran(state, plugin.name, "Filter", len(batch), started, first)
             if not failed.any():
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
@@ -436,7 +464,9 @@ class Framework:
         """RunPostFilterPlugins: the first success wins; otherwise the rejection messages."""
         rejections: list[Status] = []
         for plugin in self.points.post_filter:
+            started = time.perf_counter()
             result, status = plugin.post_filter(state, pod, diagnosis)
+            self._plugin_ran(state, plugin.name, "PostFilter", 1, started, status)
             if status.is_success:
                 return result, status.with_plugin(plugin.name)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -453,7 +483,9 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
         state.skip_score = set()
         for plugin in self.points.pre_score:
+            started = time.perf_counter()
             status = plugin.pre_score(state, pod, rows)
+            self._plugin_ran(state, plugin.name, "PreScore", 1, started, status)
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
                 continue
@@ -467,7 +499,9 @@ class Framework:
         for plugin, weight in self.points.score:
             if plugin.name in state.skip_score:
                 continue
+            started = time.perf_counter()
             scores = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
+            self._plugin_ran(state, plugin.name, "Score", len(rows), started, None)
             if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
                 bad = int(scores[(scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)][0])
                 raise FrameworkError(  # upstream's text; the first bad score in node order
