@@ -5,13 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.events import (
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
+from policy_scheduler.scheduler.framework.events import ClusterEventWithHint, QueueingHint, taint_events
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
 from policy_scheduler.scheduler.framework.status import unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
@@ -35,15 +29,7 @@ class NodeUnschedulable(FilterPlugin):
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNSCHEDULABLE))
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # The queueing-hint variant (SchedulerQueueingHints is GA and locked on in v1.35).
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), self._after_node_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), self._after_pod_toleration_change
-            ),
-        ]
+        return taint_events(self._after_node_change, self._after_pod_toleration_change)
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
