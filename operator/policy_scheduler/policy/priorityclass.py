@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule
+from policy_scheduler.policy.base import ObservedGeneration, SpecModel, StatusModel, cel_rule
 from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000  # scheduling.HighestUserDefinablePriority
@@ -56,9 +56,7 @@ def name_problem(name: str) -> str | None:
 class PriorityClassMirrorStatus(StatusModel):
     """State of the native PriorityClass and of the pods using it."""
 
-    observed_generation: int | None = Field(
-        None, ge=0, description="The metadata.generation this status was computed from."
-    )
+    observed_generation: ObservedGeneration = None
     conditions: Conditions = Field(
         default_factory=list,
         description="Synced: the native PriorityClass matches the spec.",
