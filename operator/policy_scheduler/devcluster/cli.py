@@ -15,7 +15,8 @@ from pathlib import Path
 from types import FrameType
 
 from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries, versions_summary
-from policy_scheduler.devcluster.cluster import DevCluster, DevClusterError
+from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.devcluster.errors import DevClusterError
 from policy_scheduler.devcluster.versions import cache_root
 
 PROG = "policy-scheduler dev-cluster"
