@@ -103,3 +103,9 @@ def taint_events(after_node: HintFn, after_pod_toleration: HintFn) -> list[Clust
         ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), after_node),
         ClusterEventWithHint(ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), after_pod_toleration),
     ]
+
+
+def unexpected_objects(old: Any, new: Any, kind: type) -> bool:
+    """Whether a hint got objects other than `kind` (old may be None): upstream's conversion
+    error, on which it queues the pod."""
+    return not isinstance(new, kind) or not (old is None or isinstance(old, kind))

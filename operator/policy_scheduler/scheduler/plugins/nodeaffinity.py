@@ -18,6 +18,7 @@ from policy_scheduler.scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
@@ -241,8 +242,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         ]
 
     def _after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         if self.added_required is not None and not node_matches_terms(new, self.added_required):
             return QueueingHint.SKIP
         if not node_matches_required_affinity(new, pod):

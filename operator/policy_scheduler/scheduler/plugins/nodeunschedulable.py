@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.events import ClusterEventWithHint, QueueingHint, taint_events
+from policy_scheduler.scheduler.framework.events import (
+    ClusterEventWithHint,
+    QueueingHint,
+    taint_events,
+    unexpected_objects,
+)
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
 from policy_scheduler.scheduler.framework.status import unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
@@ -33,8 +38,8 @@ class NodeUnschedulable(FilterPlugin):
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         if old is None:
             became_schedulable = not new.unschedulable
         else:
@@ -43,8 +48,8 @@ class NodeUnschedulable(FilterPlugin):
 
     @staticmethod
     def _after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Pod):
+            return QueueingHint.QUEUE
         if new.uid == pod.uid and tolerates_unschedulable(new):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP

@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.events import ClusterEventWithHint, QueueingHint, taint_events
+from policy_scheduler.scheduler.framework.events import (
+    ClusterEventWithHint,
+    QueueingHint,
+    taint_events,
+    unexpected_objects,
+)
 from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
     FilterResult,
@@ -121,14 +126,14 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         was_untolerated = old is None or has_untolerated_do_not_schedule_taint(old.taints, pod.tolerations)
         is_untolerated = has_untolerated_do_not_schedule_taint(new.taints, pod.tolerations)
         return QueueingHint.QUEUE if was_untolerated and not is_untolerated else QueueingHint.SKIP
 
     @staticmethod
     def _after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Pod):
+            return QueueingHint.QUEUE
         return QueueingHint.QUEUE if new.uid == pod.uid else QueueingHint.SKIP
