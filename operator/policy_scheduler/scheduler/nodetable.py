@@ -101,6 +101,8 @@ class NodeTable:
         self.listeners: list[PodListener] = []
         # Bumped on every change: plugins may cache per-generation derived data.
         self.generation = 0
+        # Bumped when the name -> row mapping changes (a node added or removed), not on pod changes.
+        self.layout = 0
         self._order: Rows | None = None
         self._zone_members: dict[str, list[str]] = {}
 
@@ -151,6 +153,7 @@ class NodeTable:
         self._clear_row(last)
         self._order = None
         self.generation += 1
+        self.layout += 1
         return pods
 
     def _append_row(self, node: Node) -> int:
@@ -158,6 +161,7 @@ class NodeTable:
             self._grow()
         row = self.n
         self.n += 1
+        self.layout += 1
         self.index[node.name] = row
         self.nodes.append(node)
         self.pods.append({})

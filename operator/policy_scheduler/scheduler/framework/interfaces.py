@@ -138,10 +138,16 @@ class Binder(Protocol):
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    # Node -> highest nominated priority; the same object until the nominations change.
+    def nominated_priorities(self) -> Mapping[str, int]: ...
+
 
 class _NoNominations:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return []
+
+    def nominated_priorities(self) -> Mapping[str, int]:
+        return {}
 
 
 class FrameworkHandle(Protocol):

@@ -207,6 +207,8 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # (nominated priorities object, table layout, highest nominated priority per row)
+        self._nominated_cache: tuple[Mapping[str, int], int, npt.NDArray[np.int64]] | None = None
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
         for point, refs in profile.points.items():
@@ -353,38 +355,92 @@ class Framework:
         node's status even if the pass without them failed too.
         """
         outcome = self.run_filters(state, pod, rows)
+        positions = self._rows_with_nominations(rows, pod)
+        if not positions:
+            return outcome
         nominator = self.handle.nominator
-        table = self.handle.table
-        for i in self._rows_with_nominations(rows):
-            row = rows[i]
-            node_name = table.nodes[int(row)].name
+        nodes = self.handle.table.nodes
+        added: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods to add there)
+        for i in positions:
+            row = int(rows[i])
             nominated = [
                 p
-                for p in nominator.nominated_pods_for_node(node_name)
+                for p in nominator.nominated_pods_for_node(nodes[row].name)
                 if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
             ]
-            if not nominated:
-                continue
-            status = self._filter_with_added_pods(state, pod, int(row), nominated)
+            if nominated:
+                added.append((i, row, nominated))
+        if len(added) > 1 and not self._has_active_extensions(state):
+            statuses = self._filter_rows_with_added_pods(state, pod, added)
+        else:
+            statuses = [self._filter_with_added_pods(state, pod, row, pods) for _, row, pods in added]
+        for (i, _, _), status in zip(added, statuses, strict=True):
             if not status.is_success:
                 outcome.statuses.append(status)
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
 
-    def _rows_with_nominations(self, rows: Rows) -> list[int]:
-        """Positions of rows whose node may have nominated pods, in row order.
+    def _rows_with_nominations(self, rows: Rows, pod: Pod) -> list[int]:
+        """Positions of rows whose node holds a nominated pod of priority >= the pod's, in row
+        order (upstream's addGENominatedPods adds nothing elsewhere).
 
-        Only nodes with nominations need the second pass; asking the nominator about each of
-        thousands of nodes per cycle would cost more than the filters themselves.
+        Few rows (preemption's one-node dry runs) are looked up by name; many rows go through
+        a per-row array of the highest nominated priority, rebuilt only when the nominations
+        or the rows change.
         """
-        list_nodes = getattr(self.handle.nominator, "nominated_node_names", None)
-        if list_nodes is None:  # a nominator that cannot list its nodes: ask about every row
-            return list(range(len(rows)))
-        index = self.handle.table.index
-        nominated = [index[name] for name in list_nodes() if name in index]
-        if not nominated:
+        tops = self.handle.nominator.nominated_priorities()
+        if not tops:
             return []
-        return np.flatnonzero(np.isin(rows, nominated)).tolist()
+        if len(rows) <= len(tops):
+            nodes = self.handle.table.nodes
+            return [
+                i
+                for i, row in enumerate(rows.tolist())
+                if tops.get(nodes[row].name, pod.priority - 1) >= pod.priority
+            ]
+        top_by_row = self._top_by_row(tops)
+        positions: list[int] = np.flatnonzero(top_by_row[rows] >= pod.priority).tolist()
+        return positions
+
+    def _top_by_row(self, tops: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        table = self.handle.table
+        cached = self._nominated_cache
+        if cached is not None and cached[0] is tops and cached[1] == table.layout:
+            return cached[2]
+        # Below any int32 priority: rows without nominations never qualify.
+        top_by_row = np.full(len(table), np.iinfo(np.int64).min, dtype=np.int64)
+        for name, priority in tops.items():
+            row = table.index.get(name)
+            if row is not None:
+                top_by_row[row] = priority
+        self._nominated_cache = (tops, table.layout, top_by_row)
+        return top_by_row
+
+    def _has_active_extensions(self, state: CycleState) -> bool:
+        """Whether a PreFilter plugin with AddPod/RemovePod extensions runs for this pod: then the
+        cycle state depends on which pods are added and each node needs its own state."""
+        return any(p.has_extensions and p.name not in state.skip_filter for p in self.points.pre_filter)
+
+    def _filter_rows_with_added_pods(
+        self, state: CycleState, pod: Pod, added: list[tuple[int, int, list[Pod]]]
+    ) -> list[Status]:
+        """The pass with nominated pods for many nodes at once. Without active PreFilter
+        extensions the cycle state does not depend on the added pods, and filters read only
+        their own row of the table, so placing every node's nominated pods together and
+        filtering those rows in one batch gives each node the status it would get alone."""
+        table = self.handle.table
+        placed: list[tuple[Pod, int]] = []
+        try:
+            for _, row, pods in added:
+                for other in pods:
+                    table.add_pod(other, row)
+                    placed.append((other, row))
+            rows = np.asarray([row for _, row, _ in added], dtype=np.intp)
+            batch = self.run_filters(state.clone(), pod, rows)
+            return [batch.status_at(j) for j in range(len(added))]
+        finally:
+            for other, row in placed:
+                table.remove_pod(other, row)
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
         table = self.handle.table

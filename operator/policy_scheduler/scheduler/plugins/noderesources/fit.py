@@ -193,10 +193,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
 def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: BoolArray) -> FilterResult:
     """One Status per distinct combination of failed checks present among the rows."""
-    matrix = np.stack([unresolvable, *insufficient])
-    failed: BoolArray = np.any(matrix[1:], axis=0)
+    failed: BoolArray = np.logical_or.reduce(insufficient)
     if not failed.any():
         return FilterResult.all_pass(len(unresolvable))
+    if len(failed) == 1:  # one row (preemption's dry runs): no grouping needed
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable[0] else Code.UNSCHEDULABLE
+        hit = tuple(reason for reason, short in zip(reasons, insufficient, strict=True) if short[0])
+        return FilterResult(~failed, np.zeros(1, dtype=np.int32), (Status(code, hit),))
+    matrix = np.stack([unresolvable, *insufficient])
     status_index = np.zeros(len(failed), dtype=np.int32)
     combos: npt.NDArray[np.bool_]
     if len(matrix) <= 62:
