@@ -180,6 +180,10 @@ class Handle:
 # ---- plugin bases ------------------------------------------------------------------------------
 
 
+# (key, value) pairs a plugin contributes to a pod's signature; values only need ==.
+SignFragments = tuple[tuple[str, object], ...]
+
+
 class Plugin:
     name: ClassVar[str] = ""
 
@@ -195,6 +199,15 @@ class Plugin:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
         return []
+
+    # SignPlugin (opportunistic batching, KEP-5598): a profile batches only when every PreFilter,
+    # Filter, PreScore and Score plugin signs pods.
+    signs_pods: ClassVar[bool] = False
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        """The parts of the pod this plugin's results depend on, as (key, value) pairs; None when
+        this pod cannot be signed (its results depend on more than the pod and its node)."""
+        return None
 
 
 class PreEnqueuePlugin(Plugin):

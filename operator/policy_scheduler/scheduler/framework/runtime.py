@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.framework.batch import OpportunisticBatch, Signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
@@ -223,6 +224,16 @@ class Framework:
                 if not isinstance(plugin, base):
                     raise FrameworkError(f"plugin {ref.name} does not implement {point}")
                 getattr(self.points, attr).append(plugin)
+        # computeBatchablePlugins: signatures only if every (pre)filter/(pre)score plugin signs.
+        candidates = [*self.points.pre_filter, *self.points.filter, *self.points.pre_score]
+        candidates += [plugin for plugin, _ in self.points.score]
+        self.signers: list[Plugin] = list({p.name: p for p in candidates}.values())
+        if not all(p.signs_pods for p in self.signers):
+            self.signers = []
+            self.signatures_enabled = False
+        else:
+            self.signatures_enabled = True
+        self.batch = OpportunisticBatch(time.monotonic)
         if len(self.points.queue_sort) != 1:
             raise FrameworkError("a profile needs exactly one queueSort plugin")
         if not self.points.bind:
@@ -271,6 +282,21 @@ class Framework:
 
     def queue_sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
         return self.points.queue_sort[0].sort_key(info)
+
+    # ---- batching --------------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> Signature | None:
+        """SignPod: pods with equal signatures get the same filter and score results on the same
+        nodes. None when signatures are off for this profile or a plugin cannot sign the pod."""
+        if not self.signatures_enabled:
+            return None
+        signature: Signature = {"SchedulerName": pod.scheduler_name}
+        for plugin in self.signers:
+            fragments = plugin.sign_pod(pod)
+            if fragments is None:
+                return None
+            signature.update(fragments)
+        return signature
 
     # ---- filtering -------------------------------------------------------------------------------
 

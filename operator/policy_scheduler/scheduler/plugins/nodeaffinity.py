@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
     default_normalize,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable
@@ -175,6 +176,7 @@ def _node_names_of_required(terms: Sequence[NodeSelectorTerm]) -> set[str] | Non
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeAffinityArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -186,6 +188,10 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         )
 
     # ---- filtering -----------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        node_affinity = pod.affinity.node_affinity if pod.affinity is not None else None
+        return (("NodeAffinity", node_affinity), ("NodeSelector", pod.node_selector))
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         terms = required_terms(pod)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from policy_scheduler.scheduler.framework.batch import TOLERATIONS_SIGNER, tolerations_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -12,7 +13,7 @@ from policy_scheduler.scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
-from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, SignFragments
 from policy_scheduler.scheduler.framework.status import unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import Rows
@@ -27,6 +28,10 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
+    signs_pods = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((TOLERATIONS_SIGNER, tolerations_signature(pod)),)
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         if tolerates_unschedulable(pod):

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.framework.batch import RESOURCES_SIGNER
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -29,6 +30,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
@@ -119,6 +121,7 @@ def _scorer(strategy: ScoringStrategy) -> Scorer:
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeResourcesFitArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -129,6 +132,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._scorer = _scorer(typed.scoring_strategy)
 
     # ---- filter ----------------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((RESOURCES_SIGNER, pod.requests),)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_KEY, PodRequest.of(pod))
