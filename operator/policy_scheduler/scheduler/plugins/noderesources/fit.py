@@ -146,6 +146,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return FilterResult.reject_all(
                 len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
             )
+        if len(rows) == 1:
+            return self._filter_row(request, int(rows[0]))
         table = self.table
         reasons = [TOO_MANY_PODS]
         too_many = table.pod_count[rows] + 1 > resource_column(table, table.allocatable, PODS, rows)
@@ -161,6 +163,30 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 # Even an empty node is too small: preemption cannot help.
                 unresolvable |= short & (quantity > allocatable)
         return _result(reasons, insufficient, unresolvable)
+
+    def _filter_row(self, request: PodRequest, row: int) -> FilterResult:
+        """The same checks on one row with plain ints: preemption's dry runs filter one node at a
+        time, where numpy's per-call cost would dominate."""
+        table = self.table
+
+        def value(matrix: IntArray, resource: str) -> int:
+            index = table.resource_index.get(resource)
+            return 0 if index is None else int(matrix[index, row])
+
+        reasons = [TOO_MANY_PODS] if int(table.pod_count[row]) + 1 > value(table.allocatable, PODS) else []
+        unresolvable = False
+        if not request.empty:
+            for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
+                allocatable = value(table.allocatable, resource)
+                if quantity > allocatable - value(table.requested, resource):
+                    reasons.append(_reason(resource))
+                    unresolvable |= quantity > allocatable
+        if not reasons:
+            return FilterResult.all_pass(1)
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return FilterResult(
+            np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32), (Status(code, tuple(reasons)),)
+        )
 
     # ---- score -----------------------------------------------------------------------------------
 
@@ -202,10 +228,6 @@ def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: Boo
     failed: BoolArray = np.logical_or.reduce(insufficient)
     if not failed.any():
         return FilterResult.all_pass(len(unresolvable))
-    if len(failed) == 1:  # one row (preemption's dry runs): no grouping needed
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable[0] else Code.UNSCHEDULABLE
-        hit = tuple(reason for reason, short in zip(reasons, insufficient, strict=True) if short[0])
-        return FilterResult(~failed, np.zeros(1, dtype=np.int32), (Status(code, hit),))
     matrix = np.stack([unresolvable, *insufficient])
     status_index = np.zeros(len(failed), dtype=np.int32)
     combos: npt.NDArray[np.bool_]
