@@ -157,6 +157,8 @@ class FrameworkHandle(Protocol):
     def scheduler_name(self) -> str: ...
     @property
     def table(self) -> NodeTable: ...
+    @property
+    def node_only_filters(self) -> frozenset[str]: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status: ...
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status: ...
@@ -236,6 +238,10 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    # True when the verdict depends only on the pod and the node object, never on the pods
+    # placed on the node: preemption then need not ask again while it adds victims back.
+    node_only: ClassVar[bool] = False
+
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         raise NotImplementedError
 

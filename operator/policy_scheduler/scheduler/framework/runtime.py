@@ -258,6 +258,11 @@ class Framework:
         return self.handle.table
 
     @property
+    def node_only_filters(self) -> frozenset[str]:
+        """Filter plugins whose verdict ignores the pods on the node (see FilterPlugin.node_only)."""
+        return frozenset(p.name for p in self.points.filter if p.node_only)
+
+    @property
     def has_filter_plugins(self) -> bool:
         return bool(self.points.filter)
 

@@ -176,6 +176,7 @@ def _node_names_of_required(terms: Sequence[NodeSelectorTerm]) -> set[str] | Non
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
+    node_only = True  # reads the node object only
     signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeAffinityArgs | Mapping[str, Any]) -> None:

@@ -16,6 +16,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name = "NodeName"
+    node_only = True  # reads the node object only
     signs_pods = True
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:

@@ -28,6 +28,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
+    node_only = True  # reads the node object only
     signs_pods = True
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:

@@ -93,6 +93,7 @@ class _PerTaintSet:
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "TaintToleration"
+    node_only = True  # reads the node object only
     signs_pods = True
 
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:

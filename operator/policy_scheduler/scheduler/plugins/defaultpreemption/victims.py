@@ -175,6 +175,8 @@ def _select(
     status = _filter(framework, state, pod, row)
     if not status.is_success:
         return NodeVictims([], 0, status)
+    # Adding victims back cannot change what filters reading only the node decided: they passed.
+    state.skip_filter |= framework.node_only_filters
 
     importance = more_important_key(now)
     potential.sort(key=importance)
