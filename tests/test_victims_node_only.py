@@ -57,10 +57,10 @@ def _victims(node_only: bool) -> tuple[list[str], int, int]:
         queueSort=(PluginRef("PrioritySort"),),
         bind=(PluginRef("DefaultBinder"),),
         preFilter=(PluginRef("NodeResourcesFit"),),
-        filter=(
-            PluginRef("NodeResourcesFit"),
+        filter=(  # the counting filters first: run_filters stops at the first rejection
             PluginRef(CountingNodeFilter.name),
             PluginRef(CountingPodFilter.name),
+            PluginRef("NodeResourcesFit"),
         ),
     )
     fw = Framework(ResolvedProfile("p", None, points, {}, 1.0, 10.0, None), registry, Handle(table))
