@@ -460,6 +460,11 @@ class Framework:
         their own row of the table, so placing every node's nominated pods together and
         filtering those rows in one batch gives each node the status it would get alone."""
         table = self.handle.table
+        running = {p.name for p in self.points.filter if p.name not in state.skip_filter}
+        listeners = table.listeners
+        # Indexes whose only reader does not filter this pod need not follow the trial pods
+        # (added and removed alike, so they end up unchanged).
+        table.listeners = [entry for entry in listeners if not entry.reader or entry.reader in running]
         placed: list[tuple[Pod, int]] = []
         try:
             for _, row, pods in added:
@@ -472,6 +477,7 @@ class Framework:
         finally:
             for other, row in placed:
                 table.remove_pod(other, row)
+            table.listeners = listeners
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
         table = self.handle.table
