@@ -401,7 +401,7 @@ class Framework:
             ]
             if nominated:
                 added.append((i, row, nominated))
-        if len(added) > 1 and not self._has_active_extensions(state):
+        if not self._has_active_extensions(state):
             statuses = self._filter_rows_with_added_pods(state, pod, added)
         else:
             statuses = [self._filter_with_added_pods(state, pod, row, pods) for _, row, pods in added]
