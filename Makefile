@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit e2e lint typecheck bench bench-e2e controlplane crds clean
+.PHONY: demo test unit e2e soak lint typecheck bench bench-e2e controlplane crds clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,6 +35,11 @@ unit: $(STAMP)
 
 e2e: controlplane
 	$(BIN)/pytest e2e -q
+
+# The long churn soak of the fault suite (docs/reliability.md): 10,000 pods; not part of `make test`
+# (which runs a 300-pod version). Figures are printed and appended to soak-results.txt.
+soak: controlplane
+	SOAK_PODS=$${SOAK_PODS:-10000} FAULT_RESULTS=soak-results.txt $(BIN)/pytest e2e/test_faults_soak.py -q -s
 
 # Every test: lint, types, unit and e2e on the real control plane.
 test: controlplane lint typecheck

@@ -72,4 +72,5 @@ def kubeconfig(request: pytest.FixtureRequest) -> Path:
     return cluster.kubeconfig
 
 
+from fixtures_faults import fault_scene, faults  # noqa: E402,F401  (fixtures)
 from fixtures_operator import kubectl, operator_process  # noqa: E402,F401  (fixtures)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubectl import Kubectl
+from policy_scheduler.policy.crdgen import render_crds
+from polling import wait_until
 
 # Profiles labelled with this are served only by the operators their test starts itself.
 ISOLATED_LABEL = "e2e-isolated"
@@ -52,18 +56,19 @@ class OperatorProcess:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             if self.proc.poll() is not None:
-                raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
+                raise RuntimeError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        return
+                    return bool(r.status == 200)
             except OSError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"operator not ready after {timeout:.0f}s:\n{self.tail()}")
+                return False
+
+        try:
+            wait_until("the operator's /readyz", ready, timeout=timeout, interval=0.3)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.tail()}") from None
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
@@ -104,3 +109,71 @@ def operator_process(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory)
         yield process
     finally:
         process.stop()
+
+
+# ---- the operator as its ServiceAccount (manifests/rbac.yaml) -------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+SA_NAMESPACE = "policy-scheduler"
+SA_NAME = "policy-scheduler"
+SA_USER = f"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}"
+API_GROUP = "scheduling.policy-scheduler.io/v1alpha1"
+# A refusal as our client, kopf or kubernetes-asyncio log it (403 apart from timestamps and ids).
+FORBIDDEN = re.compile(r"forbidden|not enough permissions|(?<![\d,.:-])403(?![\d-])", re.IGNORECASE)
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+
+
+class ServiceAccountOperator(OperatorProcess):
+    """`policy-scheduler run` without --install-crds (the ServiceAccount cannot write CRDs)."""
+
+    install_crds = False
+
+    def forbidden_lines(self) -> list[str]:
+        self.log.flush()
+        lines = self.log_path.read_text().splitlines()
+        return [line for line in lines if FORBIDDEN.search(TIMESTAMP.sub("", line))]
+
+
+def install_crds_and_rbac(kubectl: Kubectl) -> None:
+    """As the admin: our CRDs (established and discoverable), then manifests/' namespace,
+    ServiceAccount and least-privilege RBAC."""
+    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
+    kubectl.run(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=policy-scheduler",
+    )
+
+    # Established comes a moment before the group is in discovery, which kubectl caches.
+    def discovered() -> bool:
+        result = kubectl.run("get", "--raw", f"/apis/{API_GROUP}", check=False)
+        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
+
+    wait_until("our API group in discovery", discovered, timeout=30)
+    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+        kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
+
+
+def service_account_token(admin: Kubectl, duration: str = "1h") -> str:
+    token = admin.run("create", "token", SA_NAME, "-n", SA_NAMESPACE, f"--duration={duration}").stdout.strip()
+    assert token, "TokenRequest returned no token"
+    return token
+
+
+def service_account_kubeconfig(admin: Kubectl, path: Path, *, server: str | None = None) -> Path:
+    """The admin kubeconfig's cluster with a token of the ServiceAccount (TokenRequest API);
+    `server` (plain http, e.g. a fault proxy) replaces the cluster's address and CA."""
+    token = service_account_token(admin, "6h")
+    config = yaml.safe_load(admin.kubeconfig.read_text())
+    config["users"] = [{"name": SA_NAME, "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = SA_NAME
+    if server is not None:
+        for cluster in config["clusters"]:
+            cluster["cluster"] = {"server": server}
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path

@@ -14,42 +14,27 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from fixtures_operator import OperatorProcess
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from fixtures_operator import SA_NAMESPACE as NS
+from fixtures_operator import (
+    SA_USER,
+    ServiceAccountOperator,
+    install_crds_and_rbac,
+    service_account_kubeconfig,
+)
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
-from policy_scheduler.policy.crdgen import render_crds
+from polling import wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
-NS = "policy-scheduler"
-SA = "policy-scheduler"
-SA_USER = f"system:serviceaccount:{NS}:{SA}"
 IDENTITY = "rbac-e2e"
 SCHEDULER = "rbac-scheduler"
 WORK_NS = "rbac-e2e"
 API = "scheduling.policy-scheduler.io/v1alpha1"
-# A refusal as our client, kopf or kubernetes-asyncio log it (403 apart from timestamps and ids).
-FORBIDDEN = re.compile(r"forbidden|not enough permissions|(?<![\d,.:-])403(?![\d-])", re.IGNORECASE)
-TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
-
-
-class ServiceAccountOperator(OperatorProcess):
-    """`policy-scheduler run` without --install-crds (the ServiceAccount cannot write CRDs)."""
-
-    install_crds = False
-
-    def forbidden_lines(self) -> list[str]:
-        self.log.flush()
-        lines = self.log_path.read_text().splitlines()
-        return [line for line in lines if FORBIDDEN.search(TIMESTAMP.sub("", line))]
 
 
 @pytest.fixture(scope="module")
@@ -68,38 +53,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
 @pytest.fixture(scope="module")
 def admin(cluster: DevCluster) -> Kubectl:
     kubectl = Kubectl(cluster.kubeconfig)
-    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
-    kubectl.run(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=policy-scheduler",
-    )
-
-    # Established comes a moment before the group is in discovery, which kubectl caches.
-    def discovered() -> bool:
-        result = kubectl.run("get", "--raw", f"/apis/{API}", check=False)
-        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
-
-    wait_for("our API group in discovery", discovered, timeout=30)
-    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
-        kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
+    install_crds_and_rbac(kubectl)
     return kubectl
-
-
-def service_account_kubeconfig(admin: Kubectl, path: Path) -> Path:
-    """The admin kubeconfig's cluster with a token of the ServiceAccount (TokenRequest API)."""
-    token = admin.run("create", "token", SA, "-n", NS, "--duration=1h").stdout.strip()
-    assert token, "TokenRequest returned no token"
-    config = yaml.safe_load(admin.kubeconfig.read_text())
-    config["users"] = [{"name": SA, "user": {"token": token}}]
-    for context in config["contexts"]:
-        context["context"]["user"] = SA
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +163,7 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     admin.apply(namespace(WORK_NS), profile("rbac", SCHEDULER))
     admin.create(pod("fits", WORK_NS, SCHEDULER), pod("too-big", WORK_NS, SCHEDULER, cpu="1000"))
 
-    bound = wait_for(
+    bound = wait_until(
         "pod bound", lambda: admin.get("pod", "fits", WORK_NS)["spec"].get("nodeName"), timeout=60
     )
     assert bound.startswith("kwok-node-")
@@ -217,20 +172,20 @@ def test_schedules_writes_status_events_and_holds_the_lease(
         cond = condition(admin.get("pod", "too-big", WORK_NS), "PodScheduled")
         return cond if cond and cond["status"] == "False" else None
 
-    assert wait_for("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
+    assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
         return {e["reason"] for e in events_for(admin, name) if e.get("reportingInstance") == IDENTITY}
 
-    wait_for("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
-    wait_for("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
+    wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
+    wait_until("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
 
     def ready() -> bool:
         obj = admin.get("schedulingprofile", "rbac")
         cond = condition(obj, "Ready")
         return bool(cond and cond["status"] == "True" and (obj["status"].get("scheduled") or 0) >= 1)
 
-    wait_for("profile Ready (status written)", ready, timeout=60)
+    wait_until("profile Ready (status written)", ready, timeout=60)
     lease = admin.get("lease", "policy-scheduler", NS)
     assert lease["spec"]["holderIdentity"] == IDENTITY
     assert_no_forbidden(operator)
@@ -260,14 +215,14 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
         profile("rbac", SCHEDULER, evictionPolicyName="rbac-enforce"),
     )
     for name, value in (("rbac-low", 10), ("rbac-high", 1000)):
-        pc = wait_for(f"native {name}", functools.partial(native_class, admin, name), timeout=60)
+        pc = wait_until(f"native {name}", functools.partial(native_class, admin, name), timeout=60)
         assert pc["value"] == value
 
     def accepted() -> bool:
         cond = condition(admin.get("evictionpolicy", "rbac-enforce"), "Accepted")
         return bool(cond and cond["status"] == "True")
 
-    wait_for("EvictionPolicy status written", accepted, timeout=60)
+    wait_until("EvictionPolicy status written", accepted, timeout=60)
 
     # Two 32-cpu nodes: one filler each leaves room for no 20-cpu urgent pod without preemption.
     admin.create(
@@ -283,13 +238,13 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
             for i in range(2)
         )
     )
-    wait_for(
+    wait_until(
         "fillers bound",
         lambda: all(admin.get("pod", f"filler-{i}", WORK_NS)["spec"].get("nodeName") for i in range(2)),
         timeout=60,
     )
     admin.create(pod("urgent", WORK_NS, SCHEDULER, cpu="20", priority_class="rbac-high"))
-    wait_for(
+    wait_until(
         "urgent bound after preemption",
         lambda: admin.get("pod", "urgent", WORK_NS)["spec"].get("nodeName"),
         timeout=90,
@@ -299,7 +254,7 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
         status = admin.get("evictionpolicy", "rbac-enforce").get("status") or {}
         return status if (status.get("counters") or {}).get("evicted", 0) >= 1 else None
 
-    status = wait_for("eviction counted in EvictionPolicy status", evicted, timeout=60)
+    status = wait_until("eviction counted in EvictionPolicy status", evicted, timeout=60)
     assert status["recentEvictions"][0]["result"] == "Evicted"
     remaining = [
         p
@@ -310,7 +265,7 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
 
     # A mirror's deletion deletes the class it created.
     admin.delete("priorityclassmirror", "rbac-high")
-    wait_for("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
+    wait_until("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
     assert_no_forbidden(operator)
 
 

@@ -76,6 +76,16 @@ def test_apiserver_flags() -> None:
     assert "--advertise-address=10.0.0.7" in apiserver_args(Path("x"), Path("p"), PORTS, "10.0.0.7")
 
 
+def test_node_lifecycle_option_enables_condition_taints() -> None:
+    args = apiserver_args(Path("a"), Path("p"), PORTS, None, node_lifecycle=True)
+    assert "--disable-admission-plugins=ServiceAccount" in args
+    kcm = controller_manager_args(Path("k"), Path("c"), PORTS, node_lifecycle=True)
+    controllers = next(a for a in kcm if a.startswith("--controllers=")).split("=", 1)[1].split(",")
+    assert "node-lifecycle-controller" in controllers
+    plain = controller_manager_args(Path("k"), Path("c"), PORTS)
+    assert "node-lifecycle-controller" not in next(a for a in plain if a.startswith("--controllers="))
+
+
 def test_controller_manager_and_kwok_flags() -> None:
     kcm = controller_manager_args(Path("/b/kcm"), Path("/w/kubeconfig"), PORTS)
     assert "--leader-elect=false" in kcm
@@ -109,6 +119,12 @@ def test_node_manifest_has_capacity_labels_and_no_taints() -> None:
     assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
     assert "taints" not in node["spec"]
     assert node["status"]["addresses"][0] == {"type": "InternalIP", "address": "172.16.0.5"}
+
+
+def test_node_manifest_carries_the_shapes_taints() -> None:
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    node = node_manifest("n-0", "zone-a", NodeShape(taints=(taint,)))
+    assert node["spec"]["taints"] == [taint]
 
 
 def test_next_names_continue_after_existing() -> None:
@@ -198,7 +214,9 @@ def test_cli_parser_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     args = parser.parse_args(["dev-cluster", "down", "--workdir", str(tmp_path)])
     assert args.func(args) == 0
     args = parser.parse_args(["dev-cluster", "up", "--nodes", "3"])
-    assert args.nodes == 3 and args.workdir == cli.default_workdir() and args.func is cli.cmd_up
+    assert args.nodes == 3
+    assert args.workdir == cli.default_workdir()
+    assert args.func is cli.cmd_up
 
 
 def test_module_entry_point_help() -> None:

@@ -22,6 +22,11 @@ from policy_scheduler.scheduler.profile_resolution import (
 
 # Every in-tree plugin registered without alpha feature gates, as in a real kube-scheduler.
 ALL_IN_TREE = frozenset(PLUGIN_EXTENSION_POINTS) - {"NodeDeclaredFeatures", "GangScheduling"}
+# A registry without the storage plugins and DynamicResources: resolution cases below were
+# written against it, and it shows how unimplemented defaults are dropped.
+NO_STORAGE = IMPLEMENTED_PLUGINS - {
+    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"
+}  # fmt: skip
 
 
 def plugins(**points: dict[str, list[Any]]) -> dict[str, PluginSet]:
@@ -78,7 +83,8 @@ UPSTREAM_DEFAULT = {
     "postBind": [],
 }  # fmt: skip
 
-OUR_DEFAULT = {
+# Names per point, and (name, weight) pairs for score.
+OUR_DEFAULT: dict[str, list[Any]] = {
     "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
@@ -108,7 +114,12 @@ def test_default_profile_matches_upstream_with_every_in_tree_plugin() -> None:
 
 
 def test_default_profile_drops_unimplemented_defaults() -> None:
-    assert resolve() == OUR_DEFAULT
+    assert resolve(NO_STORAGE) == OUR_DEFAULT
+
+
+def test_default_profile_is_upstreams() -> None:
+    assert IMPLEMENTED_PLUGINS == ALL_IN_TREE
+    assert resolve() == UPSTREAM_DEFAULT
 
 
 def test_default_plugins_order_and_weights() -> None:
@@ -163,7 +174,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "disable every default score plugin and pick new ones",
         {"score": {"disabled": ["*"], "enabled": [("NodeResourcesFit", 10), ("ImageLocality", 3)]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {"score": [("NodeResourcesFit", 10), ("ImageLocality", 3)], "preScore": OUR_DEFAULT["preScore"]},
     ),
     (
@@ -187,7 +198,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "explicit filter entries override multiPoint and keep their order",
         {"filter": {"enabled": ["NodePorts", "NodeName"]}, "preScore": {"disabled": ["InterPodAffinity"]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {
             "filter": [
                 "NodePorts",
@@ -211,7 +222,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "plugin disabled in multiPoint but enabled for one point",
         {"multiPoint": {"disabled": ["TaintToleration"]}, "filter": {"enabled": ["TaintToleration"]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {
             "filter": [
                 "NodeUnschedulable",
@@ -235,7 +246,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "explicit score weight 0 wins over multiPoint weight and means 1",
         {"multiPoint": {"enabled": [("ImageLocality", 5)]}, "score": {"enabled": ["ImageLocality"]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {
             "score": [
                 ("ImageLocality", 1),
@@ -251,7 +262,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "multiPoint weight used when the score point does not name the plugin",
         {"multiPoint": {"enabled": [("ImageLocality", 50)]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {"score": [(n, 50 if n == "ImageLocality" else w) for n, w in OUR_DEFAULT["score"]]},
     ),
     (
@@ -262,7 +273,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
                 "enabled": [("NodeResourcesFit", 4)],
             }
         },
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {
             "score": [
                 ("TaintToleration", 3),
@@ -298,7 +309,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
             },
             "score": {"enabled": [("NodeResourcesBalancedAllocation", 9)]},
         },
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {
             "score": [("NodeResourcesBalancedAllocation", 9), ("ImageLocality", 50)],
             "preScore": ["NodeResourcesBalancedAllocation"],
@@ -310,13 +321,13 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
     (
         "disabling * at specific points empties them",
         {"filter": {"disabled": ["*"]}, "score": {"disabled": ["*"]}, "preEnqueue": {"disabled": ["*"]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         {"filter": [], "score": [], "preEnqueue": [], "preFilter": OUR_DEFAULT["preFilter"]},
     ),
     (
         "disabling unimplemented or unknown plugins is harmless",
         {"multiPoint": {"disabled": ["VolumeBinding", "VolumeZone", "NoSuchPlugin"]}},
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         OUR_DEFAULT,
     ),
     (
@@ -325,7 +336,7 @@ CASES: list[tuple[str, dict[str, dict[str, list[Any]]], frozenset[str], dict[str
             "queueSort": {"enabled": ["PrioritySort"]},
             "bind": {"disabled": ["*"], "enabled": ["DefaultBinder"]},
         },
-        IMPLEMENTED_PLUGINS,
+        NO_STORAGE,
         OUR_DEFAULT,
     ),
 ]
@@ -350,7 +361,7 @@ ERRORS: list[tuple[str, ProfileConfig, str, str]] = [
     ),
     (
         "unimplemented in-tree plugin",
-        ProfileConfig(plugins=plugins(multiPoint={"enabled": ["VolumeBinding"]})),
+        ProfileConfig(plugins=plugins(multiPoint={"enabled": ["GangScheduling"]})),
         "spec.plugins.multiPoint.enabled[0].name",
         "not supported by policy-scheduler",
     ),
@@ -463,7 +474,7 @@ def test_every_error_is_reported_and_path_prefix_is_configurable() -> None:
 
 def test_unimplemented_explicit_plugin_is_an_error_even_when_a_default() -> None:
     with pytest.raises(ProfileError, match="not supported"):
-        resolve_profile(ProfileConfig(plugins=plugins(filter={"enabled": ["VolumeZone"]})))
+        resolve_profile(ProfileConfig(plugins=plugins(filter={"enabled": ["VolumeZone"]})), NO_STORAGE)
 
 
 def test_table_matches_the_implemented_plugin_classes() -> None:

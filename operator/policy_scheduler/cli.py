@@ -105,11 +105,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")
-    sim.add_argument("files", nargs="+", help="YAML files (multi-document or kind: List)")
+    sim.add_argument("files", nargs="*", help="YAML files (multi-document or kind: List)")
     sim.add_argument("-o", "--output", choices=["table", "json"], default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaks")
     sim.add_argument(
         "--progress", action="store_true", help="progress on stderr (default: large runs on a TTY)"
+    )
+    sim.add_argument(
+        "--from-cluster", action="store_true", help="what-if on a read-only snapshot of the live cluster"
+    )
+    sim.add_argument("--kubeconfig", help="with --from-cluster: kubeconfig (default: $KUBECONFIG)")
+    sim.add_argument(
+        "--namespace", action="append", metavar="NS", help="with --from-cluster: pending pods of NS only"
+    )
+    sim.add_argument(
+        "--apply",
+        action="append",
+        metavar="FILE",
+        help="with --from-cluster: policy objects to try (validated)",
+    )
+    sim.add_argument("--diff", action="store_true", help="with --from-cluster: only pods --apply changes")
+    sim.add_argument(
+        "--profile-selector", default="", help="with --from-cluster: the operator's --profile-selector"
     )
     sim.set_defaults(func=_simulate)
 

@@ -18,6 +18,7 @@ from typing import Any
 import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
@@ -29,6 +30,8 @@ from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.kube.dra_informers import DraInformers
+from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
@@ -36,6 +39,8 @@ from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_id
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
+from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
@@ -100,11 +105,13 @@ class Operator:
             on_preempt=self.evictor.on_preempt,
             writers=config.pod_status_writers,
         )
+        self.dra_store = DraStore()
         services = ClusterServices(
             list_pdbs=lambda: list(self.pdbs.store.values()),
             eviction_policy=self.policies.policy_for_scheduler,
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
+            dra=DraServices(self.dra_store, compile_selector, ApiClaimWriter(api)),
         )
         self.engine = Engine(
             hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
@@ -115,6 +122,7 @@ class Operator:
             self.engine.set_profiles,
             eviction_policy_problem=self.policies.problem,
             notify=self._profile_event,
+            on_preemption_restored=self.engine.retry_pending,
         )
         self.policies.profiles = self.profiles
         self.profile_selector = parse_selector(config.profile_selector)
@@ -125,6 +133,7 @@ class Operator:
             owners=self.owners,
             pdbs=self.pdbs,
             timings=config.informer,
+            dra=DraInformers(api, self.dra_store, self.engine, config.informer),
         )
 
     def _pod_deleted(self, pod: Pod) -> None:

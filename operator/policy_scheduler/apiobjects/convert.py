@@ -29,6 +29,8 @@ from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.resource_names import CPU, MEMORY
 from policy_scheduler.scheduler.resources import QuantityError, canonical
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
+from policy_scheduler.scheduler.storage import volumes
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
 
 __all__ = [
     "ConversionError",
@@ -221,6 +223,39 @@ def _pod_level_requests(res: structs.ResourceRequirements | None, errs: _Errors)
 # --- pods -------------------------------------------------------------------------------------
 
 
+def _volume(v: structs.Volume) -> Volume:
+    """The volume sources the storage plugins look at; every other one is OTHER."""
+    if v.persistent_volume_claim is not None:
+        src = v.persistent_volume_claim
+        return Volume(v.name, volumes.PVC, claim_name=src.claim_name, read_only=src.read_only)
+    if v.ephemeral is not None:
+        return Volume(v.name, volumes.EPHEMERAL)
+    if v.csi is not None:
+        return Volume(v.name, volumes.CSI, source_id=v.csi.driver, read_only=v.csi.read_only)
+    if v.gce_persistent_disk is not None:
+        gce = v.gce_persistent_disk
+        return Volume(v.name, volumes.GCE_PD, source_id=gce.pd_name, read_only=gce.read_only)
+    if v.aws_elastic_block_store is not None:
+        ebs = v.aws_elastic_block_store
+        return Volume(v.name, volumes.AWS_EBS, source_id=ebs.volume_id, read_only=ebs.read_only)
+    if v.iscsi is not None:
+        return Volume(v.name, volumes.ISCSI, source_id=v.iscsi.iqn, read_only=v.iscsi.read_only)
+    if v.rbd is not None:
+        rbd = v.rbd
+        return Volume(
+            v.name,
+            volumes.RBD,
+            source_id=f"{rbd.pool}/{rbd.image}",
+            read_only=rbd.read_only,
+            rbd_monitors=tuple(rbd.monitors or ()),
+        )
+    return Volume(v.name)
+
+
+def _resource_claim(c: structs.PodResourceClaim) -> PodResourceClaim:
+    return PodResourceClaim(c.name, c.resource_claim_name or "", c.resource_claim_template_name or "")
+
+
 def _pod_name(meta: structs.ObjectMeta) -> str:
     return f"Pod {meta.namespace or 'default'}/{meta.name}"
 
@@ -253,6 +288,8 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
         tolerations=tuple(_toleration(t) for t in spec.tolerations or ()),
         topology_spread_constraints=tuple(_spread(c) for c in spec.topology_spread_constraints or ()),
         scheduling_gates=tuple(g.name for g in spec.scheduling_gates or ()),
+        volumes=tuple(_volume(v) for v in spec.volumes or ()),
+        resource_claims=tuple(_resource_claim(c) for c in spec.resource_claims or ()),
         owner_references=tuple(
             model.OwnerReference(kind=o.kind, name=o.name, uid=o.uid, controller=bool(o.controller))
             for o in meta.owner_references or ()
@@ -262,6 +299,9 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
         deletion_timestamp=_epoch(meta.deletion_timestamp),
         phase=status.phase or "Pending",
         resource_version=meta.resource_version,
+        resource_claim_statuses=tuple(
+            (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
+        ),
     )
 
 

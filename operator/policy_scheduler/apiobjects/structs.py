@@ -154,6 +154,67 @@ class PodSchedulingGate(_Base):
     name: str = ""
 
 
+# --- volumes and resource claims ------------------------------------------------------------
+
+
+class PersistentVolumeClaimVolumeSource(_Base):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class EphemeralVolumeSource(_Base):
+    pass  # only its presence matters: the claim is named <pod>-<volume>
+
+
+class CSIVolumeSource(_Base):
+    driver: str = ""
+    read_only: bool = False
+
+
+class GCEPersistentDiskVolumeSource(_Base):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_Base):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(_Base):
+    iqn: str = ""
+    read_only: bool = False
+
+
+class RBDVolumeSource(_Base):
+    monitors: list[str] | None = None
+    pool: str = ""
+    image: str = ""
+    read_only: bool = False
+
+
+class Volume(_Base):
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+
+
+class PodResourceClaim(_Base):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_Base):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_Base):
     scheduler_name: str = ""
     node_name: str = ""
@@ -169,6 +230,8 @@ class PodSpec(_Base):
     tolerations: list[Toleration] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     scheduling_gates: list[PodSchedulingGate] | None = None
+    volumes: list[Volume] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(_Base):
@@ -185,6 +248,7 @@ class PodStatus(_Base):
     nominated_node_name: str = ""
     start_time: datetime | None = None
     conditions: list[PodCondition] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_Base):

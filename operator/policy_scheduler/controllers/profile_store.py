@@ -71,11 +71,15 @@ class ProfileStore:
         *,
         eviction_policy_problem: Callable[[str], PolicyProblem] = lambda _: None,
         notify: Notify | None = None,
+        on_preemption_restored: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.compile_spec = compile_spec
         self.on_change = on_change
         self.eviction_policy_problem = eviction_policy_problem
         self.notify = notify
+        # Called with the schedulerName when its EvictionPolicy resolves again, so pods that
+        # waited while preemption was off are retried now rather than at the next flush.
+        self.on_preemption_restored = on_preemption_restored
         self.records: dict[str, ProfileRecord] = {}
         self.in_force: dict[str, str] = {}  # schedulerName -> profile object name
 
@@ -128,6 +132,7 @@ class ProfileStore:
         problem = self.eviction_policy_problem(policy) if policy else None
         if problem == record.policy_problem:
             return
+        was_off = record.policy_problem is not None
         record.policy_problem = problem
         if problem is not None:
             log.warning("profile preempts nothing", extra={"profile": record.name, "why": problem[1]})
@@ -135,6 +140,8 @@ class ProfileStore:
                 self.notify(record, "Warning", problem[0], f"preemption is off: {problem[1]}")
         else:
             log.info("profile eviction policy resolved", extra={"profile": record.name, "policy": policy})
+            if was_off and record.accepted is not None:
+                self.on_preemption_restored(record.accepted.scheduler_name)
             if self.notify is not None:
                 self.notify(
                     record, "Normal", "EvictionPolicyResolved", f"EvictionPolicy {policy!r} is in force"

@@ -20,6 +20,7 @@ import secrets
 import shutil
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +59,18 @@ CONTROLLERS: tuple[str, ...] = (
     "replicaset-controller",
     "deployment-controller",
     "namespace-controller",
+    # DRA: creates claims from pods' ResourceClaimTemplates and drops reservations of pods that
+    # are gone (deallocating claims no pod uses any more).
+    "resourceclaim-controller",
 )
 # ServiceAccount: pods would need a token volume nobody mounts. TaintNodesByCondition: it
 # puts a not-ready taint on every new node that only the (absent) node lifecycle
 # controller would remove.
 DISABLED_ADMISSION = ("ServiceAccount", "TaintNodesByCondition")
+# `node_lifecycle=True` (fault tests): the node lifecycle controller taints nodes by their
+# conditions (memory pressure, not ready) and TaintNodesByCondition taints new nodes until then.
+NODE_LIFECYCLE_CONTROLLERS = ("node-lifecycle-controller",)
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 KWOK_NODE_LEASE_SECONDS = 40
 STATE_FILE = "state.json"
 
@@ -138,7 +146,10 @@ def etcd_args(binary: Path, data_dir: Path, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_args(binary: Path, pki: Path, ports: Ports, advertise: str | None) -> list[str]:
+def apiserver_args(
+    binary: Path, pki: Path, ports: Ports, advertise: str | None, *, node_lifecycle: bool = False
+) -> list[str]:
+    disabled = [p for p in DISABLED_ADMISSION if not (node_lifecycle and p == "TaintNodesByCondition")]
     args = [
         str(binary),
         f"--etcd-servers=http://{LOOPBACK}:{ports.etcd_client}",
@@ -150,7 +161,7 @@ def apiserver_args(binary: Path, pki: Path, ports: Ports, advertise: str | None)
         f"--service-account-key-file={pki / 'sa.pub'}",
         f"--service-account-signing-key-file={pki / 'sa.key'}",
         f"--service-account-issuer={SA_ISSUER}",
-        f"--disable-admission-plugins={','.join(DISABLED_ADMISSION)}",
+        f"--disable-admission-plugins={','.join(disabled)}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
     ]
     if advertise is not None:
@@ -158,11 +169,14 @@ def apiserver_args(binary: Path, pki: Path, ports: Ports, advertise: str | None)
     return args
 
 
-def controller_manager_args(binary: Path, kubeconfig: Path, ports: Ports) -> list[str]:
+def controller_manager_args(
+    binary: Path, kubeconfig: Path, ports: Ports, *, node_lifecycle: bool = False
+) -> list[str]:
+    controllers = CONTROLLERS + (NODE_LIFECYCLE_CONTROLLERS if node_lifecycle else ())
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
-        f"--controllers={','.join(CONTROLLERS)}",
+        f"--controllers={','.join(controllers)}",
         "--leader-elect=false",
         f"--bind-address={LOOPBACK}",
         f"--secure-port={ports.controller_manager}",
@@ -231,14 +245,18 @@ class DevCluster:
         binaries: Path | None = None,
         die_with_parent: bool = True,
         timeout: float = 120.0,
+        node_lifecycle: bool = False,
     ) -> None:
         """`die_with_parent`: components get SIGTERM from the kernel if this process dies,
-        even by SIGKILL. Turn it off to leave the cluster running after exit (CLI `up`)."""
+        even by SIGKILL. Turn it off to leave the cluster running after exit (CLI `up`).
+        `node_lifecycle`: run the node lifecycle controller and TaintNodesByCondition, so node
+        conditions become taints as in a real cluster (fault tests)."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.nodes = nodes
         self.binaries = binaries or bin_dir()
         self.die_with_parent = die_with_parent
         self.timeout = timeout
+        self.node_lifecycle = node_lifecycle
         self.startup_seconds: float | None = None
         self._components: list[Component] = []
         self._server: str | None = None
@@ -374,12 +392,15 @@ class DevCluster:
         zones: Sequence[str] = DEFAULT_ZONES,
         *,
         ephemeral_storage: str = "1Ti",
+        taints: Sequence[Mapping[str, str]] = (),
         wait: bool = True,
     ) -> list[str]:
         """Create `count` fake nodes named `<prefix>-<i>`, spread round-robin over `zones`,
         and (by default) wait until kwok reports them Ready. Returns their names."""
         api = self.api()
-        shape = NodeShape(cpu, memory, pods, ephemeral_storage, dict(labels or {}), tuple(zones))
+        shape = NodeShape(
+            cpu, memory, pods, ephemeral_storage, dict(labels or {}), tuple(zones), tuple(taints)
+        )
         existing = [n["metadata"]["name"] for n in api.get("/api/v1/nodes")["items"]]
         names = next_names(prefix, count, existing)
         for ordinal, name in enumerate(names, start=len(existing)):
@@ -399,11 +420,75 @@ class DevCluster:
             return len(nodes) == len(wanted) and all(is_ready(n) for n in nodes)
 
         self._wait_until(self._component("kwok"), all_ready, f"{len(wanted)} nodes Ready")
+        if self.node_lifecycle:
+            # Ready nodes lose the admission plugin's not-ready taint a moment later.
+            def untainted() -> bool:
+                nodes = [n for n in api.get("/api/v1/nodes")["items"] if n["metadata"]["name"] in wanted]
+                return not any(
+                    t.get("key") == NOT_READY_TAINT for n in nodes for t in n["spec"].get("taints") or []
+                )
+
+            self._wait_until(self._component("kube-controller-manager"), untainted, "not-ready taints gone")
         if expected_cpu is not None:
             for name in names:
                 allocatable = api.get(f"/api/v1/nodes/{name}")["status"].get("allocatable", {})
                 if allocatable.get("cpu") != expected_cpu:
                     raise DevClusterError(f"node {name} lost its capacity: allocatable={allocatable}")
+
+    # faults (tests): stop and restart components, compact etcd
+
+    def stop_component(self, name: str, *, kill: bool = False) -> None:
+        """Stop one component (SIGKILL if `kill`, else SIGTERM); `start_component` brings it back."""
+        component = self._require(name)
+        terminate(component, 0.0 if kill else self.timeout)
+
+    def start_component(self, name: str) -> None:
+        """Start a stopped component again with its original command line, ports and log, and
+        wait until it is healthy (the API server: ready)."""
+        old = self._require(name)
+        if old.alive():
+            raise DevClusterError(f"{name} is still running")
+        new = spawn(name, old.argv, old.log_path, env=old.env, die_with_parent=self.die_with_parent)
+        self._components[self._components.index(old)] = new
+        self._write_state()
+        if name == "kube-apiserver":
+            self._wait_until(new, lambda: probe(f"{self.server}/readyz", token=self._token), "ready")
+        elif name == "etcd":
+            self._wait_until(new, lambda: probe(f"{self.etcd_url}/health"), "healthy")
+
+    def restart_component(self, name: str, *, down_for: float = 0.0, kill: bool = False) -> None:
+        self.stop_component(name, kill=kill)
+        time.sleep(down_for)  # the outage itself: nothing to poll for
+        self.start_component(name)
+
+    @property
+    def etcd_url(self) -> str:
+        etcd = self._require("etcd")
+        url = next(a for a in etcd.argv if a.startswith("--advertise-client-urls="))
+        return url.split("=", 1)[1]
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's whole history up to its current revision (physically, so it is gone
+        at once); returns that revision. Watches from older resourceVersions then get 410 Gone."""
+        revision = int(
+            self._etcd("/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"]
+        )
+        self._etcd("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
+    def _etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        # etcd's gRPC gateway: JSON over HTTP, no etcdctl needed.
+        request = urllib.request.Request(self.etcd_url + path, data=json.dumps(body).encode(), method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=15) as response:
+            result: dict[str, Any] = json.loads(response.read())
+        return result
+
+    def _require(self, name: str) -> Component:
+        component = self._component(name)
+        if component is None:
+            raise DevClusterError(f"no component {name!r} in this dev cluster")
+        return component
 
     # startup steps
 
@@ -434,13 +519,19 @@ class DevCluster:
 
         self._server = f"https://{LOOPBACK}:{ports.apiserver}"
         binary = self.binaries / "kube-apiserver"
-        apiserver = self._spawn("kube-apiserver", apiserver_args(binary, self.pki_dir, ports, advertise))
+        apiserver = self._spawn(
+            "kube-apiserver",
+            apiserver_args(binary, self.pki_dir, ports, advertise, node_lifecycle=self.node_lifecycle),
+        )
         self._wait_until(apiserver, lambda: probe(f"{self.server}/readyz", token=self._token), "ready")
         self._write_kubeconfig()
 
         # Both only need the API server, so they start together.
         binary = self.binaries / "kube-controller-manager"
-        kcm = self._spawn("kube-controller-manager", controller_manager_args(binary, self.kubeconfig, ports))
+        kcm = self._spawn(
+            "kube-controller-manager",
+            controller_manager_args(binary, self.kubeconfig, ports, node_lifecycle=self.node_lifecycle),
+        )
         kwok = self._spawn(
             "kwok",
             kwok_args(self.binaries / "kwok", self.kubeconfig, ports, stages),

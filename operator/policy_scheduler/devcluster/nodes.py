@@ -23,6 +23,7 @@ class NodeShape:
     ephemeral_storage: str = "1Ti"
     labels: Mapping[str, str] = field(default_factory=dict)
     zones: Sequence[str] = DEFAULT_ZONES
+    taints: Sequence[Mapping[str, str]] = ()
 
 
 def node_ip(ordinal: int) -> str:
@@ -36,7 +37,7 @@ def node_manifest(name: str, zone: str, shape: NodeShape, internal_ip: str | Non
 
     The API server keeps status on create for nodes, and kwok's node-initialize stage keeps
     whatever capacity and addresses it finds, so what is given here is what the scheduler
-    sees. No taint is set: the nodes are meant to take ordinary pods.
+    sees. Only the shape's taints are set (none by default: ordinary pods are welcome).
     """
     addresses = [{"type": "Hostname", "address": name}]
     if internal_ip is not None:
@@ -59,7 +60,7 @@ def node_manifest(name: str, zone: str, shape: NodeShape, internal_ip: str | Non
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
-        "spec": {},
+        "spec": {"taints": [dict(t) for t in shape.taints]} if shape.taints else {},
         "status": {
             "capacity": dict(resources),
             "allocatable": dict(resources),

@@ -27,6 +27,8 @@ class Component:
     log_path: Path
     pid: int
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    # The environment it was started with (None: inherited), for a restart by the same program.
+    env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     def alive(self) -> bool:
         if self.popen is not None:
@@ -99,7 +101,7 @@ def spawn(
             start_new_session=True,
             preexec_fn=hook,  # only calls prctl, so safe after fork
         )
-    return Component(name, argv, log_path, popen.pid, popen)
+    return Component(name, argv, log_path, popen.pid, popen, env)
 
 
 def _signal_group(component: Component, sig: signal.Signals) -> None:

@@ -1,5 +1,6 @@
-"""The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets and
-the owners PodTopologySpread's default selectors need (Services and controllers)."""
+"""The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets, the
+owners PodTopologySpread's default selectors need (Services and controllers) and, when given,
+DRA's ResourceSlices, DeviceClasses and ResourceClaims."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from policy_scheduler.apiobjects.convert import (
 )
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
+from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
 from policy_scheduler.scheduler.model import Node, Pod
 
@@ -51,8 +53,10 @@ class ClusterInformers:
         owners: DefaultSelectorIndex,
         pdbs: Informer[structs.PodDisruptionBudget, Any],
         timings: InformerTimings,
+        dra: DraInformers | None = None,
     ) -> None:
         self.sink = sink
+        self.dra = dra
         self.pdbs = pdbs
         self.owners: list[Informer[Any, Any]] = [
             Informer(
@@ -116,7 +120,8 @@ class ClusterInformers:
 
     def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
         core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
-        return [*core, *([self.pdbs] if pdbs else []), *self.owners]
+        dra = self.dra.all() if self.dra is not None else []
+        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *dra]
 
     def start(self) -> list[asyncio.Task[None]]:
         return [informer.start() for informer in self._all()]

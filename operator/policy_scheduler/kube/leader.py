@@ -7,6 +7,7 @@ renewal fails, so scheduling stops at once; standbys keep their caches warm mean
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -44,6 +45,7 @@ class LeaderElector:
         self.timings = timings
         self.on_change = on_change
         self._leading = False
+        self._term = 0  # bumped whenever an election ends, so a late start of an old term is void
         self.became_leader = asyncio.Event()
 
     def is_leader(self) -> bool:
@@ -62,12 +64,11 @@ class LeaderElector:
         if self.on_change is not None:
             self.on_change(leading)
 
-    async def _lead(self) -> None:
-        self._set(True)
-        try:
-            await asyncio.Event().wait()  # hold until the renew loop cancels us
-        finally:
-            self._set(False)
+    async def _lead(self, term: int) -> None:
+        # The library runs this as a task it may never cancel (when a renewal raises), so it
+        # must hold nothing: it only marks leadership, and only for the term that started it.
+        if term == self._term:
+            self._set(True)
 
     async def _stopped(self) -> None:
         self._set(False)
@@ -75,12 +76,13 @@ class LeaderElector:
     async def run(self) -> None:
         lock = LeaseLock(self.name, self.namespace, self.identity, self.api)
         while True:
+            self._term += 1
             config = electionconfig.Config(
                 lock,
                 lease_duration=self.timings.lease_duration,
                 renew_deadline=self.timings.renew_deadline,
                 retry_period=self.timings.retry_period,
-                onstarted_leading=self._lead,
+                onstarted_leading=functools.partial(self._lead, self._term),
                 onstopped_leading=self._stopped,
             )
             try:
@@ -89,7 +91,9 @@ class LeaderElector:
                 raise
             except Exception as exc:  # API trouble: stand down and try again
                 log.warning("leader election error", extra={"error": str(exc)})
-            self._set(False)
+            finally:
+                self._term += 1
+                self._set(False)
             # As upstream's elector: a fixed retry period, no backoff (its jitter is the lease).
             await asyncio.sleep(self.timings.retry_period)
 

@@ -28,6 +28,7 @@ from policy_scheduler.policy.kube_types import (
 from policy_scheduler.scheduler.field_errors import Problem
 from policy_scheduler.scheduler.plugins import nodeaffinity
 from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
+from policy_scheduler.scheduler.plugins.dynamicresources import args as dynamicresources
 from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
 from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
 from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
@@ -197,6 +198,46 @@ class DefaultPreemptionArgs(ArgsModel):
     min_candidate_nodes_absolute: int = Field(100, ge=0, description="Minimum candidates to dry-run.")
 
 
+class VolumeBindingArgs(ArgsModel):
+    plugin = "VolumeBinding"
+
+    bind_timeout_seconds: int = Field(
+        600, description="How long PreBind waits for the PV controller to bind the pod's volumes."
+    )
+    shape: list[dict[str, Any]] | None = Field(
+        None,
+        description="Storage capacity scoring shape; needs the StorageCapacityScoring feature gate (off).",
+    )
+
+    @model_validator(mode="after")
+    def _validate(self) -> VolumeBindingArgs:
+        if self.bind_timeout_seconds < 0:
+            raise field_error(
+                "bindTimeoutSeconds",
+                f"Invalid value: {self.bind_timeout_seconds}: "
+                "invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        if self.shape is not None:  # the StorageCapacityScoring gate is off in v1.35
+            raise field_error(
+                "shape",
+                "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
+            )
+        return self
+
+
+class DynamicResourcesArgs(ArgsModel):
+    plugin = "DynamicResources"
+    core_args = dynamicresources.DynamicResourcesArgs
+
+    filter_timeout: str | None = Field(
+        None,
+        description="Longest search of one node's devices in Filter (Go duration, default 10s; 0: none).",
+    )
+    binding_timeout: str | None = Field(
+        None, description="Needs the DRADeviceBindingConditions feature gate (off in v1.35)."
+    )
+
+
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
     model.plugin: model
     for model in (
@@ -206,6 +247,8 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         InterPodAffinityArgs,
         NodeAffinityArgs,
         DefaultPreemptionArgs,
+        VolumeBindingArgs,
+        DynamicResourcesArgs,
     )
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
-from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
+from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
@@ -29,6 +29,9 @@ from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
 from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE, ScheduleOne, SchedulerHooks
+from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
+from policy_scheduler.scheduler.storage.events import storage_event
+from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObject, StorageObjects
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,8 @@ class Engine:
         registry: Mapping[str, type[Plugin]] | None = None,
         services: ClusterServices | None = None,
         observe: Callable[[str, str, str, float], None] | None = None,
+        storage: StorageLister | None = None,
+        volume_api: VolumeBindingAPI | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
         self.observe = observe
@@ -97,6 +102,8 @@ class Engine:
             rng=random.Random(seed),
             clock=time.time,
             services=services if services is not None else ClusterServices(),
+            storage=storage if storage is not None else StorageObjects(),
+            volume_api=volume_api,
         )
         self.scheduler = ScheduleOne(
             self.cache,
@@ -109,6 +116,11 @@ class Engine:
         # must find its pods without a relist.
 
     # ---- profiles (live) ---------------------------------------------------------------------------
+
+    def retry_pending(self, scheduler_name: str) -> None:
+        """Move every pending pod of a profile to activeQ: its EvictionPolicy resolved again, so
+        pods that could not preempt may now (upstream has no live policies, so no such event)."""
+        self.queue.activate([p for p in self.queue.pending_pods() if p.scheduler_name == scheduler_name])
 
     def set_profiles(self, profiles: Iterable[ResolvedProfile]) -> None:
         """Replace the active profiles. Queued pods stay; cycles already running keep their framework."""
@@ -210,6 +222,24 @@ class Engine:
     def node_deleted(self, node: Node) -> None:
         self.cache.remove_node(node.name)
         self.queue.node_deleted(node)
+
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None:
+        """A PV/PVC/StorageClass/CSI object was added (old None), updated or deleted (new None).
+
+        Updates the in-memory lister (when the engine owns one) and offers the event to the
+        pods the volume plugins rejected."""
+        storage = self.base_handle.storage
+        if isinstance(storage, StorageObjects):
+            if new is not None:
+                storage.upsert(new)
+            elif old is not None:
+                storage.delete(old)
+        self.queue.move_all_to_active_or_backoff(storage_event(old, new), old, new)
+
+    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None:
+        """A ResourceSlice, DeviceClass or ResourceClaim changed; services.dra.store already has it."""
+        action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self.base_handle.namespace_labels = labels

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from policy_scheduler.scheduler.resources import pod_non_zero_requests, pod_requests
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 EMPTY_LABELS: dict[str, str] = {}
@@ -172,6 +173,10 @@ class Pod:
     deletion_timestamp: float | None = None
     phase: str = "Pending"
     resource_version: str = ""
+    volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    # status.resourceClaimStatuses: (pod claim name, generated claim name or None).
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None

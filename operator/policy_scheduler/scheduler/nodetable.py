@@ -104,8 +104,8 @@ class NodeTable:
         self.listeners: list[PodListener] = []
         # Bumped on every change: plugins may cache per-generation derived data.
         self.generation = 0
-        # Bumped when the name -> row mapping changes (a node added or removed), not on pod changes.
-        self.layout = 0
+        # Bumped when rows are added, removed or moved (not on pod or label changes).
+        self.rows_generation = 0
         self._order: Rows | None = None
         self._zone_members: dict[str, list[str]] = {}
 
@@ -125,6 +125,7 @@ class NodeTable:
         row = self.index.get(node.name)
         if row is None:
             row = self._append_row(node)
+            self.rows_generation += 1
         else:
             old = self.nodes[row]
             self.nodes[row] = node
@@ -139,6 +140,7 @@ class NodeTable:
     def remove_node(self, name: str) -> list[Pod]:
         """Remove a node; returns the pods that were on it."""
         row = self.index.pop(name)
+        self.rows_generation += 1
         pods = list(self.pods[row].values())
         for pod in pods:
             self._notify_remove(pod, row)
@@ -156,7 +158,6 @@ class NodeTable:
         self._clear_row(last)
         self._order = None
         self.generation += 1
-        self.layout += 1
         return pods
 
     def _append_row(self, node: Node) -> int:
@@ -164,7 +165,6 @@ class NodeTable:
             self._grow()
         row = self.n
         self.n += 1
-        self.layout += 1
         self.index[node.name] = row
         self.nodes.append(node)
         self.pods.append({})

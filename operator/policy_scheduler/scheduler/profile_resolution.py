@@ -15,11 +15,8 @@ extension point (`ResolvedProfile`), in three steps that mirror upstream:
    then the other explicit plugins.
 3. Score weights (`getScoreWeights`): an explicit score entry wins over multiPoint; 0 means 1.
 
-Volumes are not supported: policy-scheduler does not implement the volume plugins
-(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) nor DynamicResources. Defaults
-that are not in the `implemented` set are dropped silently, so the default profile works; naming
-an unimplemented plugin explicitly in an enabled list is an error, disabling one is fine (so
-configurations copied from kube-scheduler that disable volume plugins still load).
+Defaults that are not in the `implemented` set are dropped silently; naming an unimplemented
+plugin explicitly in an enabled list is an error, disabling one is fine.
 
 Deliberate differences from upstream, all stricter and reported as `ProfileError`:
 - score weights must be within 0..MAX_SCORE_WEIGHT (upstream only guards int64 overflow);
@@ -118,7 +115,7 @@ PLUGIN_EXTENSION_POINTS: dict[str, frozenset[str]] = {
     GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
 }
 
-# Everything except volumes, DRA and the alpha plugins; the plugin registry may pass its own set.
+# Everything except the alpha plugins; the plugin registry may pass its own set.
 IMPLEMENTED_PLUGINS: frozenset[str] = frozenset(
     {
         SCHEDULING_GATES,
@@ -129,8 +126,13 @@ IMPLEMENTED_PLUGINS: frozenset[str] = frozenset(
         NODE_AFFINITY,
         NODE_PORTS,
         NODE_RESOURCES_FIT,
+        VOLUME_RESTRICTIONS,
+        NODE_VOLUME_LIMITS,
+        VOLUME_BINDING,
+        VOLUME_ZONE,
         POD_TOPOLOGY_SPREAD,
         INTER_POD_AFFINITY,
+        DYNAMIC_RESOURCES,
         DEFAULT_PREEMPTION,
         NODE_RESOURCES_BALANCED_ALLOCATION,
         IMAGE_LOCALITY,
@@ -272,7 +274,7 @@ def _unusable(name: str, implemented: frozenset[str]) -> str | None:
     if name in REMOVED_PLUGINS:
         return f"plugin {_q(name)} was removed in kubescheduler.config.k8s.io/v1"
     if name in PLUGIN_EXTENSION_POINTS:
-        return f"plugin {_q(name)} is not supported by policy-scheduler (volumes and DRA are not implemented)"
+        return f"plugin {_q(name)} is not supported by policy-scheduler (alpha plugins are not implemented)"
     return f"unknown plugin {_q(name)} (supported: {', '.join(sorted(implemented))})"
 
 

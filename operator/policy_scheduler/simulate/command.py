@@ -11,6 +11,7 @@ from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.progress import ProgressLine, summary_line, wants_progress
 from policy_scheduler.simulate.run import PodOutcome, simulate
 from policy_scheduler.simulate.scenario import ScenarioError, load_scenario, skipped_note
+from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS
 
 EXIT_BAD_INPUT = 2
 
@@ -34,6 +35,8 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
         }
         if o.preempted:
             entry["preempted"] = list(o.preempted)
+        if o.victims:
+            entry["victims"] = [{"pod": key, "verdict": verdict} for key, verdict in o.victims.items()]
         pods.append(entry)
     return {"pods": pods}
 
@@ -44,6 +47,10 @@ def outcomes_table(outcomes: list[PodOutcome]) -> str:
         message = "" if o.node else (_message(o) or "")
         if o.preempted:
             message = (message + " " if message else "") + f"(preempted: {', '.join(o.preempted)})"
+        blocked = [key for key, verdict in o.victims.items() if verdict not in EVICTED_VERDICTS]
+        if blocked and not o.dry_run:
+            shown = ", ".join(f"{key}: {o.victims[key]}" for key in blocked)
+            message = (message + " " if message else "") + f"(victims not evicted: {shown})"
         rows.append((o.namespace, o.name, o.node or "<pending>", o.nominated_node or "", message))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows]
@@ -51,6 +58,13 @@ def outcomes_table(outcomes: list[PodOutcome]) -> str:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    if args.from_cluster:
+        from policy_scheduler.simulate.whatif import whatif_command
+
+        return whatif_command(args)
+    if args.apply or args.diff or args.namespace or not args.files:
+        print("error: FILE... or --from-cluster (--apply, --diff, --namespace need it)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(args.files)
         profiles = resolve_scenario_profiles(scenario)

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from policy_scheduler.apiobjects.cluster_objects import PDBInfo
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
@@ -14,9 +15,12 @@ from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
+from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
+from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
+
+PolicyFor = Callable[[str], EvictionPolicyConfig | None]
 
 
 class FakeClock:
@@ -41,6 +45,8 @@ class PodOutcome:
     message: str | None = None
     preempted: list[str] = field(default_factory=list)
     dry_run: str | None = None  # what a dry-run EvictionPolicy would have evicted
+    # victim key -> what the evictor would do with it (see simulate/verdicts.py), last attempt
+    victims: dict[str, str] = field(default_factory=dict)
 
 
 class _MemoryBinder:
@@ -60,11 +66,12 @@ Progress = Callable[[int, int], None]  # (pods attempted at least once, pods to 
 
 
 class _RecordingHooks:
-    def __init__(self, outcomes: dict[str, PodOutcome]) -> None:
+    def __init__(self, outcomes: dict[str, PodOutcome], pdbs: list[PDBInfo]) -> None:
         self.outcomes = outcomes
         self.attempted: set[str] = set()
         self.engine: Engine | None = None
-        self.policy_for: Callable[[str], EvictionPolicyConfig | None] | None = None
+        self.policy_for: PolicyFor | None = None
+        self.pdbs = pdbs  # as the disruption controller keeps them: evictions use up budgets
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         outcome = self.outcomes[pod.key]
@@ -95,15 +102,20 @@ class _RecordingHooks:
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         assert self.engine is not None
-        policy = self.policy_for(framework.scheduler_name) if self.policy_for else None
-        if policy is not None and policy.dry_run:
+        policy = (self.policy_for(framework.scheduler_name) if self.policy_for else None) or DEFAULT_POLICY
+        verdicts = victim_verdicts(policy, result.victims, self.pdbs)
+        outcome = self.outcomes[pod.key]
+        outcome.victims = {victim.key: verdict for victim, verdict in verdicts}
+        if policy.dry_run:
             # Dry run: report what would be evicted, evict nothing (as the operator does).
             would = ", ".join(v.key for v in result.victims)
-            self.outcomes[pod.key].dry_run = f"dry run: would preempt {would} on {result.nominated_node_name}"
+            outcome.dry_run = f"dry run: would preempt {would} on {result.nominated_node_name}"
             return
-        # Victims are evicted at once and their termination finishes at once.
-        for victim in result.victims:
-            self.outcomes[pod.key].preempted.append(victim.key)
+        # Evicted victims are gone at once; a budget-blocked one stays (the preemptor waits).
+        evicted = [victim for victim, verdict in verdicts if verdict in EVICTED_VERDICTS]
+        self.pdbs[:] = after_evictions(self.pdbs, evicted)
+        for victim in evicted:
+            outcome.preempted.append(victim.key)
             stored = self.engine.cache.get_pod(victim.key) or victim
             self.engine.pod_deleted(stored)
             if victim.key in self.outcomes:
@@ -122,16 +134,21 @@ class _RecordingHooks:
 
 
 async def _simulate(
-    scenario: Scenario, profiles: list[ResolvedProfile], seed: int, progress: Progress | None
+    scenario: Scenario,
+    profiles: list[ResolvedProfile],
+    seed: int,
+    progress: Progress | None,
+    policy_for: PolicyFor | None,
 ) -> list[PodOutcome]:
     outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
     clock = FakeClock()
-    hooks = _RecordingHooks(outcomes)
+    hooks = _RecordingHooks(outcomes, list(scenario.pdbs))
     binder = _MemoryBinder()
-    policy_for = eviction_policy_lookup(scenario, profiles)
+    if policy_for is None:
+        policy_for = eviction_policy_lookup(scenario, profiles)
     hooks.policy_for = policy_for
     services = ClusterServices(
-        list_pdbs=lambda: scenario.pdbs,
+        list_pdbs=lambda: hooks.pdbs,  # evictions use them up, as the Eviction API records
         eviction_policy=policy_for,
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
     )
@@ -167,7 +184,12 @@ async def _simulate(
 
 
 def simulate(
-    scenario: Scenario, profiles: list[ResolvedProfile], seed: int = 0, progress: Progress | None = None
+    scenario: Scenario,
+    profiles: list[ResolvedProfile],
+    seed: int = 0,
+    progress: Progress | None = None,
+    policy_for: PolicyFor | None = None,
 ) -> list[PodOutcome]:
-    """Outcomes in input order; `progress` is called after every scheduling attempt."""
-    return asyncio.run(_simulate(scenario, profiles, seed, progress))
+    """Outcomes in input order; `progress` is called after every scheduling attempt.
+    `policy_for`: scheduler name -> its EvictionPolicy (default: as the scenario's profiles name)."""
+    return asyncio.run(_simulate(scenario, profiles, seed, progress, policy_for))

@@ -77,7 +77,15 @@ class Runner:
             return granted
         pod_grace = found.spec.termination_grace_period_seconds
         grace = grace_period(pod_grace, job.settings.config.max_grace_period_seconds)
+        # Take the maxInFlight slot before the eviction: the victim's deletion may be seen while
+        # the calls below are still awaited, and only a slot already taken is freed by it.
+        limiter = self.limiters.get(job.settings.policy_name, job.settings.limits)
+        if limiter is not None:
+            seconds = grace if grace is not None else pod_grace if pod_grace is not None else DEFAULT_GRACE
+            limiter.evicted(victim.uid, self.clock() + seconds + self.timings.in_flight_slack)
         result = await self._remove(job, victim, grace)
+        if result.outcome is not Outcome.EVICTED and limiter is not None:
+            limiter.gone(victim.uid)  # nothing was evicted: give the slot back
         if result.outcome is Outcome.GONE:
             return End.DONE
         if result.outcome is not Outcome.EVICTED:
@@ -90,10 +98,6 @@ class Runner:
         # Set after the API accepted: the Eviction API writes its own DisruptionTarget reason,
         # and a pod whose eviction is refused must not be marked as disrupted.
         await self.api.mark_disruption_target(victim.namespace, victim.name, victim.uid, job.scheduler_name)
-        limiter = self.limiters.get(job.settings.policy_name, job.settings.limits)
-        if limiter is not None:
-            seconds = grace if grace is not None else pod_grace if pod_grace is not None else DEFAULT_GRACE
-            limiter.evicted(victim.uid, self.clock() + seconds + self.timings.in_flight_slack)
         self.reporter.evicted(job, victim)
         return End.DONE
 

@@ -23,6 +23,8 @@ from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
+from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
@@ -175,6 +177,9 @@ class Handle:
     clock: Callable[[], float] = time.time
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     services: ClusterServices = field(default_factory=ClusterServices)
+    # PV/PVC/StorageClass/CSI objects for the volume plugins (fed by informers or simulate).
+    storage: StorageLister = field(default_factory=StorageObjects)
+    volume_api: VolumeBindingAPI | None = None  # VolumeBinding's PreBind writes
     # The profile's framework: Framework puts itself here in the copy it gives its plugins.
     framework: FrameworkHandle | None = None
 

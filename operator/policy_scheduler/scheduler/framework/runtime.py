@@ -208,7 +208,7 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
-        # (nominated priorities object, table layout, highest nominated priority per row)
+        # (nominated priorities object, table rows_generation, highest nominated priority per row)
         self._nominated_cache: tuple[Mapping[str, int], int, npt.NDArray[np.int64]] | None = None
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
@@ -436,7 +436,7 @@ class Framework:
     def _top_by_row(self, tops: Mapping[str, int]) -> npt.NDArray[np.int64]:
         table = self.handle.table
         cached = self._nominated_cache
-        if cached is not None and cached[0] is tops and cached[1] == table.layout:
+        if cached is not None and cached[0] is tops and cached[1] == table.rows_generation:
             return cached[2]
         # Below any int32 priority: rows without nominations never qualify.
         top_by_row = np.full(len(table), np.iinfo(np.int64).min, dtype=np.int64)
@@ -444,7 +444,7 @@ class Framework:
             row = table.index.get(name)
             if row is not None:
                 top_by_row[row] = priority
-        self._nominated_cache = (tops, table.layout, top_by_row)
+        self._nominated_cache = (tops, table.rows_generation, top_by_row)
         return top_by_row
 
     def _has_active_extensions(self, state: CycleState) -> bool:

@@ -8,6 +8,7 @@ from policy_scheduler.scheduler.framework.interfaces import Plugin
 def in_tree_registry() -> dict[str, type[Plugin]]:
     # Imported here so that importing the registry module stays cheap.
     from policy_scheduler.scheduler.plugins.defaultbinder import DefaultBinder
+    from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
     from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
     from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -18,10 +19,14 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     )
     from policy_scheduler.scheduler.plugins.noderesources.fit import NodeResourcesFit
     from policy_scheduler.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+    from policy_scheduler.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
     from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread
     from policy_scheduler.scheduler.plugins.queuesort import PrioritySort
     from policy_scheduler.scheduler.plugins.schedulinggates import SchedulingGates
     from policy_scheduler.scheduler.plugins.tainttoleration import TaintToleration
+    from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
+    from policy_scheduler.scheduler.plugins.volumerestrictions import VolumeRestrictions
+    from policy_scheduler.scheduler.plugins.volumezone import VolumeZone
 
     plugins: list[type[Plugin]] = [
         PrioritySort,
@@ -32,8 +37,13 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         NodeAffinity,
         NodePorts,
         NodeResourcesFit,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
+        DynamicResources,
         NodeResourcesBalancedAllocation,
         ImageLocality,
         DefaultBinder,

@@ -72,10 +72,16 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PDB]) -> 
     return violating, non_violating
 
 
+def budget_verdicts(victims: Iterable[Pod], pdbs: Sequence[PDB]) -> Iterator[tuple[Pod, bool]]:
+    """Each victim with whether the Eviction API would refuse it (429) if evicted in this
+    order; terminating victims need no new eviction and are left out."""
+    return _budget_verdicts(victims, pdbs, skip_terminating=True)
+
+
 def budget_overruns(victims: Iterable[Pod], pdbs: Sequence[PDB]) -> int:
     """Victims whose eviction the Eviction API would refuse (429) if evicted in this order;
     terminating victims need no new eviction."""
-    return sum(violated for _, violated in _budget_verdicts(victims, pdbs, skip_terminating=True))
+    return sum(violated for _, violated in budget_verdicts(victims, pdbs))
 
 
 @dataclass(slots=True)

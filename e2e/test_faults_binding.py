@@ -1,0 +1,121 @@
+"""Issue 11, binding faults: a competing binder wins the race, and a storm of 5xx answers and
+gateway timeouts on bindings and pod status writes (fault proxy rules)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from faultproxy import FaultProxy, Record
+from fixtures_faults import FaultEnv, Scene, report
+from kubectl import wait_for
+
+
+def _pod_of(record: Record) -> str:
+    return record.path.split("/")[6]
+
+
+def test_competing_binder_wins_and_assumptions_are_forgotten(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    s = fault_scene("conflict")
+    nodes = s.add_nodes(4, cpu="4")
+    binding = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/[^/]+/binding$")
+    hold = faults.proxy.add("POST", binding, action="hold")
+    first = [f"first-{i}" for i in range(4)]
+    s.create(s.pod(n, cpu="3") for n in first)
+    wait_for("4 bindings held at the proxy", lambda: len(hold.held) >= 4, timeout=30)
+    chosen = {path.split("/")[6]: json.loads(body)["target"]["name"] for path, body in hold.held}
+    assert sorted(chosen.values()) == sorted(nodes)  # 3 of 4 cpu: one per node
+
+    # The competitor swaps first-0 and first-1, binding each where the operator put the other.
+    s.bind("first-0", chosen["first-1"])
+    s.bind("first-1", chosen["first-0"])
+    faults.proxy.remove(hold)
+    placement = s.wait_bound(first)
+    assert placement["first-0"] == chosen["first-1"]
+    assert placement["first-1"] == chosen["first-0"]
+
+    # Both refused bindings were given up at once: one attempt each, none retried later.
+    time.sleep(4)  # a retry would come within the profile's 1-4 s backoff
+    attempts = FaultProxy.per_pod(faults.proxy.records("POST", binding))
+    refused = {_pod_of(r) for r in faults.proxy.records("POST", binding) if r.status == 409}
+    assert refused == {"first-0", "first-1"}
+    assert all(attempts[f"{s.ns}/{n}"] == 1 for n in first), attempts
+
+    # The cache holds the pods where they really are: every node is full, nothing else fits ...
+    second = ["second-0", "second-1"]
+    s.create(s.pod(n, cpu="3") for n in second)
+    s.stays_unbound(second, 3)
+    # ... until the operator's own two pods go, and exactly their nodes take the newcomers.
+    s.delete_pods(["first-2", "first-3"])
+    placement = s.wait_bound(second)
+    assert sorted(placement[n] for n in second) == sorted([chosen["first-2"], chosen["first-3"]])
+    s.check(expect_bound=s.keys(["first-0", "first-1", *second]), allow_conflicts=True)
+    report("bind-conflict", competing_binds=2, refused_409=len(refused), retries=0, over_commits=0)
+
+
+def test_error_storm_on_bindings_and_status_writes(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    s = fault_scene("storm")
+    s.add_nodes(4, cpu="16")
+    binding = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/[^/]+/binding$")
+    status = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/[^/]+/status$")
+    proxy = faults.proxy
+    rules = [
+        proxy.add("POST", binding, action="status", status=500, probability=0.3),
+        proxy.add("POST", binding, action="lost", status=504, probability=0.2),  # bound, answer lost
+        proxy.add("POST", binding, action="status", status=504, delay=2.0, probability=0.2),  # slow
+        proxy.add("PATCH", status, action="status", status=503, probability=0.6),
+    ]
+    fitting = [f"fits-{i}" for i in range(40)]
+    too_big = [f"too-big-{i}" for i in range(5)]  # their status is written again and again
+    started = time.monotonic()
+    s.create([*(s.pod(n, cpu="500m") for n in fitting), *(s.pod(n, cpu="100") for n in too_big)])
+    time.sleep(12)  # the storm's length
+    for rule in rules:
+        proxy.remove(rule)
+    ended = time.monotonic()
+    s.wait_bound(fitting, timeout=60)
+    recovered = time.monotonic() - ended
+
+    binds = proxy.records("POST", binding, since=started)
+    per_pod: dict[str, list[float]] = defaultdict(list)
+    for record in binds:
+        per_pod[_pod_of(record)].append(record.at)
+    gaps = [b - a for times in per_pod.values() for a, b in itertools.pairwise(times)]
+    writes = [w for w in proxy.records("PATCH", status, since=started) if w.at < ended]
+    writes_per_pod = FaultProxy.per_pod(writes)
+    by_pod: dict[str, list[Record]] = defaultdict(list)
+    for write in writes:
+        by_pod[_pod_of(write)].append(write)
+    peak_writes_one_pod = max((FaultProxy.peak_rate(w) for w in by_pod.values()), default=0)
+    injected = sum(r.injected for r in binds)
+    report(
+        "5xx-storm",
+        pods=len(fitting),
+        storm_seconds=round(ended - started, 1),
+        bind_attempts=len(binds),
+        injected_bind_failures=injected,
+        max_attempts_per_pod=max(len(t) for t in per_pod.values()),
+        min_retry_gap_seconds=round(min(gaps), 2) if gaps else None,
+        peak_binds_per_second=FaultProxy.peak_rate(binds),
+        status_writes_in_storm=sum(writes_per_pod.values()),
+        max_status_writes_per_pod=max(writes_per_pod.values(), default=0),
+        peak_status_writes_one_pod_per_second=peak_writes_one_pod,
+        recovered_seconds=round(recovered, 1),
+    )
+    assert injected > 0
+    # Retries follow the pod backoff (1 s, doubling): no tight loop, a bounded number of tries.
+    assert min(gaps, default=1.0) >= 0.5, sorted(gaps)[:5]
+    assert max(len(t) for t in per_pod.values()) <= 8
+    # Status writes retry transient errors with their own backoff (0.1-0.2 s, doubling), afresh
+    # for each failed attempt of the pod, and a new failure may start a second writer for the
+    # same pod while one is retrying: a handful per second at most, never a hot loop.
+    assert peak_writes_one_pod <= 8
+    s.check(expect_bound=s.keys(fitting), allow_conflicts=True)

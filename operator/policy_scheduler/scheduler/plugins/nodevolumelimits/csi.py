@@ -1,0 +1,176 @@
+"""NodeVolumeLimits (CSILimits): the CSI volumes a pod adds to a node must fit the per-driver
+attach limit the node's CSINode reports, counting unique volumes of the pods already there."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from policy_scheduler.scheduler.framework.interfaces import (
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from policy_scheduler.scheduler.framework.status import (
+    SKIP,
+    SUCCESS,
+    Status,
+    error,
+    unresolvable,
+    unschedulable,
+)
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.storage.claims import claim_names, volume_is_for_pod
+from policy_scheduler.scheduler.storage.errors import pvc_not_found
+from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim
+from policy_scheduler.scheduler.storage.usage import VolumeUsage
+
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+NO_LIMIT = -1
+
+
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+    name = "NodeVolumeLimits"
+
+    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+        super().__init__(handle, args)
+        # Unbound claims get a made-up volume handle; the prefix keeps it unique per plugin.
+        self.random_volume_id_prefix = secrets.token_hex(16)
+        self._limits_key: tuple[int, int, int] | None = None
+        self._limits: dict[str, IntArray] = {}
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
+        # In-tree inline volumes are not translated to CSI (see docs/differences.md).
+        if claim_names(pod):
+            return None, SUCCESS
+        return None, SKIP
+
+    def _driver_info(self, pvc: PersistentVolumeClaim) -> tuple[str, str]:
+        """getCSIDriverInfo: (driver, volume handle) of a claim, ("", "") when not CSI."""
+        storage = self.handle.storage
+        if pvc.volume_name:
+            pv = storage.get_pv(pvc.volume_name)
+            if pv is not None:
+                return (pv.csi_driver, pv.csi_volume_handle) if pv.csi_driver else ("", "")
+        # Unbound (or PV not yet seen): the class's provisioner will create it.
+        class_name = pvc.class_name
+        storage_class = storage.get_storage_class(class_name) if class_name else None
+        if storage_class is None:
+            return "", ""
+        return storage_class.provisioner, f"{self.random_volume_id_prefix}-{pvc.namespace}/{pvc.name}"
+
+    def _new_volumes(self, pod: Pod) -> dict[str, str] | Status:
+        """filterAttachableVolumes for the incoming pod: unique name → driver."""
+        out: dict[str, str] = {}
+        for name, ephemeral in claim_names(pod):
+            if not name:
+                return error("PersistentVolumeClaim had no name")
+            pvc = self.handle.storage.get_pvc(pod.namespace, name)
+            if pvc is None:
+                return unresolvable(f"looking up PVC {pod.namespace}/{name}: {pvc_not_found(name)}")
+            if ephemeral and (message := volume_is_for_pod(pod, pvc)) is not None:
+                return error(message)
+            driver, handle = self._driver_info(pvc)
+            if driver and handle:
+                out[f"{driver}/{handle}"] = driver
+        return out
+
+    def _node_limits(self) -> dict[str, IntArray]:
+        """getVolumeLimits for every row, per driver (NO_LIMIT where the CSINode has none)."""
+        # Rebuilt only when storage objects or the set of rows change, not per cycle.
+        key = (id(self.handle.storage), self.handle.storage.generation, self.table.rows_generation)
+        if key != self._limits_key:
+            limits: dict[str, IntArray] = {}
+            for row, node in enumerate(self.table.nodes[: self.table.n]):
+                csi_node = self.handle.storage.get_csi_node(node.name)
+                for driver in csi_node.drivers if csi_node is not None else ():
+                    if driver.allocatable_count is not None:
+                        column = limits.setdefault(
+                            driver.name, np.full(self.table.n, NO_LIMIT, dtype=np.int64)
+                        )
+                        column[row] = driver.allocatable_count
+            self._limits_key, self._limits = key, limits
+        return self._limits
+
+    def _attached(self, rows: Rows, drivers: set[str]) -> tuple[dict[str, IntArray], dict[str, IntArray]]:
+        """Per driver: unique volumes attached per row; per unique name: whether each row has it."""
+        counts = {d: np.zeros(len(rows), dtype=np.int64) for d in drivers}
+        present: dict[str, IntArray] = {}
+        position = np.full(self.table.n, -1, dtype=np.int64)
+        position[rows] = np.arange(len(rows))
+        seen: dict[str, set[int]] = {}
+        for claim_key, users in VolumeUsage.of(self.table).claim_rows.items():
+            namespace, _, name = claim_key.partition("/")
+            pvc = self.handle.storage.get_pvc(namespace, name)
+            if pvc is None:
+                continue
+            driver, handle = self._driver_info(pvc)
+            if driver not in drivers or not handle:
+                continue
+            unique = f"{driver}/{handle}"
+            on = position[np.fromiter(users, dtype=np.int64, count=len(users))]
+            new_rows = {int(i) for i in on[on >= 0]} - seen.setdefault(unique, set())
+            seen[unique] |= new_rows
+            if new_rows:
+                idx = np.fromiter(new_rows, dtype=np.int64, count=len(new_rows))
+                counts[driver][idx] += 1
+                mask = present.setdefault(unique, np.zeros(len(rows), dtype=np.int64))
+                mask[idx] = 1
+        return counts, present
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        if not pod.volumes:
+            return FilterResult.all_pass(len(rows))
+        new_volumes = self._new_volumes(pod)
+        if isinstance(new_volumes, Status):
+            return FilterResult.reject_all(len(rows), new_volumes)
+        limits = self._node_limits()
+        drivers = {d for d in new_volumes.values() if d in limits}
+        if not drivers:
+            return FilterResult.all_pass(len(rows))
+        counts, present = self._attached(rows, drivers)
+        failed = np.zeros(len(rows), dtype=np.bool_)
+        for driver in drivers:
+            limit = limits[driver][rows]
+            new = np.zeros(len(rows), dtype=np.int64)
+            for unique, d in new_volumes.items():
+                if d == driver:
+                    new += 1 - present.get(unique, np.zeros(len(rows), dtype=np.int64))
+            failed |= (limit != NO_LIMIT) & (new > 0) & (counts[driver] + new > limit)
+        return FilterResult.reject_where(failed, unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED))
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.POD, Action.DELETE), _after_pod_deleted),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD), _after_pvc_added
+            ),
+        ]
+
+
+def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    deleted: Pod = old
+    if not deleted.volumes or not (deleted.node_name or deleted.nominated_node_name):
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if claim_names(deleted) else QueueingHint.SKIP
+
+
+def _after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    if new.namespace != pod.namespace:
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if any(name == new.name for name, _ in claim_names(pod)) else QueueingHint.SKIP

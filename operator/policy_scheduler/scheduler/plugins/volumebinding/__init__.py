@@ -1,0 +1,3 @@
+from policy_scheduler.scheduler.plugins.volumebinding.plugin import VolumeBinding
+
+__all__ = ["VolumeBinding"]

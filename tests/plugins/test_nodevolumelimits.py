@@ -1,0 +1,228 @@
+"""NodeVolumeLimits: ports of csi_test.go TestCSILimits (CSI and ephemeral cases; in-tree
+migration and VolumeAttachment cases are not ported, see docs/differences.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
+from policy_scheduler.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+from policy_scheduler.scheduler.storage.lister import StorageObject, StorageObjects
+from policy_scheduler.scheduler.storage.types import (
+    CSINode,
+    CSINodeDriver,
+    OwnerRef,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from policy_scheduler.scheduler.storage.volumes import EPHEMERAL, PVC, Volume
+
+EBS = "ebs.csi.aws.com"
+GCE = "pd.csi.storage.gke.io"
+SC = "csi-sc"
+NODE = "node-for-max-pd-test-1"
+EXCEEDED = Status(Code.UNSCHEDULABLE, ("node(s) exceed max volume count",))
+_n = 0
+
+
+def pod(*claims: str, name: str = "", namespace: str = "default", uid: str = "", ephemeral: str = "") -> Pod:
+    global _n
+    _n += 1
+    volumes = tuple(Volume(f"v{i}", PVC, claim_name=c) for i, c in enumerate(claims))
+    if ephemeral:
+        volumes += (Volume(ephemeral, EPHEMERAL),)
+    return Pod(name or f"p{_n}", namespace=namespace, uid=uid or f"u{_n}", volumes=volumes)
+
+
+def storage_objects(*drivers: str) -> list[StorageObject]:
+    out: list[StorageObject] = [StorageClass(SC, provisioner=EBS)]
+    for driver in drivers:
+        for j in range(4):
+            name = f"csi-{driver}-{j}"
+            out.append(PersistentVolume(name, csi_driver=driver, csi_volume_handle=name))
+            out.append(PersistentVolumeClaim(name, volume_name=name))
+    out.append(PersistentVolumeClaim("csi-4", storage_class_name=SC))
+    out.append(PersistentVolumeClaim("csi-5"))
+    out.append(PersistentVolumeClaim("csi-6", storage_class_name=SC, volume_name="missing-in-action"))
+    return out
+
+
+RUNNING = pod(f"csi-{EBS}-3")
+PENDING = pod("csi-4")
+UNBOUND_2 = pod("csi-4")
+MISSING_PV = pod("csi-6")
+NO_SC = pod("csi-5")
+GCE_TWO = pod(f"csi-{GCE}-1", f"csi-{GCE}-2")
+EBS_ONE = pod(f"csi-{EBS}-0")
+EBS_TWO = pod(f"csi-{EBS}-1", f"csi-{EBS}-2")
+EPHEMERAL_POD = pod(name="abc", namespace="test", uid="12345", ephemeral="xyz")
+EPHEMERAL_CLAIM = PersistentVolumeClaim(
+    "abc-xyz",
+    namespace="test",
+    storage_class_name=SC,
+    owner_references=(OwnerRef("Pod", "abc", "12345", controller=True),),
+)
+
+
+@dataclass
+class Case:
+    name: str
+    new: Pod
+    existing: list[Pod]
+    max_vols: int
+    drivers: tuple[str, ...] = (EBS,)
+    limit_source: str = "csinode"
+    extra: list[StorageObject] = field(default_factory=list)
+    want: Status = SUCCESS
+
+
+CASES = [
+    Case("fits when node volume limit >= new pods CSI volume", EBS_ONE, [RUNNING, EBS_TWO], 4),
+    Case("doesn't when node volume limit <= pods CSI volume", EBS_ONE, [RUNNING, EBS_TWO], 2, want=EXCEEDED),
+    Case(
+        "should when driver does not support volume limits",
+        EBS_ONE,
+        [RUNNING, EBS_TWO],
+        2,
+        limit_source="csinode-with-no-limit",
+    ),
+    Case(
+        "count pending PVCs towards volume limit <= pods CSI volume",
+        EBS_ONE,
+        [PENDING, EBS_TWO],
+        2,
+        want=EXCEEDED,
+    ),
+    Case(
+        "count multiple pending pvcs towards volume limit >= pods CSI volume",
+        EBS_ONE,
+        [PENDING, UNBOUND_2, EBS_TWO],
+        4,
+    ),
+    Case(
+        "should count PVCs with invalid PV name but valid SC",
+        EBS_ONE,
+        [MISSING_PV, EBS_TWO],
+        2,
+        want=EXCEEDED,
+    ),
+    Case("don't count pvcs with missing SC towards volume limit", EBS_ONE, [RUNNING, NO_SC], 2),
+    Case(
+        "count pvcs with the same type towards volume limit",
+        EBS_ONE,
+        [GCE_TWO, EBS_TWO],
+        2,
+        drivers=(EBS, GCE),
+        want=EXCEEDED,
+    ),
+    Case(
+        "don't count pvcs with different type towards volume limit",
+        GCE_TWO,
+        [EBS_TWO, RUNNING],
+        2,
+        drivers=(EBS, GCE),
+    ),
+    Case("nil csi node", EBS_ONE, [RUNNING, EBS_TWO], 2, limit_source="none"),
+    Case(
+        "ephemeral volume missing",
+        EPHEMERAL_POD,
+        [],
+        2,
+        want=Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ('looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found',),
+        ),
+    ),
+    Case(
+        "ephemeral volume not owned",
+        EPHEMERAL_POD,
+        [],
+        2,
+        extra=[PersistentVolumeClaim("abc-xyz", namespace="test", storage_class_name=SC)],
+        want=Status(Code.ERROR, ("PVC test/abc-xyz was not created for pod test/abc (pod is not owner)",)),
+    ),
+    Case("ephemeral volume unbound", EPHEMERAL_POD, [], 2, extra=[EPHEMERAL_CLAIM]),
+    Case(
+        "ephemeral doesn't when node volume limit <= pods CSI volume",
+        EPHEMERAL_POD,
+        [EBS_TWO],
+        2,
+        extra=[EPHEMERAL_CLAIM],
+        want=EXCEEDED,
+    ),
+    Case("already attached volume is not counted twice", EBS_ONE, [EBS_ONE, RUNNING], 2),
+]
+
+
+def build(case: Case) -> NodeVolumeLimits:
+    table = NodeTable()
+    table.set_node(Node(NODE))
+    for p in case.existing:
+        table.add_pod(p, 0)
+    objects = storage_objects(EBS, GCE) + case.extra
+    if case.limit_source != "none":
+        limit = case.max_vols if case.limit_source == "csinode" else None
+        objects.append(CSINode(NODE, tuple(CSINodeDriver(d, NODE, limit) for d in case.drivers)))
+    return NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_csi_limits(case: Case) -> None:
+    plugin = build(case)
+    state = CycleState()
+    assert plugin.pre_filter(state, case.new)[1] == SUCCESS
+    assert plugin.filter(state, case.new, np.array([0])).status_of(0) == case.want
+
+
+def test_pre_filter_skips_pods_without_claims() -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    assert plugin.pre_filter(CycleState(), Pod("p", volumes=(Volume("secret"),)))[1] == SKIP
+
+
+def test_limits_follow_each_node() -> None:
+    table = NodeTable()
+    for name in ("a", "b", "c"):
+        table.set_node(Node(name))
+    table.add_pod(EBS_TWO, 0)
+    table.add_pod(pod(f"csi-{EBS}-1", f"csi-{EBS}-2"), 1)
+    objects = [
+        *storage_objects(EBS),
+        CSINode("a", (CSINodeDriver(EBS, "a", 2),)),
+        CSINode("b", (CSINodeDriver(EBS, "b", 3),)),
+    ]
+    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+    result = plugin.filter(CycleState(), EBS_ONE, np.arange(3))
+    assert result.passed.tolist() == [False, True, True]
+
+
+def test_limits_are_rebuilt_when_nodes_or_csinodes_change() -> None:
+    table = NodeTable()
+    table.set_node(Node("a"))
+    storage = StorageObjects([*storage_objects(EBS), CSINode("a", (CSINodeDriver(EBS, "a", 0),))])
+    plugin = NodeVolumeLimits(Handle(table=table, storage=storage), {})
+    assert not plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+    storage.upsert(CSINode("a", (CSINodeDriver(EBS, "a", 1),)))
+    storage.upsert(CSINode("b", (CSINodeDriver(EBS, "b", 0),)))
+    assert plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+    table.set_node(Node("b"))
+    table.remove_node("a")  # only the rows change: b moves to row 0
+    assert not plugin.filter(CycleState(), EBS_ONE, np.arange(1)).passed[0]
+
+
+def test_limits_are_not_rebuilt_per_cycle() -> None:
+    table = NodeTable()
+    table.set_node(Node("a"))
+    storage = StorageObjects([*storage_objects(EBS), CSINode("a", (CSINodeDriver(EBS, "a", 4),))])
+    plugin = NodeVolumeLimits(Handle(table=table, storage=storage), {})
+    limits = plugin._node_limits()
+    table.add_pod(EBS_TWO, 0)  # a binding: pods change, rows do not
+    table.set_node(Node("a", labels={"x": "y"}))
+    assert plugin._node_limits() is limits

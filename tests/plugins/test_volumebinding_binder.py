@@ -1,0 +1,216 @@
+"""VolumeBinding's binder pieces: assume/revert (binder_test.go's AssumePodVolumes and
+RevertAssumedPodVolumes cases that apply), checkBindings, the assume cache, and the queueing
+hints (volume_binding_test.go's isSchedulableAfter* tables)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from policy_scheduler.scheduler.framework.events import QueueingHint, Resource
+from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.model import Node
+from policy_scheduler.scheduler.nodetable import NodeTable
+from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
+from policy_scheduler.scheduler.plugins.volumebinding.assume_cache import AssumeCache, AssumeError
+from policy_scheduler.scheduler.plugins.volumebinding.binder import VolumeBinder, bind_volume_to_claim
+from policy_scheduler.scheduler.plugins.volumebinding.claims import BinderError
+from policy_scheduler.scheduler.plugins.volumebinding.matching import (
+    BindingInfo,
+    DynamicProvision,
+    PodVolumes,
+)
+from policy_scheduler.scheduler.storage.lister import StorageObjects
+from policy_scheduler.scheduler.storage.types import (
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_MIGRATED_PLUGINS,
+    ANN_SELECTED_NODE,
+    ClaimRef,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    StorageClass,
+)
+from policy_scheduler.scheduler.storage.volumes import CSI, Volume
+
+from ._build_storage import HOSTNAME, WAIT_SC, bound, make_pod, make_pv, make_pvc
+
+Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
+
+
+def binder_with(*objects: object) -> tuple[VolumeBinder, AssumeCache, StorageObjects]:
+    storage = StorageObjects(list(objects))  # type: ignore[arg-type]
+    cache = AssumeCache(storage)
+    labels = {"node1": {HOSTNAME: "node1"}}
+    return VolumeBinder(cache, storage, None, 600.0, labels.get), cache, storage
+
+
+def test_bind_volume_to_claim_sets_claim_ref_and_bound_by_controller() -> None:
+    pvc = make_pvc("claim", WAIT_SC.name)
+    pv, dirty = bind_volume_to_claim(make_pv("pv", WAIT_SC.name), pvc)
+    assert dirty
+    assert pv.claim_ref == ClaimRef("default", "claim", pvc.uid)
+    assert pv.annotations[ANN_BOUND_BY_CONTROLLER] == "yes"
+    again, dirty = bind_volume_to_claim(pv, pvc)
+    assert not dirty
+    assert again == pv
+    # Pre-bound by the user (claimRef without uid): uid filled in, not marked bound-by-controller.
+    pre = make_pv("pv", WAIT_SC.name, claim=dataclasses.replace(pvc, uid=""))
+    new, dirty = bind_volume_to_claim(pre, pvc)
+    assert dirty
+    assert new.claim_ref is not None
+    assert new.claim_ref.uid == pvc.uid
+    assert ANN_BOUND_BY_CONTROLLER not in new.annotations
+
+
+def test_assume_then_revert() -> None:
+    pvc = make_pvc("claim", WAIT_SC.name, version="1")
+    pvc2 = make_pvc("dyn", WAIT_SC.name, version="1")
+    pv = make_pv("pv", WAIT_SC.name, version="1")
+    binder, cache, _ = binder_with(pvc, pvc2, pv)
+    pod = make_pod("p", "claim", "dyn")
+    volumes = PodVolumes([BindingInfo(pvc, pv)], [DynamicProvision(pvc2)])
+    assert binder.assume(pod, "node1", volumes) is False
+    assumed = cache.get_pv("pv")
+    assert assumed is not None
+    assert assumed.claim_ref is not None
+    assert assumed.claim_ref.name == "claim"
+    claim = cache.get_pvc("default", "dyn")
+    assert claim is not None
+    assert claim.annotations[ANN_SELECTED_NODE] == "node1"
+    binder.revert(volumes)
+    assert cache.get_pv("pv") == pv
+    assert cache.get_pvc("default", "dyn") == pvc2
+
+
+def test_assume_all_bound_assumes_nothing() -> None:
+    pvc = make_pvc("claim", WAIT_SC.name, bound_pv="pv")
+    binder, cache, _ = binder_with(pvc, make_pv("pv", WAIT_SC.name))
+    assert binder.assume(make_pod("p", "claim"), "node1", PodVolumes()) is True
+    assert cache.assumed_pvs() == []
+
+
+def test_assume_cache_rejects_stale_objects_and_yields_to_newer_informer_versions() -> None:
+    pv = make_pv("pv", WAIT_SC.name, version="5")
+    _, cache, storage = binder_with(pv)
+    with pytest.raises(AssumeError, match="out of sync"):
+        cache.assume_pv(dataclasses.replace(pv, resource_version="4"))
+    cache.assume_pv(dataclasses.replace(pv, phase="Bound"))
+    got = cache.get_pv("pv")
+    assert got is not None
+    assert got.phase == "Bound"
+    storage.upsert(dataclasses.replace(pv, resource_version="6"))
+    got = cache.get_pv("pv")
+    assert got is not None
+    assert got.resource_version == "6"
+    assert cache.assumed_pvs() == []
+
+
+def test_check_bindings() -> None:
+    pvc = make_pvc("claim", WAIT_SC.name, version="1")
+    pv = make_pv("pv", WAIT_SC.name, version="1", node_affinity={HOSTNAME: ["node1"]})
+    binder, _, storage = binder_with(pvc, pv)
+    pod = make_pod("p", "claim")
+    written = dataclasses.replace(pv, claim_ref=ClaimRef("default", "claim", pvc.uid), resource_version="2")
+    binding = [BindingInfo(pvc, written)]
+    assert not binder.check_bindings(pod, "node1", binding, [])  # informer has not seen the write
+    storage.upsert(written)
+    assert not binder.check_bindings(pod, "node1", binding, [])  # claim not bound yet
+    storage.upsert(bound(pvc, "pv"))
+    assert binder.check_bindings(pod, "node1", binding, [])
+    storage.upsert(dataclasses.replace(written, claim_ref=None, resource_version="3"))
+    with pytest.raises(BinderError, match='ClaimRef got reset for pv "pv"'):
+        binder.check_bindings(pod, "node1", binding, [])
+    # A provisioned claim whose selected node was reset means provisioning failed.
+    dyn = make_pvc("dyn", WAIT_SC.name, annotations={ANN_SELECTED_NODE: "node1"}, version="1")
+    storage.upsert(dataclasses.replace(dyn, annotations={}, resource_version="2"))
+    with pytest.raises(BinderError, match='provisioning failed for PVC "dyn"'):
+        binder.check_bindings(pod, "node1", [], [dyn])
+
+
+def hint(resource: Resource):  # type: ignore[no-untyped-def]
+    table = NodeTable()
+    table.set_node(Node("node1"))
+    plugin = VolumeBinding(Handle(table=table, storage=StorageObjects()), {})
+    return next(e.hint for e in plugin.events_to_register() if e.event.resource == resource)
+
+
+def test_hints_csi_node() -> None:
+    fn = hint(Resource.CSI_NODE)
+    pod = make_pod("p", "claim")
+    assert fn(pod, None, CSINode("n")) == Q
+    old = CSINode("n")
+    assert fn(pod, old, CSINode("n", annotations={ANN_MIGRATED_PLUGINS: "kubernetes.io/aws-ebs"})) == Q
+    assert fn(pod, old, CSINode("n", resource_version="2")) == S
+
+
+def test_hints_pvc() -> None:
+    fn = hint(Resource.PERSISTENT_VOLUME_CLAIM)
+    pod = make_pod("pod-a", "pvc-a", ephemeral=("eph",))
+    assert fn(pod, None, make_pvc("pvc-a", WAIT_SC.name)) == Q
+    assert fn(pod, None, make_pvc("pod-a-eph", WAIT_SC.name)) == Q
+    assert fn(pod, None, make_pvc("other", WAIT_SC.name)) == S
+    assert fn(pod, None, dataclasses.replace(make_pvc("pvc-a", WAIT_SC.name), namespace="x")) == S
+
+
+def test_hints_storage_class() -> None:
+    fn = hint(Resource.STORAGE_CLASS)
+    pod = make_pod("p", "claim")
+    assert fn(pod, None, WAIT_SC) == Q
+    changed = dataclasses.replace(
+        WAIT_SC, allowed_topologies=make_pv("x", "", node_affinity={"a": ["b"]}).node_affinity or ()
+    )
+    assert fn(pod, WAIT_SC, changed) == Q
+    assert fn(pod, WAIT_SC, dataclasses.replace(WAIT_SC, provisioner="x")) == S
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        (None, (100, None), Q),
+        ((None, None), (100, None), Q),  # Capacity set
+        ((None, 50), (None, 100), Q),  # MaximumVolumeSize increased
+        ((50, None), (100, None), Q),  # Capacity increased
+        ((100, 50), (100, None), Q),  # MaximumVolumeSize unset: limit 50 → 100
+        ((50, 200), (100, None), S),  # MaximumVolumeSize unset: limit 200 → 100
+        ((100, None), (100, None), S),
+        ((100, 50), (100, 50), S),
+        ((100, None), (50, None), S),
+        ((100, 50), (100, 40), S),
+    ],
+)
+def test_hints_csi_storage_capacity(
+    old: tuple[int | None, int | None] | None, new: tuple[int, int | None], want: QueueingHint
+) -> None:
+    fn = hint(Resource.CSI_STORAGE_CAPACITY)
+
+    def cap(values: tuple[int | None, int | None]) -> CSIStorageCapacity:
+        return CSIStorageCapacity("c", capacity=values[0], maximum_volume_size=values[1])
+
+    assert fn(make_pod("p", "claim"), None if old is None else cap(old), cap(new)) == want
+
+
+def test_hints_csi_driver() -> None:
+    fn = hint(Resource.CSI_DRIVER)
+    pod = dataclasses.replace(make_pod("p"), volumes=(Volume("v", CSI, source_id="d"),))
+    on, off = CSIDriver("d", storage_capacity=True), CSIDriver("d", storage_capacity=False)
+    assert fn(pod, on, off) == Q
+    assert fn(pod, on, CSIDriver("d")) == Q
+    assert fn(pod, off, on) == S
+    assert fn(pod, None, off) == S
+    assert fn(make_pod("p"), on, off) == S
+    assert fn(pod, CSIDriver("other", storage_capacity=True), CSIDriver("other")) == S
+
+
+def test_storage_class_without_binding_mode_is_an_error_at_pre_filter() -> None:
+    from policy_scheduler.scheduler.framework.cycle_state import CycleState
+    from policy_scheduler.scheduler.framework.status import Code
+
+    table = NodeTable()
+    table.set_node(Node("node1"))
+    storage = StorageObjects([StorageClass("unset", volume_binding_mode=None), make_pvc("claim", "unset")])
+    plugin = VolumeBinding(Handle(table=table, storage=storage), {})
+    _, status = plugin.pre_filter(CycleState(), make_pod("p", "claim"))
+    assert status.code == Code.ERROR
+    assert status.message == 'VolumeBindingMode not set for StorageClass "unset"'
