@@ -28,6 +28,7 @@ from policy_scheduler.scheduler.model import (
 )
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.storage.volumes import PVC, PodResourceClaim, Volume
 
 NO_SPREAD = {MULTI_POINT: PluginSet(disabled=(PluginRef("PodTopologySpread"),))}
 
@@ -78,7 +79,8 @@ def test_equal_pods_sign_alike_and_differences_show() -> None:
     engine, _ = make_engine(2)
     fw = engine.frameworks["default-scheduler"]
     a, b = fw.sign_pod(make_pod("a")), fw.sign_pod(make_pod("b"))
-    assert a is not None and a == b
+    assert a is not None
+    assert a == b
     assert fw.sign_pod(make_pod("c", cpu=700)) != a
     assert fw.sign_pod(make_pod("d", node_selector={"zone": "z1"})) != a
     assert fw.sign_pod(make_pod("e", tolerations=(Toleration("k", "Exists"),))) != a
@@ -284,3 +286,15 @@ def test_hint_that_no_longer_fits_falls_back_to_a_full_search() -> None:
     assert binder.bound["b"] != hinted
     assert fw.batch.batched_pods == 0
     assert np.unique(list(binder.bound.values())).size == 2
+
+
+def test_storage_plugins_sign_volumes_and_refuse_claims() -> None:
+    engine, _ = make_engine(2)
+    fw = engine.frameworks["default-scheduler"]
+    assert {p.name for p in fw.signers} >= {"VolumeBinding", "VolumeRestrictions", "DynamicResources"}
+    plain = fw.sign_pod(make_pod("a"))
+    config = Volume("cfg")  # configMap and secret volumes decode as OTHER: not part of it
+    assert fw.sign_pod(make_pod("b", volumes=(config,))) == plain
+    claim = Volume("data", kind=PVC, claim_name="data-0")
+    assert fw.sign_pod(make_pod("c", volumes=(claim,))) != plain
+    assert fw.sign_pod(make_pod("d", resource_claims=(PodResourceClaim("gpu", "gpu-claim"),))) is None

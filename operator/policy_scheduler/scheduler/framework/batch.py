@@ -9,21 +9,29 @@ constraints of the default profile) never batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policy_scheduler.scheduler.model import Pod, Toleration
+from policy_scheduler.scheduler.storage.volumes import OTHER, Volume
 
 MAX_BATCH_AGE = 0.5  # seconds (maxBatchAge)
 RESOURCES_SIGNER = "Resources"  # fwk.ResourcesSignerName: Fit and BalancedAllocation share it
 TOLERATIONS_SIGNER = "Tolerations"  # TaintToleration and NodeUnschedulable share it
+VOLUMES_SIGNER = "Volumes"  # the storage plugins share it
 
-Signature = dict[str, object]
+Signature = Mapping[str, object]
 
 
 def tolerations_signature(pod: Pod) -> tuple[Toleration, ...]:
     """fwk.TolerationsSigner: the tolerations sorted by key, then value."""
     return tuple(sorted(pod.tolerations, key=lambda t: (t.key, t.value)))
+
+
+def volumes_signature(pod: Pod) -> tuple[Volume, ...]:
+    """fwk.VolumesSigner: the volumes that matter for scheduling. ConfigMap and Secret volumes
+    (and every other source the storage plugins ignore) decode as OTHER and are left out."""
+    return tuple(v for v in pod.volumes if v.kind != OTHER)
 
 
 @dataclass(slots=True)

@@ -295,7 +295,7 @@ class Framework:
         nodes. None when signatures are off for this profile or a plugin cannot sign the pod."""
         if not self.signatures_enabled:
             return None
-        signature: Signature = {"SchedulerName": pod.scheduler_name}
+        signature: dict[str, object] = {"SchedulerName": pod.scheduler_name}
         for plugin in self.signers:
             fragments = plugin.sign_pod(pod)
             if fragments is None:
