@@ -82,3 +82,34 @@ def test_node_only_filter_is_not_asked_again_while_adding_victims_back() -> None
     assert before[1] == before[2] == 5  # once with every victim removed, once per reprieve
     assert after[1] == 1
     assert after[2] == 5
+
+
+def test_dry_run_leaves_skipped_plugins_indexes_as_a_fresh_scan_builds_them() -> None:
+    from policy_scheduler.scheduler.config import ProfileConfig
+    from policy_scheduler.scheduler.plugins.interpodaffinity.index import AffinityIndex
+    from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
+    from policy_scheduler.scheduler.profile_resolution import resolve_profile
+
+    table = NodeTable()
+    table.set_node(Node("n", labels={"kubernetes.io/hostname": "n"}, allocatable={"cpu": 4000, "pods": 10}))
+    for i in range(4):
+        low = _pod(f"low-{i}", 1000, priority=1, start=float(i))
+        table.add_pod(
+            Pod(low.name, uid=low.uid, labels={"app": f"a{i}"}, priority=1, containers=low.containers), 0
+        )
+    profile = resolve_profile(ProfileConfig(), implemented_plugin_names())
+    fw = Framework(profile, in_tree_registry(), Handle(table))
+    listeners = list(table.listeners)
+    pod = _pod("high", 2500, priority=100)
+    state = CycleState()
+    fw.run_pre_filter(state, pod)
+    assert "InterPodAffinity" in state.skip_filter  # its index is muted during the dry run
+    found = select_victims_on_node(fw, state.clone(), pod, 0, (), lambda p: p.priority < 100, 10.0)
+    assert found.victims
+    assert table.listeners == listeners
+    kept = AffinityIndex.of(table)
+    fresh = AffinityIndex.__new__(AffinityIndex)
+    AffinityIndex.__init__(fresh, table)
+    table.listeners.remove(fresh.listener)
+    assert kept.by_namespace == fresh.by_namespace
+    assert kept.by_label == fresh.by_label

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -460,23 +461,32 @@ class Framework:
         their own row of the table, so placing every node's nominated pods together and
         filtering those rows in one batch gives each node the status it would get alone."""
         table = self.handle.table
+        placed: list[tuple[Pod, int]] = []
+        with self.trial_placements(state):
+            try:
+                for _, row, pods in added:
+                    for other in pods:
+                        table.add_pod(other, row)
+                        placed.append((other, row))
+                rows = np.asarray([row for _, row, _ in added], dtype=np.intp)
+                batch = self.run_filters(state.clone(), pod, rows)
+                return [batch.status_at(j) for j in range(len(added))]
+            finally:
+                for other, row in placed:
+                    table.remove_pod(other, row)
+
+    @contextlib.contextmanager
+    def trial_placements(self, state: CycleState) -> Iterator[None]:
+        """A block whose pod placements are all undone before it ends (dry runs): indexes whose
+        only reader does not filter this pod skip them, adds and removes alike, so they come
+        out unchanged. Everything in the block must be synchronous."""
+        table = self.handle.table
         running = {p.name for p in self.points.filter if p.name not in state.skip_filter}
         listeners = table.listeners
-        # Indexes whose only reader does not filter this pod need not follow the trial pods
-        # (added and removed alike, so they end up unchanged).
         table.listeners = [entry for entry in listeners if not entry.reader or entry.reader in running]
-        placed: list[tuple[Pod, int]] = []
         try:
-            for _, row, pods in added:
-                for other in pods:
-                    table.add_pod(other, row)
-                    placed.append((other, row))
-            rows = np.asarray([row for _, row, _ in added], dtype=np.intp)
-            batch = self.run_filters(state.clone(), pod, rows)
-            return [batch.status_at(j) for j in range(len(added))]
+            yield
         finally:
-            for other, row in placed:
-                table.remove_pod(other, row)
             table.listeners = listeners
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:

@@ -144,11 +144,12 @@ def select_victims_on_node(
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` must be a clone: the PreFilter extensions update it."""
     table: NodeTable = framework.table
-    dry = _DryRunRow(table, row)
-    try:
-        return _select(framework, state, pod, row, pdbs, eligible, now, dry)
-    finally:
-        dry.close()
+    with framework.trial_placements(state):
+        dry = _DryRunRow(table, row)
+        try:
+            return _select(framework, state, pod, row, pdbs, eligible, now, dry)
+        finally:
+            dry.close()
 
 
 def _select(
