@@ -50,6 +50,9 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch", "create", "patch", "delete"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+    # Gang scheduling: PodGroups read, their status reported.
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
     **{
         (GROUP, plural): {"get", "list", "watch"}
         for plural in ("schedulingprofiles", "evictionpolicies", "priorityclassmirrors")

@@ -69,7 +69,10 @@ def _reference(
         nominated = [
             p
             for p in nominator.nominated_pods_for_node(fw.table.nodes[row].name)
-            if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
+            if p.priority >= pod.priority
+            and p.uid != pod.uid
+            and p.key != pod.key
+            and p.key not in fw.table.pods[row]
         ]
         status = fw._filter_with_added_pods(state, pod, row, nominated) if nominated else None
         out.append(status if status is not None and not status.is_success else without.status_at(i))

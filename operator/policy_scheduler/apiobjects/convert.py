@@ -70,9 +70,17 @@ def _quantities(values: Mapping[str, structs.Quantity] | None, path: str, errs: 
         return out
     for name, quantity in values.items():
         try:
-            out[name] = _canonical(name, quantity)
+            value = _canonical(name, quantity)
         except (QuantityError, TypeError):
             errs.append(ConversionError(f"{path}.{name}", f'invalid quantity "{quantity}"'))
+            continue
+        if value < 0:
+            # The API server refuses these (ValidateResourceQuantityValue); one that got through
+            # would free capacity on its node.
+            message = f'invalid quantity "{quantity}": must be greater than or equal to 0'
+            errs.append(ConversionError(f"{path}.{name}", message))
+            continue
+        out[name] = value
     return out
 
 

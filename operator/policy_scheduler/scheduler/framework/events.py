@@ -16,6 +16,7 @@ class Resource(StrEnum):
     UNSCHEDULED_POD = "UnscheduledPod"
     NODE = "Node"
     PDB = "PodDisruptionBudget"
+    POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroups (gang scheduling)
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"

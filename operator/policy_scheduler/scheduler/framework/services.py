@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 
 if TYPE_CHECKING:
@@ -60,3 +61,5 @@ class ClusterServices:
     owner_selectors: Callable[[Pod], LabelSelector | None] = no_owner_selectors
     # DRA: slices, classes and claims, the CEL selector compiler and the claim status writer.
     dra: DraServices = field(default_factory=DraServices)
+    # PodGroups and their members (gang scheduling); the Engine feeds it pod events.
+    pod_groups: PodGroupStore = field(default_factory=PodGroupStore)
