@@ -18,6 +18,8 @@ _COLLECTIONS = {
     "Node": "/api/v1/nodes",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "SchedulingProfile": "/apis/scheduling.policy-scheduler.io/v1alpha1/schedulingprofiles",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 
@@ -53,6 +55,8 @@ class ClusterApi:
             return f"/api/v1/namespaces/{obj['metadata']['namespace']}/pods"
         if kind == "PodDisruptionBudget":
             return f"/apis/policy/v1/namespaces/{obj['metadata']['namespace']}/poddisruptionbudgets"
+        if kind == "ResourceClaim":
+            return f"/apis/resource.k8s.io/v1/namespaces/{obj['metadata']['namespace']}/resourceclaims"
         return _COLLECTIONS[kind]
 
     def create(self, obj: Mapping[str, Any], *, exist_ok: bool = False) -> JSON:
@@ -92,6 +96,30 @@ class ClusterApi:
     def pods(self, namespace: str) -> list[JSON]:
         items: list[JSON] = self.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         return items
+
+    def dra_objects(self) -> list[JSON]:
+        """Every DeviceClass, ResourceSlice and ResourceClaim (claims with their status)."""
+        out: list[JSON] = []
+        for kind, path in (
+            ("DeviceClass", _COLLECTIONS["DeviceClass"]),
+            ("ResourceSlice", _COLLECTIONS["ResourceSlice"]),
+            ("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims"),
+        ):
+            out.extend({**item, "kind": kind} for item in self.api.get(path)["items"])
+        return out
+
+    def release_claim(self, claim: Mapping[str, Any]) -> None:
+        """Delete a claim now: drop the finalizer kube-scheduler added on allocation, so the
+        next scenario never waits for (or sees) the resource-claim controller's cleanup."""
+        self.delete(claim)
+        try:
+            current = self.get(claim)
+            if current["metadata"].get("finalizers"):
+                current["metadata"]["finalizers"] = []
+                self.api.request("PUT", f"{self.path(claim)}/{claim['metadata']['name']}", current)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         return {

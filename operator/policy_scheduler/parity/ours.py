@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.dra import store_from_manifests
+from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
@@ -55,10 +58,13 @@ def evaluate(
     pod: Mapping[str, Any],
     namespace_labels: Mapping[str, Mapping[str, str]],
     pdbs: Sequence[Mapping[str, Any]] = (),
+    dra: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
-    """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects)."""
+    """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects);
+    `dra` holds the cluster's DeviceClasses, ResourceSlices and ResourceClaims."""
     budgets = [pdb_from_dict(p) for p in pdbs]
-    services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets)
+    claims = DraServices(store_from_manifests(dra), compile_selector)
+    services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets, dra=claims)
     engine = Engine(seed=0, services=services)
     engine.set_profiles([profile])
     engine.set_namespace_labels(namespace_labels)

@@ -32,6 +32,7 @@ from policy_scheduler.apiobjects.podgroups import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.simulate import dra
 
 # Classes the API server always has (scheduling.k8s.io system classes).
 SYSTEM_PRIORITY_CLASSES = (
@@ -60,6 +61,8 @@ class Scenario:
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
     priority_class_mirrors: list[dict[str, Any]] = field(default_factory=list)
+    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates (simulate/dra.py)
+    dra: list[dict[str, Any]] = field(default_factory=list)
     # scheduler-plugins PodGroups (gang scheduling).
     pod_groups: list[PodGroup] = field(default_factory=list)
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
@@ -137,7 +140,7 @@ def _identity(doc: Document) -> tuple[str, str]:
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise ScenarioError(f"{doc.where()}: metadata.name: required")
     name = str(meta["name"])
-    if kind in ("Pod", "PodDisruptionBudget", "PodGroup", *OWNER_KINDS):
+    if kind in ("Pod", "PodDisruptionBudget", "PodGroup", *OWNER_KINDS, *dra.CLAIM_KINDS):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
 
@@ -172,6 +175,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.namespaces[ns.name] = ns
         elif kind in OWNER_KINDS:
             scenario.owners.append(owner_from_dict(doc.body))
+        elif kind in dra.KINDS:
+            scenario.dra.append(_dra_object(doc))
         elif kind == "SchedulingProfile" and _is_ours(doc):
             scenario.profiles.append(dict(doc.body))
         elif kind == "EvictionPolicy" and _is_ours(doc):
@@ -185,6 +190,17 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
         raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
 
 
+def _dra_object(doc: Document) -> dict[str, Any]:
+    obj = dict(doc.body)
+    if obj["kind"] in dra.CLAIM_KINDS:
+        obj["metadata"] = {"namespace": "default", **obj["metadata"]}
+    try:
+        dra.check(obj)
+    except dra.DraInputError as exc:
+        raise ScenarioError(f"{doc.where()}: {exc}") from None
+    return obj
+
+
 POLICY_KINDS = ("SchedulingProfile", "EvictionPolicy", "PriorityClassMirror")
 USED_KINDS = frozenset(
     (
@@ -196,6 +212,7 @@ USED_KINDS = frozenset(
         "PodGroup",
         *OWNER_KINDS,
         *POLICY_KINDS,
+        *dra.KINDS,
     )
 )
 
