@@ -11,7 +11,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -310,8 +310,14 @@ class Engine:
             await asyncio.sleep(interval)
             self.expire_assumed_pods()
 
-    async def run(self, should_schedule: Callable[[], bool] = lambda: True) -> None:
-        """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost."""
+    async def run(
+        self,
+        should_schedule: Callable[[], bool] = lambda: True,
+        until_leading: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost;
+        `until_leading` returns once it is (re)gained, so a standby's first cycle follows the
+        lease at once (without it, a paused loop polls twice a second)."""
         loop = asyncio.get_running_loop()
         flushers = loop.create_task(self.queue.run_flushers())
         expiry = loop.create_task(self._expire_assumed_periodically())
@@ -325,7 +331,10 @@ class Engine:
                     # Not the leader: put it back untouched and wait.
                     self.queue.done(info.pod.uid)
                     self.queue.add(info.pod)
-                    await asyncio.sleep(0.5)
+                    if until_leading is None:
+                        await asyncio.sleep(0.5)
+                    else:
+                        await until_leading()
                     continue
                 task = self.scheduler.schedule_one(info)
                 if task is not None:
