@@ -189,8 +189,12 @@ class Engine:
         if self.responsible_for(pod) and not pod.terminating:
             self.queue.add(pod)
         if group_key(pod):
-            # A new member may complete its group: wake the siblings PreEnqueue held back.
-            self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
+            # A new member may complete its group: wake the siblings PreEnqueue held back. Only
+            # they can care, and only once minMember pods exist: offering every arrival to every
+            # unschedulable pod cost O(pods x unschedulable) hint calls (docs/gang.md).
+            siblings = self.pod_groups.siblings_to_wake(pod)
+            if siblings:
+                self.queue.move_to_active_or_backoff(siblings, EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
         self.pod_groups.pod_seen(new)

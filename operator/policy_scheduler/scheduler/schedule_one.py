@@ -313,7 +313,10 @@ class ScheduleOne:
             return None  # upstream's ModeNoop: a nomination stays as it is
         if result.nominated_node_name:
             self._clear_lower_nominations(pod, result.nominated_node_name)
-            self.hooks.preempting(pod, result, framework)
+            for member, node_name in result.nominations:
+                self._clear_lower_nominations(member, node_name)
+                self.queue.activate_nominated(member, node_name)
+            self.hooks.preempting(pod, result, framework)  # writes the members' nominations too
         return result.nominated_node_name  # "" clears a stale nomination
 
     def _clear_lower_nominations(self, pod: Pod, node_name: str) -> None:

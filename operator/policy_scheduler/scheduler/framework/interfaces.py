@@ -85,6 +85,9 @@ class PostFilterResult:
     nominated_node_name: str = ""
     # Filled by preemption: victims chosen on the nominated node (for the caller to evict).
     victims: tuple[Pod, ...] = ()
+    # Gang preemption: the preemptor's group members that will use the freed room, each with its
+    # node; they are nominated there too, so no other pod takes that room meanwhile.
+    nominations: tuple[tuple[Pod, str], ...] = ()
 
 
 @dataclass(slots=True)
