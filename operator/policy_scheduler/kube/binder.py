@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
-from urllib.parse import quote
 
-from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, request
+import msgspec
+
+from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
+from policy_scheduler.kube.paths import pod_path
+from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, with_retries
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,7 @@ class BindError(ApiError):
 
 
 def binding_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/binding"
+    return pod_path(namespace, name) + "/binding"
 
 
 def binding_body(namespace: str, name: str, uid: str, node_name: str) -> dict[str, Any]:
@@ -42,18 +46,75 @@ def binding_body(namespace: str, name: str, uid: str, node_name: str) -> dict[st
     }
 
 
-async def bind(api: Any, namespace: str, name: str, uid: str, node_name: str) -> None:
-    """Bind the pod; raises BindError on any non-2xx answer or when the server can't be reached.
+# Binding is made idempotent by reading the pod back, so it is safe to retry: a POST whose
+# answer was lost (API server restarting) is resolved instead of forgetting a bound pod.
+BIND_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=None, deadline=30.0)
+READ_BACK_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=4)
 
-    The server answers 201 with a Status object: success is judged by the status code alone.
+
+async def bind(
+    api: Any, namespace: str, name: str, uid: str, node_name: str, *, sleep: Sleep = asyncio.sleep
+) -> None:
+    """Bind the pod; raises BindError on a refusal or when the server can't be reached.
+
+    No answer, 429 and 5xx are retried (with backoff, honouring Retry-After). A 409 after a
+    lost answer is success when the pod, same uid, is bound to this node: our earlier attempt
+    went through. The server answers 201 with a Status object: success is judged by the code.
     """
+    path = binding_path(namespace, name)
+    body = binding_body(namespace, name, uid, node_name)
+    attempts = 0
+
+    async def post() -> Answer:
+        nonlocal attempts
+        attempts += 1
+        return await call(api, "POST", path, body=body)
+
     try:
-        status, body = await request(
-            api, "POST", binding_path(namespace, name), body=binding_body(namespace, name, uid, node_name)
+        answer = await with_retries(
+            post, BIND_RETRY, connection_errors=CONNECTION_ERRORS, sleep=sleep, what="bind"
         )
     except CONNECTION_ERRORS as exc:
         raise BindError(0, type(exc).__name__, str(exc)) from exc
-    if not 200 <= status < 300:
-        err = ApiError.from_response(status, body)
-        raise BindError(err.status, err.reason, err.message)
-    log.debug("bound", extra={"pod": f"{namespace}/{name}", "node": node_name})
+    if 200 <= answer.status < 300:
+        log.debug("bound", extra={"pod": f"{namespace}/{name}", "node": node_name})
+        return
+    if (
+        answer.status == 409
+        and attempts > 1
+        and await _bound_here(api, namespace, name, uid, node_name, sleep)
+    ):
+        log.info("bound by an earlier attempt whose answer was lost", extra={"pod": f"{namespace}/{name}"})
+        return
+    err = ApiError.from_answer(answer)
+    raise BindError(err.status, err.reason, err.message)
+
+
+async def _bound_here(api: Any, namespace: str, name: str, uid: str, node_name: str, sleep: Sleep) -> bool:
+    try:
+        answer = await with_retries(
+            lambda: call(api, "GET", pod_path(namespace, name)),
+            READ_BACK_RETRY,
+            connection_errors=CONNECTION_ERRORS,
+            sleep=sleep,
+            what="bind read-back",
+        )
+    except CONNECTION_ERRORS:
+        return False
+    if answer.status != 200:
+        return False
+    pod = msgspec.json.decode(answer.body, type=_BoundPod)
+    return (not uid or pod.metadata.uid == uid) and pod.spec.node_name == node_name
+
+
+class _Meta(msgspec.Struct):
+    uid: str = ""
+
+
+class _Spec(msgspec.Struct, rename="camel"):
+    node_name: str = ""
+
+
+class _BoundPod(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)

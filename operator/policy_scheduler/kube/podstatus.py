@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.client import CONNECTION_ERRORS, STRATEGIC_MERGE_PATCH, ApiError, call
+from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def rfc3339(ts: datetime | float) -> str:
 
 
 def status_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/status"
+    return pod_path(namespace, name) + "/status"
 
 
 def unschedulable_patch(

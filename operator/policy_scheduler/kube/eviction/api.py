@@ -10,11 +10,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
+from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.podstatus import patch_status, rfc3339
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, retryable, with_retries
 
@@ -107,10 +107,6 @@ def disruption_target_patch(scheduler_name: str, uid: str, now: float) -> dict[s
     if uid:
         body["metadata"] = {"uid": uid}
     return body
-
-
-def pod_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
 
 
 class VictimMeta(msgspec.Struct, rename="camel"):
