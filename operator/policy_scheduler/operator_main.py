@@ -34,6 +34,8 @@ from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
+from policy_scheduler.kube.storage_informers import StorageChanges
+from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.engine import Engine
@@ -106,8 +108,13 @@ class Operator:
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
         )
+        self.storage_changes = StorageChanges()
         self.engine = Engine(
-            hooks=self.reporter, binder=ApiBinder(api), observe=_observe_extension_point, services=services
+            hooks=self.reporter,
+            binder=ApiBinder(api),
+            observe=_observe_extension_point,
+            services=services,
+            volume_api=KubeVolumeAPI(api, self.storage_changes),
         )
         self.evictor.attach(EnginePods(self.engine))
         self.profiles = ProfileStore(
@@ -126,6 +133,7 @@ class Operator:
             owners=self.owners,
             pdbs=self.pdbs,
             timings=config.informer,
+            storage_changes=self.storage_changes,
         )
 
     def _pod_deleted(self, pod: Pod) -> None:

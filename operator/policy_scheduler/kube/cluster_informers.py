@@ -1,5 +1,6 @@
-"""The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets and
-the owners PodTopologySpread's default selectors need (Services and controllers)."""
+"""The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets, the
+owners PodTopologySpread's default selectors need (Services and controllers) and the storage
+objects the volume plugins read."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from policy_scheduler.apiobjects.convert import (
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
+from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.storage.lister import StorageObject
 
 # As kube-scheduler: terminal pods hold no resources and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -40,6 +43,8 @@ class ClusterSink(Protocol):
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
 
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
+
 
 class ClusterInformers:
     def __init__(
@@ -51,8 +56,12 @@ class ClusterInformers:
         owners: DefaultSelectorIndex,
         pdbs: Informer[structs.PodDisruptionBudget, Any],
         timings: InformerTimings,
+        storage_changes: StorageChanges | None = None,
     ) -> None:
         self.sink = sink
+        # StorageChanges wakes VolumeBinding's PreBind waits (kube/volume_api.py).
+        self.storage_changes = storage_changes or StorageChanges()
+        self.storage = storage_informers(api, sink, self.storage_changes, timings)
         self.pdbs = pdbs
         self.owners: list[Informer[Any, Any]] = [
             Informer(
@@ -116,7 +125,7 @@ class ClusterInformers:
 
     def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
         core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
-        return [*core, *([self.pdbs] if pdbs else []), *self.owners]
+        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *self.storage]
 
     def start(self) -> list[asyncio.Task[None]]:
         return [informer.start() for informer in self._all()]

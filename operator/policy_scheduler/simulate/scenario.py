@@ -28,7 +28,9 @@ from policy_scheduler.apiobjects.convert import (
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.owners import KINDS as OWNER_KINDS
 from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
+from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.storage.lister import StorageObject
 
 # Classes the API server always has (scheduling.k8s.io system classes).
 SYSTEM_PRIORITY_CLASSES = (
@@ -53,6 +55,8 @@ class Scenario:
     # Services, ReplicationControllers, ReplicaSets, StatefulSets: PodTopologySpread's default selector.
     owners: list[OwnerInfo] = field(default_factory=list)
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    # PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
+    storage: list[StorageObject] = field(default_factory=list)
     # Our CRs as plain dicts (validated by the policy layer when the engine is built).
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
@@ -132,7 +136,7 @@ def _identity(doc: Document) -> tuple[str, str]:
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise ScenarioError(f"{doc.where()}: metadata.name: required")
     name = str(meta["name"])
-    if kind in ("Pod", "PodDisruptionBudget", *OWNER_KINDS):
+    if kind in ("Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity", *OWNER_KINDS):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
 
@@ -167,6 +171,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.namespaces[ns.name] = ns
         elif kind in OWNER_KINDS:
             scenario.owners.append(owner_from_dict(doc.body))
+        elif kind in STORAGE_KINDS:
+            scenario.storage.append(storage_object_from_dict(kind, doc.body))
         elif kind == "SchedulingProfile" and _is_ours(doc):
             scenario.profiles.append(dict(doc.body))
         elif kind == "EvictionPolicy" and _is_ours(doc):
@@ -180,7 +186,16 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
 
 POLICY_KINDS = ("SchedulingProfile", "EvictionPolicy", "PriorityClassMirror")
 USED_KINDS = frozenset(
-    ("Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace", *OWNER_KINDS, *POLICY_KINDS)
+    (
+        "Node",
+        "Pod",
+        "PriorityClass",
+        "PodDisruptionBudget",
+        "Namespace",
+        *OWNER_KINDS,
+        *STORAGE_KINDS,
+        *POLICY_KINDS,
+    )
 )
 
 
