@@ -59,6 +59,9 @@ CONTROLLERS: tuple[str, ...] = (
     "replicaset-controller",
     "deployment-controller",
     "namespace-controller",
+    "statefulset-controller",
+    # Binds claims to PVs (the scheduler only pre-binds for WaitForFirstConsumer classes).
+    "persistentvolume-binder-controller",
 )
 # ServiceAccount: pods would need a token volume nobody mounts. TaintNodesByCondition: it
 # puts a not-ready taint on every new node that only the (absent) node lifecycle
