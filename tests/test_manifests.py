@@ -78,7 +78,10 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     # Storage informers, and VolumeBinding's PreBind writes (merge patches).
     ("", "persistentvolumes"): {"list", "watch", "patch"},
     ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
-    **{("storage.k8s.io", r): {"list", "watch"} for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")},
+    **{
+        ("storage.k8s.io", r): {"list", "watch"}
+        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+    },
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch", "create", "patch", "delete"},
     **{
         (GROUP, plural): {"list", "watch"}
