@@ -193,7 +193,9 @@ _KINDS: dict[str, tuple[type[Any], Callable[[Any], StorageObject], Callable[[Any
 STORAGE_KINDS = frozenset(_KINDS)
 
 
-def storage_object_from_dict(kind: str, d: Mapping[str, Any]) -> StorageObject:
-    """One storage object from a YAML document of that kind, with the server's defaults."""
-    struct_type, convert, defaults = _KINDS[kind]
-    return defaults(convert(struct_from_dict(d, struct_type, kind)))
+def storage_object_from_dict(kind: str, d: Mapping[str, Any], *, defaults: bool = True) -> StorageObject:
+    """One storage object from a YAML document of that kind, with the server's and PV
+    controller's defaults; `defaults=False` for objects the API server returned."""
+    struct_type, convert, default = _KINDS[kind]
+    obj = convert(struct_from_dict(d, struct_type, kind))
+    return default(obj) if defaults else obj

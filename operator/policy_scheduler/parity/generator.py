@@ -17,6 +17,7 @@ import yaml
 from policy_scheduler.parity import podspec as ps
 from policy_scheduler.parity.podspec import chance, pick
 from policy_scheduler.parity.profiles import GPU, SCHEDULER_NAMES, scheduling_profile
+from policy_scheduler.parity.storage import add_storage
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -40,6 +41,8 @@ class Scenario:
     running: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
+    # StorageClasses, PVs, CSINodes and PersistentVolumeClaims (parity/storage.py)
+    storage: list[dict[str, Any]] = field(default_factory=list)
 
     def manifests(self) -> list[dict[str, Any]]:
         """Everything `simulate` needs, in the order it reads best."""
@@ -48,6 +51,7 @@ class Scenario:
             *priority_class_manifests(),
             scheduling_profile(self.scheduler_name),
             *self.nodes,
+            *self.storage,
             *self.pdbs,
             *self.running,
             *self.pending,
@@ -61,8 +65,8 @@ class Scenario:
         """The same scenario with every node and namespace name under a new prefix."""
         if not self.prefix:
             raise ValueError("only a prefixed scenario can be renamed")
-        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending, self.pdbs])
-        namespaces, nodes, running, pending, pdbs = json.loads(text.replace(self.prefix, prefix))
+        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending, self.pdbs, self.storage])
+        namespaces, nodes, running, pending, pdbs, storage = json.loads(text.replace(self.prefix, prefix))
         return replace(
             self,
             prefix=prefix,
@@ -71,6 +75,7 @@ class Scenario:
             running=running,
             pending=pending,
             pdbs=pdbs,
+            storage=storage,
         )
 
     def without(
@@ -123,6 +128,7 @@ def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario
         # budgets that select a pod up to date, so overlapping budgets go stale
         apps = rng.sample(ps.APPS, pick(rng, 1, 1, 2))
         scenario.pdbs = [_pdb(rng, f"pdb{i}", app, universe) for i, app in enumerate(apps)]
+    scenario.storage = add_storage(seed, prefix, scenario.nodes, scenario.running, scenario.pending)
     return scenario
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
@@ -23,6 +24,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     EvictionPolicyConfig,
 )
 from policy_scheduler.scheduler.schedule_one import SchedulingError
+from policy_scheduler.scheduler.storage.lister import StorageObjects
 
 # kube-scheduler may pick victims that violate a budget (as a last resort); our default
 # EvictionPolicy (budgetMode Enforce) never does. BestEffort is upstream's behaviour.
@@ -55,11 +57,14 @@ def evaluate(
     pod: Mapping[str, Any],
     namespace_labels: Mapping[str, Mapping[str, str]],
     pdbs: Sequence[Mapping[str, Any]] = (),
+    storage: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
-    """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects)."""
+    """Schedule `pod` (an API object) once, given `nodes`, the `bound` pods and the `storage`
+    objects (API objects, each with its kind)."""
     budgets = [pdb_from_dict(p) for p in pdbs]
     services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets)
-    engine = Engine(seed=0, services=services)
+    volumes = StorageObjects([storage_object_from_dict(o["kind"], o, defaults=False) for o in storage])
+    engine = Engine(seed=0, services=services, storage=volumes)
     engine.set_profiles([profile])
     engine.set_namespace_labels(namespace_labels)
     for node in nodes:

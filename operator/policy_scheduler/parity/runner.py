@@ -23,9 +23,11 @@ from policy_scheduler.parity.ours import Decision, evaluate
 from policy_scheduler.parity.pdbsync import settled
 from policy_scheduler.parity.profiles import resolved_profiles
 from policy_scheduler.parity.schedlog import SchedulerLog
+from policy_scheduler.parity.storage import CLUSTER_SCOPED
 
 POLL = 0.005
 PDB_INFORMER_DELAY = 0.05
+STORAGE_INFORMER_DELAY = 0.1  # kube-scheduler's storage informers have no log line either
 DECISION_TIMEOUT = 15.0
 REBIND_WINDOW = 2.0
 
@@ -62,6 +64,9 @@ def wait_until(what: str, check: Callable[[], bool], log: SchedulerLog, timeout:
         if time.monotonic() > deadline:
             raise HarnessError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(POLL)
+
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -110,6 +115,7 @@ class Runner:
             self._created.add(node["metadata"]["name"])
         names = set(self._created)
         self._wait("kube-scheduler to see the nodes", lambda: names <= self.log.nodes_added)
+        self._setup_storage(scenario)
         for pod in scenario.running:
             self.api.create(pod)
         keys = {_key(p) for p in scenario.running}
@@ -118,6 +124,33 @@ class Runner:
         self._namespace_labels = self.api.namespace_labels()
         self._pdbs: list[JSON] = []
 
+    def _setup_storage(self, scenario: Scenario) -> None:
+        """Create the storage objects; wait until the PV controller has completed the claims
+        bound ahead of time (kube-scheduler would otherwise judge them half bound)."""
+        self._storage: list[JSON] = []
+        for obj in scenario.storage:
+            self.api.create(obj)
+        prebound = {
+            _key(o)
+            for o in scenario.storage
+            if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName")
+        }
+
+        def completed() -> bool:
+            objects = self.api.storage()
+            claims = {_key(o): o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+            return all(
+                k in claims
+                and (claims[k].get("status") or {}).get("phase") == "Bound"
+                and BIND_COMPLETED in (claims[k]["metadata"].get("annotations") or {})
+                for k in prebound
+            )
+
+        if prebound:
+            self._wait("the PV controller to bind the pre-bound claims", completed)
+        if scenario.storage:
+            time.sleep(STORAGE_INFORMER_DELAY)
+
     def _teardown(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
             self.api.delete_pods(ns["metadata"]["name"])
@@ -125,6 +158,9 @@ class Runner:
             self.api.delete(node)
         for ns in scenario.namespaces:
             self.api.delete(ns)
+        for obj in scenario.storage:
+            if obj["kind"] in CLUSTER_SCOPED:
+                self.api.delete(obj)
         names = set(self._created)  # a failed setup may have created fewer
         self._wait("kube-scheduler to forget the nodes", lambda: names <= self.log.nodes_deleted)
 
@@ -141,6 +177,8 @@ class Runner:
             if started and all(settled(pdb, members) for pdb in self._pdbs):
                 if self._pdbs:
                     time.sleep(PDB_INFORMER_DELAY)  # kube-scheduler's PDB informer has no log line
+                if scenario.storage:
+                    self._storage = self.api.storage()
                 return pods
             if time.monotonic() > deadline:
                 raise HarnessError("pods not started or budgets not settled after 10s")
@@ -156,7 +194,9 @@ class Runner:
         ref = self._reference(key)
         # kube-scheduler's cache order as it was when the pod entered its queue
         bound = self._in_cache_order(bound, self.log.pods[key].added_at, manifests)
-        ours = evaluate(profile, self._nodes, bound, api_pod, self._namespace_labels, self._pdbs)
+        ours = evaluate(
+            profile, self._nodes, bound, api_pod, self._namespace_labels, self._pdbs, self._storage
+        )
         state = _frozen_state(bound, manifests)
         results = [PodResult(key, ref, ours, judge(ref, ours), state, _frozen_pdbs(self._pdbs))]
         if ref.outcome == "preempt":
@@ -233,7 +273,7 @@ class Runner:
         bound = self._in_cache_order(bound, len(self.log.cache_ops), manifests)
         retry = copy.deepcopy(api_pod)
         retry.setdefault("status", {})["nominatedNodeName"] = podlog.attempts[0].preemption_node
-        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels, self._pdbs)
+        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels, self._pdbs, self._storage)
         ref = Reference(
             final.outcome, final.node, final.feasible, dict(final.scores), final.plugin_scores, final.message
         )
