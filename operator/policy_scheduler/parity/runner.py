@@ -128,7 +128,9 @@ class Runner:
         """Create the storage objects; wait until the PV controller has completed the claims
         bound ahead of time (kube-scheduler would otherwise judge them half bound)."""
         self._storage: list[JSON] = []
-        for obj in scenario.storage:
+        # PVs before their claims: a claim synced while its PV is missing waits for the PV
+        # controller's periodic resync (15 s) to be bound.
+        for obj in sorted(scenario.storage, key=lambda o: o["kind"] == "PersistentVolumeClaim"):
             self.api.create(obj)
         prebound = {
             _key(o)

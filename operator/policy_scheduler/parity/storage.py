@@ -85,10 +85,12 @@ class _Builder:
 
     def _claim(self, namespace: str, storage_class: str, modes: list[str], volume: str = "") -> str:
         name = self._name("c")
+        # A claim bound ahead of time asks for no more than its PV has (the PV controller checks).
+        size = "1Gi" if volume else pick(self.rng, "1Gi", "1Gi", "4Gi", "8Gi")
         spec: dict[str, Any] = {
             "storageClassName": storage_class,
             "accessModes": modes,
-            "resources": {"requests": {"storage": pick(self.rng, "1Gi", "1Gi", "4Gi", "8Gi")}},
+            "resources": {"requests": {"storage": size}},
         }
         if volume:
             spec["volumeName"] = volume
@@ -113,7 +115,7 @@ class _Builder:
 
     def available_pvs(self) -> None:
         for _ in range(self.rng.randint(0, 5)):
-            modes = [RWO, RWOP] if chance(self.rng, 0.3) else [RWO]
+            modes = [RWOP] if chance(self.rng, 0.25) else [RWO]  # RWOP may not be combined
             self.objects.append(self._pv(self.local, modes))
 
     def csi_nodes(self) -> None:
