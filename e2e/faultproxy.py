@@ -127,7 +127,12 @@ class FaultProxy:
     def release(self, rule: Rule) -> None:
         rule.released.set()
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(lambda: rule.gate and rule.gate.set())
+
+            def open_gate() -> None:  # in the loop's thread, where the gate is made
+                if rule.gate is not None:
+                    rule.gate.set()
+
+            self._loop.call_soon_threadsafe(open_gate)
 
     def remove(self, rule: Rule) -> None:
         self.release(rule)
@@ -215,8 +220,8 @@ class FaultProxy:
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()
             server = site._server
-            assert server is not None
-            self.port = int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+            assert isinstance(server, asyncio.Server)
+            self.port = int(server.sockets[0].getsockname()[1])
             self._ready.set()
             await self._stopped.wait()
             await runner.cleanup()

@@ -8,7 +8,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl import Kubectl, wait_for
+from kubectl import Kubectl
 from policy_scheduler.policy.crdgen import render_crds
+from polling import wait_until
 
 # Profiles labelled with this are served only by the operators their test starts itself.
 ISOLATED_LABEL = "e2e-isolated"
@@ -56,18 +56,19 @@ class OperatorProcess:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             if self.proc.poll() is not None:
-                raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
+                raise RuntimeError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        return
+                    return bool(r.status == 200)
             except OSError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"operator not ready after {timeout:.0f}s:\n{self.tail()}")
+                return False
+
+        try:
+            wait_until("the operator's /readyz", ready, timeout=timeout, interval=0.3)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.tail()}") from None
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
@@ -151,7 +152,7 @@ def install_crds_and_rbac(kubectl: Kubectl) -> None:
         result = kubectl.run("get", "--raw", f"/apis/{API_GROUP}", check=False)
         return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
 
-    wait_for("our API group in discovery", discovered, timeout=30)
+    wait_until("our API group in discovery", discovered, timeout=30)
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
         kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
 

@@ -292,7 +292,7 @@ def _check_spread(snap: Snapshot) -> list[str]:
                     c.get("labelSelector"), other["metadata"].get("labels") or {}
                 ):
                     domain = _domain(snap, other, c["topologyKey"])
-                    if domain in counts:
+                    if domain is not None and domain in counts:
                         counts[domain] += 1
             if counts and max(counts.values()) - min(counts.values()) > int(c["maxSkew"]):
                 out.append(f"spread {group} skew over {c['maxSkew']}: {dict(counts)}")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from policy_scheduler.devcluster.versions import bin_dir
+from polling import wait_until
 
 T = TypeVar("T")
 
@@ -63,16 +62,8 @@ class Kubectl:
         self.run("patch", kind, name, "--type", patch_type, "-p", json.dumps(patch))
 
 
-def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.5) -> T:
-    """Poll until fn returns something truthy; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+# The old name, for e2e modules that still import it from here.
+wait_for = wait_until
 
 
 def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

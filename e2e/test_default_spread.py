@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import wait_until
 
 SCHEDULER = "default-spread-scheduler"
 PROFILE = "e2e-default-spread"
@@ -71,7 +72,7 @@ def spread_nodes(dev_cluster: DevCluster, kubectl: Kubectl, operator_process: An
     )
     kubectl.apply(profile(PROFILE, SCHEDULER, **PROFILE_SPEC))
     try:
-        wait_for(
+        wait_until(
             "profile Ready",
             lambda: (
                 (condition(kubectl.get("schedulingprofile", PROFILE), "Ready") or {}).get("status") == "True"
@@ -92,7 +93,7 @@ def _bound(kubectl: Kubectl, ns: str, count: int, selector: str) -> list[dict[st
         pods = kubectl.items("pods", ns, selector=selector)
         return pods if len(pods) == count and all(p["spec"].get("nodeName") for p in pods) else None
 
-    result: list[dict[str, Any]] = wait_for(f"{count} pods bound in {ns}", all_bound, timeout=60)
+    result: list[dict[str, Any]] = wait_until(f"{count} pods bound in {ns}", all_bound, timeout=60)
     return result
 
 
@@ -123,7 +124,8 @@ def test_deployment_replicas_spread_over_zones(kubectl: Kubectl, spread_nodes: S
         pods = _bound(kubectl, ns, 6, "app=spread-web")
         for p in pods:
             [owner] = p["metadata"]["ownerReferences"]
-            assert owner["kind"] == "ReplicaSet" and owner["controller"] is True
+            assert owner["kind"] == "ReplicaSet"
+            assert owner["controller"] is True
         zones = Counter(spread_nodes.zone_of(p["spec"]["nodeName"]) for p in pods)
         assert zones == dict.fromkeys(ZONES, 2), zones
     finally:

@@ -3,30 +3,20 @@ real API server, Ready nodes with capacity, kwok driving bound pods, and PDB sta
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from policy_scheduler.devcluster.versions import KUBERNETES_VERSION
+from polling import wait_until_async
 
 # No scheduler has this name, so only the test decides where its pods go.
 NO_SCHEDULER = "devcluster-e2e-nobody"
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {seconds:.0f}s waiting for {what}")
-        await asyncio.sleep(0.2)
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -92,7 +82,8 @@ async def test_nodes_are_ready_with_allocatable(api: client.ApiClient) -> None:
     assert len(nodes) >= 10
     for node in nodes:
         ready = [c for c in node.status.conditions if c.type == "Ready"]
-        assert ready and ready[0].status == "True", node.metadata.name
+        assert ready, node.metadata.name
+        assert ready[0].status == "True", node.metadata.name
         assert node.status.allocatable["cpu"] == "32"
         assert node.status.allocatable["pods"] == "110"
         assert not node.spec.taints, f"{node.metadata.name} is tainted: {node.spec.taints}"
@@ -105,7 +96,7 @@ async def test_bound_pod_runs_and_deleted_pod_goes_away(api: client.ApiClient, n
     node = await kwok_node(api)
     await create_bound_pod(api, namespace, "bound-by-hand", node)
 
-    await eventually(lambda: pod_running(api, namespace, "bound-by-hand"), "pod Running and Ready")
+    await wait_until_async("pod Running and Ready", lambda: pod_running(api, namespace, "bound-by-hand"))
     pod = await core.read_namespaced_pod("bound-by-hand", namespace)
     assert pod.spec.node_name == node
     assert pod.status.pod_ip
@@ -121,7 +112,7 @@ async def test_bound_pod_runs_and_deleted_pod_goes_away(api: client.ApiClient, n
             raise
         return False
 
-    await eventually(gone, "deleted pod removed by kwok")
+    await wait_until_async("deleted pod removed by kwok", gone)
 
 
 async def test_disruption_controller_computes_pdb_status(api: client.ApiClient, namespace: str) -> None:
@@ -147,4 +138,4 @@ async def test_disruption_controller_computes_pdb_status(api: client.ApiClient, 
             and status.disruptions_allowed == 1
         )
 
-    await eventually(computed, "PDB status from the disruption controller")
+    await wait_until_async("PDB status from the disruption controller", computed)

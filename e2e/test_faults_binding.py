@@ -37,7 +37,8 @@ def test_competing_binder_wins_and_assumptions_are_forgotten(
     s.bind("first-1", chosen["first-0"])
     faults.proxy.remove(hold)
     placement = s.wait_bound(first)
-    assert placement["first-0"] == chosen["first-1"] and placement["first-1"] == chosen["first-0"]
+    assert placement["first-0"] == chosen["first-1"]
+    assert placement["first-1"] == chosen["first-0"]
 
     # Both refused bindings were given up at once: one attempt each, none retried later.
     time.sleep(4)  # a retry would come within the profile's 1-4 s backoff

@@ -35,7 +35,7 @@ def _priority_of(pod_key: str) -> int | None:
 def _cluster_objects(
     faults: FaultEnv, policy: str = POLICY, max_in_flight: int = 10
 ) -> list[tuple[str, str]]:
-    classes = [
+    classes: list[dict[str, Any]] = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +22,9 @@ from policy_scheduler.kube.client import make_api_client, request, request_ok
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler import model
+from polling import wait_until_async
 
 NO_SCHEDULER = "kube-adapters-e2e-nobody"  # no scheduler has this name: pods stay pending
-
-
-async def eventually(check: Callable[[], bool | Awaitable[bool]], what: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {seconds:.0f}s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -131,7 +118,7 @@ async def test_pod_informer_lists_and_watches(api: Any, namespace: str) -> None:
         assert pods.store[f"{namespace}/before-list"].requests == {"cpu": 250}
 
         await create_pod(api, namespace, "watched")
-        await eventually(lambda: seen.saw("add", "watched"), "watched pod added")
+        await wait_until_async("watched pod added", lambda: seen.saw("add", "watched"))
         await request_ok(
             api,
             "PATCH",
@@ -139,13 +126,13 @@ async def test_pod_informer_lists_and_watches(api: Any, namespace: str) -> None:
             body={"metadata": {"labels": {"touched": "yes"}}},
             content_type="application/merge-patch+json",
         )
-        await eventually(lambda: seen.saw("update", "watched"), "watched pod updated")
+        await wait_until_async("watched pod updated", lambda: seen.saw("update", "watched"))
         assert pods.store[f"{namespace}/watched"].labels == {"touched": "yes"}
 
         await request_ok(
             api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/watched", query={"gracePeriodSeconds": 0}
         )
-        await eventually(lambda: seen.saw("delete", "watched"), "watched pod deleted")
+        await wait_until_async("watched pod deleted", lambda: seen.saw("delete", "watched"))
         assert f"{namespace}/watched" not in pods.store
     finally:
         await pods.stop()
@@ -170,7 +157,7 @@ async def test_node_informer_sees_node_lifecycle(api: Any) -> None:
         await request_ok(
             api, "POST", "/api/v1/nodes", body={"metadata": {"name": name, "labels": {"e2e": "1"}}}
         )
-        await eventually(lambda: seen.saw("add", name), "node added")
+        await wait_until_async("node added", lambda: seen.saw("add", name))
         await request_ok(
             api,
             "PATCH",
@@ -178,11 +165,11 @@ async def test_node_informer_sees_node_lifecycle(api: Any) -> None:
             body={"spec": {"unschedulable": True}},
             content_type="application/merge-patch+json",
         )
-        await eventually(
-            lambda: nodes.store.get(name) is not None and nodes.store[name].unschedulable, "cordon"
+        await wait_until_async(
+            "cordon", lambda: nodes.store.get(name) is not None and nodes.store[name].unschedulable
         )
         await request_ok(api, "DELETE", f"/api/v1/nodes/{name}")
-        await eventually(lambda: seen.saw("delete", name), "node deleted")
+        await wait_until_async("node deleted", lambda: seen.saw("delete", name))
     finally:
         await nodes.stop()
         await request(api, "DELETE", f"/api/v1/nodes/{name}")
@@ -308,13 +295,14 @@ async def test_events_are_created_and_aggregated(api: Any, namespace: str) -> No
                 and any(e.reason == "Scheduled" for e in events)
             )
 
-        await eventually(aggregated, "one FailedScheduling event with series.count 4")
+        await wait_until_async("one FailedScheduling event with series.count 4", aggregated)
         events = await list_events(api, namespace)
         scheduled = next(e for e in events if e.reason == "Scheduled")
         assert scheduled.note == f"Successfully assigned {namespace}/eventful to node-x"
         assert scheduled.regarding["uid"] == pod.uid
         assert scheduled.reporting_controller == "policy-scheduler"
-        assert recorder.dropped == 0 and recorder.failed == 0
+        assert recorder.dropped == 0
+        assert recorder.failed == 0
     finally:
         await recorder.stop()
 

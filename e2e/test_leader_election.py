@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
-from kubectl import Kubectl, namespace, pod, profile, wait_for
+from kubectl import Kubectl, namespace, pod, profile
+from polling import wait_until
 
 NS = "e2e-leader"
 SCHEDULER = "leader-scheduler"
@@ -63,8 +64,8 @@ def test_standby_takes_over_when_leader_dies(operators: dict[str, OperatorProces
     kubectl.apply(leader_profile)
 
     kubectl.create(*(pod(f"first-{i}", NS, SCHEDULER) for i in range(10)))
-    wait_for("first pods bound", lambda: _bound(kubectl, 10), timeout=60)
-    leader = wait_for("a lease holder", lambda: _holder(kubectl), timeout=30)
+    wait_until("first pods bound", lambda: _bound(kubectl, 10), timeout=60)
+    leader = wait_until("a lease holder", lambda: _holder(kubectl), timeout=30)
     assert leader in operators
     standby = next(name for name in operators if name != leader)
     assert "policy_scheduler_leader 1.0" in operators[leader].metrics()
@@ -74,8 +75,8 @@ def test_standby_takes_over_when_leader_dies(operators: dict[str, OperatorProces
     os.killpg(operators[leader].proc.pid, signal.SIGKILL)
     operators[leader].proc.wait()
     kubectl.create(*(pod(f"second-{i}", NS, SCHEDULER) for i in range(10)))
-    wait_for("standby holds the lease", lambda: _holder(kubectl) == standby, timeout=60)
-    pods = wait_for("second pods bound by the standby", lambda: _bound(kubectl, 20), timeout=60)
+    wait_until("standby holds the lease", lambda: _holder(kubectl) == standby, timeout=60)
+    pods = wait_until("second pods bound by the standby", lambda: _bound(kubectl, 20), timeout=60)
     assert len(pods) == 20
 
     # Every pod was bound exactly once: one Scheduled event each, and no binding conflicts.

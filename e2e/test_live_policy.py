@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import wait_until
 
 NS = "e2e-live"
 SCHEDULER = "live-scheduler"
@@ -39,7 +40,7 @@ def _pod(name: str, cpu: str) -> dict[str, Any]:
 
 def _node_of(kubectl: Kubectl, name: str) -> str:
     return str(
-        wait_for(f"{name} bound", lambda: kubectl.get("pod", name, NS)["spec"].get("nodeName"), timeout=30)
+        wait_until(f"{name} bound", lambda: kubectl.get("pod", name, NS)["spec"].get("nodeName"), timeout=30)
     )
 
 
@@ -49,7 +50,7 @@ def _generation_observed(kubectl: Kubectl, generation: int) -> dict[str, Any]:
         status = obj.get("status") or {}
         return obj if status.get("observedGeneration") == generation and status.get("conditions") else None
 
-    result: dict[str, Any] = wait_for(f"observedGeneration {generation}", observed, timeout=30)
+    result: dict[str, Any] = wait_until(f"observedGeneration {generation}", observed, timeout=30)
     return result
 
 
@@ -63,7 +64,7 @@ def test_profile_apply_patch_break_delete_without_restart(
 ) -> None:
     kubectl.apply(namespace(NS), profile("live", SCHEDULER, **SCORING, **_fit_args("LeastAllocated")))
     _generation_observed(kubectl, 1)
-    wait_for(
+    wait_until(
         "profile Ready",
         lambda: (condition(kubectl.get("schedulingprofile", "live"), "Ready") or {}).get("status") == "True",
         timeout=30,
@@ -88,8 +89,10 @@ def test_profile_apply_patch_break_delete_without_restart(
     )
     broken = _generation_observed(kubectl, 3)
     accepted = condition(broken, "Accepted")
-    assert accepted is not None and accepted["status"] == "False"
-    assert "spec.plugins.score.enabled[0]" in accepted["message"] and "NoSuchPlugin" in accepted["message"]
+    assert accepted is not None
+    assert accepted["status"] == "False"
+    assert "spec.plugins.score.enabled[0]" in accepted["message"]
+    assert "NoSuchPlugin" in accepted["message"]
     assert condition(broken, "Degraded")["status"] == "True"  # type: ignore[index]
     assert condition(broken, "Ready")["status"] == "True"  # type: ignore[index]
     # ...and the last good version (MostAllocated) still schedules.
@@ -98,7 +101,7 @@ def test_profile_apply_patch_break_delete_without_restart(
 
     # Delete it: a pending pod of that scheduler stays pending and is told why.
     kubectl.create(_pod("waiting", "100"))
-    wait_for(
+    wait_until(
         "waiting reported unschedulable",
         lambda: condition(kubectl.get("pod", "waiting", NS), "PodScheduled"),
         timeout=30,
@@ -109,10 +112,10 @@ def test_profile_apply_patch_break_delete_without_restart(
         cond = condition(kubectl.get("pod", "waiting", NS), "PodScheduled")
         return bool(cond and "no SchedulingProfile serves schedulerName" in cond.get("message", ""))
 
-    wait_for("pod told its profile is gone", told, timeout=30)
+    wait_until("pod told its profile is gone", told, timeout=30)
     kubectl.create(_pod("after-delete", "1"))
     with pytest.raises(AssertionError):
-        wait_for(
+        wait_until(
             "pod bound without a profile",
             lambda: kubectl.get("pod", "after-delete", NS)["spec"].get("nodeName"),
             timeout=5,

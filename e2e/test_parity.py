@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from kubectl import Kubectl, condition, namespace, profile, wait_for
+from kubectl import Kubectl, condition, namespace, profile
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.cli import scenario_seed
@@ -24,6 +24,7 @@ from policy_scheduler.parity.generator import KWOK_ANNOTATION, Scenario, generat
 from policy_scheduler.parity.kubesched import KubeScheduler
 from policy_scheduler.parity.report import Tally, describe
 from policy_scheduler.parity.runner import Runner
+from polling import wait_until
 
 SCENARIOS = 30
 SEED = 4
@@ -41,7 +42,8 @@ def test_random_scenarios_agree_with_kube_scheduler(
             tally.add(runner.run(scenario))
     report = "\n".join(describe(r, p) for r, p in tally.disagreements)
     assert tally.scenarios == SCENARIOS
-    assert tally.judged >= SCENARIOS and tally.scored > 0, tally.summary()
+    assert tally.judged >= SCENARIOS, tally.summary()
+    assert tally.scored > 0, tally.summary()
     assert tally.inconclusive == 0, tally.summary()
     assert tally.full == tally.judged, f"{tally.summary()}\n{report}"
 
@@ -249,7 +251,7 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
     kubectl.create(*nodes)
     try:
         kubectl.apply(prof)
-        wait_for(
+        wait_until(
             "profile Ready",
             lambda: (condition(kubectl.get("schedulingprofile", run), "Ready") or {}).get("status") == "True",
             timeout=30,
@@ -263,7 +265,7 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
         for p in pods:  # one at a time, as simulate orders pods of equal priority
             kubectl.create(p)
             name = p["metadata"]["name"]
-            placed[name] = wait_for(f"{name} bound", functools.partial(node_of, name), timeout=30)
+            placed[name] = wait_until(f"{name} bound", functools.partial(node_of, name), timeout=30)
         assert placed == predicted
     finally:
         kubectl.delete("namespace", ns)

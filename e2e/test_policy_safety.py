@@ -7,7 +7,6 @@ restarted; the session operator ignores these profiles.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,9 @@ from typing import Any
 import pytest
 
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import holds_for, wait_until
 
 GROUP_VERSION = "scheduling.policy-scheduler.io/v1alpha1"
 NS = "e2e-safety"
@@ -50,7 +50,7 @@ def status_where(kubectl: Kubectl, kind: str, name: str, what: str, check: Any) 
         obj: dict[str, Any] = kubectl.get(kind, name)
         return obj if obj.get("status") and check(obj) else None
 
-    result: dict[str, Any] = wait_for(what, current, timeout=30)
+    result: dict[str, Any] = wait_until(what, current, timeout=30)
     return result
 
 
@@ -64,7 +64,7 @@ def safety_node(dev_cluster: DevCluster, kubectl: Kubectl) -> Iterator[str]:
     (node,) = dev_cluster.create_nodes(1, prefix="safety", cpu="4", memory="16Gi", labels={NODE_LABEL: "yes"})
     kubectl.run("taint", "nodes", node, f"{NODE_LABEL}=yes:NoSchedule", "--overwrite")
     kubectl.apply(namespace(NS))
-    classes = [
+    classes: list[dict[str, Any]] = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
         for n, v in ((LOW, 100), (HIGH, 1000))
     ]
@@ -127,7 +127,7 @@ def test_restarted_operator_serves_the_persisted_last_accepted_spec(
             "generation 2 was rejected; generation 1 stays in force (restored from status.lastAcceptedSpec)"
         )
         kubectl.create(tolerating_pod("served-after-restart", scheduler, "100m"))
-        node = wait_for(
+        node = wait_until(
             "pod bound by the restored profile",
             lambda: kubectl.get("pod", "served-after-restart", NS)["spec"].get("nodeName"),
             timeout=30,
@@ -174,7 +174,7 @@ def test_missing_eviction_policy_means_no_eviction_until_it_is_back(
         )
         victim = tolerating_pod("victim", scheduler, "3", LOW, nodeName=safety_node)
         kubectl.create(victim)
-        wait_for(
+        wait_until(
             "victim running",
             lambda: cond_is(kubectl.get("pod", "victim", NS), "Ready", "True"),
             timeout=60,
@@ -200,19 +200,21 @@ def test_missing_eviction_policy_means_no_eviction_until_it_is_back(
             message = (condition(kubectl.get("pod", "high", NS), "PodScheduled") or {}).get("message") or ""
             return message if "preemption is off" in message else None
 
-        assert f"no EvictionPolicy named {policy!r}" in wait_for("high told why", told, timeout=30)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:  # no eviction at all
+        assert f"no EvictionPolicy named {policy!r}" in wait_until("high told why", told, timeout=30)
+
+        def nothing_evicted() -> bool:
             victim_now = kubectl.get("pod", "victim", NS)
             assert not victim_now["metadata"].get("deletionTimestamp"), "victim evicted without a policy"
-            assert not kubectl.get("pod", "high", NS)["status"].get("nominatedNodeName")
-            time.sleep(0.5)
+            return not kubectl.get("pod", "high", NS)["status"].get("nominatedNodeName")
+
+        holds_for("no eviction and no nomination at all", nothing_evicted, 5)
         events = [
             e
             for e in kubectl.items("events.events.k8s.io", "default")
             if e.get("reason") == "EvictionPolicyNotFound" and e["regarding"].get("name") == name
         ]
-        assert events and events[0]["type"] == "Warning"
+        assert events
+        assert events[0]["type"] == "Warning"
 
         # The policy is back: the profile resolves it by itself and preemption proceeds.
         kubectl.apply(policy_obj)
@@ -229,8 +231,8 @@ def test_missing_eviction_policy_means_no_eviction_until_it_is_back(
             pods = {p["metadata"]["name"]: p for p in kubectl.items("pods", NS)}
             return "victim" not in pods or bool(pods["victim"]["metadata"].get("deletionTimestamp"))
 
-        wait_for("victim evicted", evicted, timeout=30)
-        bound = wait_for(
+        wait_until("victim evicted", evicted, timeout=30)
+        bound = wait_until(
             "high bound",
             lambda: kubectl.get("pod", "high", NS)["spec"].get("nodeName"),
             timeout=60,

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import holds_for, wait_until
 
 GROUP_VERSION = "scheduling.policy-scheduler.io/v1alpha1"
 NODE_LABEL = "e2e-preemption"
@@ -33,7 +34,7 @@ def pc_name(short: str) -> str:
 
 @pytest.fixture(scope="module")
 def priority_classes(kubectl: Kubectl) -> Iterator[None]:
-    classes = [
+    classes: list[dict[str, Any]] = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
@@ -96,14 +97,14 @@ class Scene:
                     "spec": policy,
                 }
             )
-            wait_for(
+            wait_until(
                 f"EvictionPolicy {self.name} accepted",
                 lambda: self._true("evictionpolicy", "Accepted"),
                 timeout=30,
             )
             spec["evictionPolicyName"] = self.name
         self.kubectl.apply(profile(self.name, self.scheduler, **spec))
-        wait_for(
+        wait_until(
             f"SchedulingProfile {self.name} ready",
             lambda: self._true("schedulingprofile", "Ready"),
             timeout=30,
@@ -179,11 +180,11 @@ class Scene:
                 n in pods and (condition(pods[n], "Ready") or {}).get("status") == "True" for n in names
             )
 
-        wait_for(f"{names} running and ready", ready, timeout=60)
+        wait_until(f"{names} running and ready", ready, timeout=60)
 
     def wait_bound(self, name: str, timeout: float = 60) -> str:
         return str(
-            wait_for(
+            wait_until(
                 f"{name} bound",
                 lambda: (self.get(name) or {}).get("spec", {}).get("nodeName"),
                 timeout=timeout,
@@ -220,7 +221,7 @@ class Scene:
             status = self.kubectl.get("schedulingprofile", self.name).get("status") or {}
             return int(status.get("preemptions") or 0)
 
-        wait_for(f"{at_least} preemption(s) in the profile status", lambda: count() >= at_least, timeout=30)
+        wait_until(f"{at_least} preemption(s) in the profile status", lambda: count() >= at_least, timeout=30)
         time.sleep(2.5)  # one more status write
         return count()
 
@@ -244,7 +245,7 @@ class Scene:
                 and status.get("disruptionsAllowed") == expect_allowed
             )
 
-        wait_for(f"PDB {name} allows {expect_allowed} disruptions", settled, timeout=60)
+        wait_until(f"PDB {name} allows {expect_allowed} disruptions", settled, timeout=60)
 
 
 @pytest.fixture
@@ -260,14 +261,6 @@ def scene(
     yield make
     for s in made:
         s.cleanup()
-
-
-def stays(what: str, check: Callable[[], bool], seconds: float) -> None:
-    """`check` holds for `seconds` (sampled)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert check(), what
-        time.sleep(0.5)
 
 
 def parse_time(value: str) -> float:
@@ -288,22 +281,24 @@ def test_preempts_lowest_priority_pods_on_the_cheapest_node(scene: Callable[[str
     s.wait_ready("a100-1", "a100-2", "a200-1", "a200-2", "b500-1", "b500-2")
 
     s.pending("high", "p1000", "2")
-    wait_for(
+    wait_until(
         "nomination",
         lambda: (s.get("high") or {}).get("status", {}).get("nominatedNodeName") == cheap,
         timeout=30,
     )
-    wait_for(
+    wait_until(
         "the two lowest-priority pods terminating",
         lambda: s.terminating() == {"a100-1", "a100-2"},
         timeout=30,
     )
     high = s.get("high")
-    assert high is not None and not high["spec"].get("nodeName")  # waits for its victims
+    assert high is not None
+    assert not high["spec"].get("nodeName")
 
     for name in ("a100-1", "a100-2"):
         target = condition(s.get(name) or {}, "DisruptionTarget")
-        assert target is not None and target["status"] == "True", target
+        assert target is not None, target
+        assert target["status"] == "True", target
         assert target["reason"] == "PreemptionByScheduler", target
         assert target["message"] == f"{s.scheduler}: preempting to accommodate a higher priority pod"
     notes = {e["regarding"]["name"]: e["note"] for e in s.events("Preempted")}
@@ -331,16 +326,18 @@ def test_enforce_prefers_another_node_then_waits(scene: Callable[[str], Scene]) 
     s.pending("high", "p1000", "2")
     assert s.wait_bound("high") == free
     assert len({"f-1", "f-2"} & set(s.pods())) == 1
-    assert {"g-1", "g-2"} <= set(s.pods()) and not s.terminating()
+    assert {"g-1", "g-2"} <= set(s.pods())
+    assert not s.terminating()
 
     # Now only the guarded node could make room: the preemptor waits, nothing is evicted.
     s.pending("big", "p1000", "4")
-    wait_for(
+    wait_until(
         "big reported unschedulable", lambda: "PodDisruptionBudget" in s.scheduled_message("big"), timeout=30
     )
-    stays("guarded pods untouched", lambda: {"g-1", "g-2"} <= set(s.pods()) and not s.terminating(), 8)
+    holds_for("guarded pods untouched", lambda: {"g-1", "g-2"} <= set(s.pods()) and not s.terminating(), 8)
     big = s.get("big") or {}
-    assert not big["spec"].get("nodeName") and not big.get("status", {}).get("nominatedNodeName")
+    assert not big["spec"].get("nodeName")
+    assert not big.get("status", {}).get("nominatedNodeName")
 
 
 def test_enforce_abandons_a_candidate_when_a_budget_refuses(scene: Callable[[str], Scene]) -> None:
@@ -353,7 +350,7 @@ def test_enforce_abandons_a_candidate_when_a_budget_refuses(scene: Callable[[str
     s.wait_ready("v-1", "v-2")
 
     s.pending("high", "p1000", "4")
-    first = wait_for("first victim evicted", lambda: {"v-1", "v-2"} - set(s.pods()), timeout=30)
+    first = wait_until("first victim evicted", lambda: {"v-1", "v-2"} - set(s.pods()), timeout=30)
     (survivor,) = {"v-1", "v-2"} - first
     s.pdb("late", {"app": "victim"}, min_available=1)
 
@@ -361,16 +358,17 @@ def test_enforce_abandons_a_candidate_when_a_budget_refuses(scene: Callable[[str
         status = s.policy_status()
         return status if (status.get("counters") or {}).get("blockedByBudget", 0) >= 1 else None
 
-    status = wait_for("eviction refused by the budget", blocked, timeout=60)
+    status = wait_until("eviction refused by the budget", blocked, timeout=60)
     refused = [e for e in status["recentEvictions"] if e["result"] == "BlockedByBudget"]
-    assert refused and refused[0]["name"] == survivor
+    assert refused
+    assert refused[0]["name"] == survivor
     assert s.events("PreemptionBlocked")
-    wait_for(
+    wait_until(
         "nomination cleared",
         lambda: not (s.get("high") or {}).get("status", {}).get("nominatedNodeName"),
         timeout=30,
     )
-    stays(
+    holds_for(
         "survivor kept, preemptor pending",
         lambda: (
             survivor in s.pods() and not s.terminating() and not (s.get("high") or {})["spec"].get("nodeName")
@@ -396,7 +394,7 @@ def test_best_effort_deletes_victims_like_kube_scheduler(scene: Callable[[str], 
         counters = s.policy_status().get("counters") or {}
         return counters if counters.get("evicted", 0) >= 2 else None
 
-    counters = wait_for("status counters", counted, timeout=30)
+    counters = wait_until("status counters", counted, timeout=30)
     assert counters["blockedByBudget"] >= 2  # the Eviction API refused; the pods were deleted
 
 
@@ -418,13 +416,15 @@ def test_rate_limit_spaces_out_evictions(scene: Callable[[str], Scene]) -> None:
         status = s.policy_status()
         return status if (status.get("counters") or {}).get("evicted", 0) >= 4 else None
 
-    status = wait_for("4 evictions in the policy status", all_recorded, timeout=30)
+    status = wait_until("4 evictions in the policy status", all_recorded, timeout=30)
     times = sorted(parse_time(e["time"]) for e in status["recentEvictions"] if e["result"] == "Evicted")
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert len(times) == 4 and all(gap >= 60 / per_minute - 0.5 for gap in gaps), gaps
+    assert len(times) == 4, gaps
+    assert all(gap >= 60 / per_minute - 0.5 for gap in gaps), gaps
     assert status["counters"]["rateLimited"] >= 3
     preempted = sorted(parse_time(e["eventTime"]) for e in s.events("Preempted"))
-    assert len(preempted) == 4 and preempted[-1] - preempted[0] >= 3 * 60 / per_minute - 1.5
+    assert len(preempted) == 4
+    assert preempted[-1] - preempted[0] >= 3 * 60 / per_minute - 1.5
     assert s.preemptions(4) == 4
 
 
@@ -442,7 +442,7 @@ def test_dry_run_evicts_nothing_and_reports(scene: Callable[[str], Scene]) -> No
         status = s.policy_status()
         return status if (status.get("counters") or {}).get("wouldEvict", 0) >= 2 else None
 
-    status = wait_for("wouldEvict reported", reported, timeout=30)
+    status = wait_until("wouldEvict reported", reported, timeout=30)
     high = s.get("high") or {}
     would = {e["name"] for e in status["recentEvictions"] if e["result"] == "WouldEvict"}
     assert would == {"v-1", "v-2"}
@@ -452,12 +452,12 @@ def test_dry_run_evicts_nothing_and_reports(scene: Callable[[str], Scene]) -> No
     ready = condition(s.kubectl.get("evictionpolicy", s.name), "Ready") or {}
     assert ready.get("reason") == "DryRun"
 
-    wait_for(
+    wait_until(
         "nomination cleared",
         lambda: not (s.get("high") or {}).get("status", {}).get("nominatedNodeName"),
         timeout=30,
     )
-    stays("nothing evicted", lambda: {"v-1", "v-2"} <= set(s.pods()) and not s.terminating(), 6)
+    holds_for("nothing evicted", lambda: {"v-1", "v-2"} <= set(s.pods()) and not s.terminating(), 6)
     for name in ("v-1", "v-2"):
         assert condition(s.get(name) or {}, "DisruptionTarget") is None
     assert not (s.get("high") or {})["spec"].get("nodeName")
@@ -483,11 +483,13 @@ def test_equal_priority_protected_and_never_are_respected(scene: Callable[[str],
 
     s.pending("high", "p1000", "4", role="keep")
     s.pending("never", NEVER, "4", role="open")  # preemptionPolicy: Never
-    wait_for("high found no victims", lambda: "preemption" in s.scheduled_message("high").lower(), timeout=30)
-    wait_for(
+    wait_until(
+        "high found no victims", lambda: "preemption" in s.scheduled_message("high").lower(), timeout=30
+    )
+    wait_until(
         "never did not preempt", lambda: "preemptionPolicy=Never" in s.scheduled_message("never"), timeout=30
     )
-    stays("no pod evicted", lambda: set(victims) <= set(s.pods()) and not s.terminating(), 8)
+    holds_for("no pod evicted", lambda: set(victims) <= set(s.pods()) and not s.terminating(), 8)
     assert not s.events("Preempted")
     pods = s.pods()
     for name in ("high", "never"):

@@ -6,11 +6,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kubectl import Kubectl, condition, namespace, pod, wait_for
+from kubectl import Kubectl, condition, namespace, pod
 from policy_scheduler.controllers.mirror_plan import (
     MANAGED_BY_LABEL,
     ORIGIN_ANNOTATION,
 )
+from polling import wait_until
 
 NS = "e2e-pcm"
 API_VERSION = "scheduling.policy-scheduler.io/v1alpha1"
@@ -36,7 +37,7 @@ def native(kubectl: Kubectl, name: str) -> dict[str, Any] | None:
 def native_where(
     kubectl: Kubectl, name: str, check: Callable[[dict[str, Any]], bool]
 ) -> Callable[[], dict[str, Any] | None]:
-    """A probe for wait_for: the native class once `check` holds for it."""
+    """A probe for wait_until: the native class once `check` holds for it."""
 
     def probe() -> dict[str, Any] | None:
         obj = native(kubectl, name)
@@ -66,9 +67,11 @@ def synced_status(kubectl: Kubectl, name: str, **expected: Any) -> dict[str, Any
 def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubectl) -> None:
     name = "e2e-pcm-created"
     kubectl.apply(mirror(name, 1234, description="first"))
-    pc = wait_for("native PriorityClass created", lambda: native(kubectl, name), timeout=30)
-    assert pc["value"] == 1234 and pc["description"] == "first"
-    assert pc["preemptionPolicy"] == "PreemptLowerPriority" and not pc.get("globalDefault")
+    pc = wait_until("native PriorityClass created", lambda: native(kubectl, name), timeout=30)
+    assert pc["value"] == 1234
+    assert pc["description"] == "first"
+    assert pc["preemptionPolicy"] == "PreemptLowerPriority"
+    assert not pc.get("globalDefault")
     assert pc["metadata"]["labels"][MANAGED_BY_LABEL] == "policy-scheduler"
     assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "created"
     owner = kubectl.get("priorityclassmirror", name)
@@ -76,7 +79,9 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
         ("PriorityClassMirror", owner["metadata"]["uid"])
     ]
     first_uid = pc["metadata"]["uid"]
-    status = wait_for("mirror Synced", lambda: synced_status(kubectl, name, nativeUid=first_uid), timeout=30)
+    status = wait_until(
+        "mirror Synced", lambda: synced_status(kubectl, name, nativeUid=first_uid), timeout=30
+    )
     obj = kubectl.get("priorityclassmirror", name)
     assert condition(obj, "Accepted")["status"] == "True"  # type: ignore[index]
     assert condition(obj, "Ready")["status"] == "True"  # type: ignore[index]
@@ -86,11 +91,13 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     kubectl.apply(namespace(NS))
     kubectl.create(pod("uses-created", NS, "nobody-serves-this", priority_class=name))
     assert kubectl.get("pod", "uses-created", NS)["spec"]["priority"] == 1234
-    wait_for("pod counted", lambda: synced_status(kubectl, name, podCount=1, outdatedPodCount=0), timeout=30)
+    wait_until(
+        "pod counted", lambda: synced_status(kubectl, name, podCount=1, outdatedPodCount=0), timeout=30
+    )
 
     # Mutable fields: patched in place.
     kubectl.patch("priorityclassmirror", name, {"spec": {"description": "second"}})
-    wait_for(
+    wait_until(
         "description patched",
         native_where(kubectl, name, lambda p: p.get("description") == "second"),
         timeout=30,
@@ -99,7 +106,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
 
     # Immutable value: deleted and created again; the running pod keeps its old priority.
     kubectl.patch("priorityclassmirror", name, {"spec": {"value": 4321}})
-    pc = wait_for(
+    pc = wait_until(
         "recreated with the new value",
         native_where(kubectl, name, lambda p: p["value"] == 4321),
         timeout=30,
@@ -107,7 +114,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     assert pc["metadata"]["uid"] != first_uid
     assert pc["description"] == "second"
     assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "created"
-    wait_for(
+    wait_until(
         "new uid and outdated pod in status",
         lambda: synced_status(kubectl, name, nativeUid=pc["metadata"]["uid"], podCount=1, outdatedPodCount=1),
         timeout=30,
@@ -115,7 +122,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
 
     # A hand-deleted native class comes back.
     kubectl.delete("priorityclass", name, wait=True)
-    wait_for(
+    wait_until(
         "repaired",
         native_where(kubectl, name, lambda p: p["metadata"]["uid"] != pc["metadata"]["uid"]),
         timeout=30,
@@ -124,7 +131,7 @@ def test_create_update_recreate_and_delete(operator_process: Any, kubectl: Kubec
     # Deleting the mirror deletes the class it created.
     kubectl.delete("pod", "uses-created", NS)
     kubectl.delete("priorityclassmirror", name)
-    wait_for("native class deleted", lambda: native(kubectl, name) is None, timeout=30)
+    wait_until("native class deleted", lambda: native(kubectl, name) is None, timeout=30)
 
 
 def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kubectl) -> None:
@@ -141,7 +148,7 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
     original_uid = native(kubectl, name)["metadata"]["uid"]  # type: ignore[index]
 
     kubectl.apply(mirror(name, 77, description="managed now"))
-    pc = wait_for(
+    pc = wait_until(
         "adopted",
         native_where(
             kubectl, name, lambda p: origin(p) == "adopted" and p.get("description") == "managed now"
@@ -151,11 +158,11 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
     assert pc["metadata"]["uid"] == original_uid
     assert pc["metadata"]["labels"] == {"team": "platform", MANAGED_BY_LABEL: "policy-scheduler"}
     assert not pc["metadata"].get("ownerReferences")
-    wait_for("mirror Synced", lambda: synced_status(kubectl, name, nativeUid=original_uid), timeout=30)
+    wait_until("mirror Synced", lambda: synced_status(kubectl, name, nativeUid=original_uid), timeout=30)
 
     # An adopted class whose value changes is recreated, still as adopted (no owner).
     kubectl.patch("priorityclassmirror", name, {"spec": {"value": 78}})
-    pc = wait_for("recreated", native_where(kubectl, name, lambda p: p["value"] == 78), timeout=30)
+    pc = wait_until("recreated", native_where(kubectl, name, lambda p: p["value"] == 78), timeout=30)
     assert pc["metadata"]["annotations"][ORIGIN_ANNOTATION] == "adopted"
     assert pc["metadata"]["labels"]["team"] == "platform"
     assert not pc["metadata"].get("ownerReferences")
@@ -163,11 +170,12 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
 
     # Deleting the mirror keeps the class and drops our marks.
     kubectl.delete("priorityclassmirror", name)
-    released = wait_for(
+    released = wait_until(
         "released",
         native_where(kubectl, name, lambda p: origin(p) is None),
         timeout=30,
     )
-    assert released["metadata"]["uid"] == kept_uid and released["value"] == 78
+    assert released["metadata"]["uid"] == kept_uid
+    assert released["value"] == 78
     assert MANAGED_BY_LABEL not in released["metadata"]["labels"]
     kubectl.delete("priorityclass", name)

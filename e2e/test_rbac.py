@@ -26,9 +26,10 @@ from fixtures_operator import (
     install_crds_and_rbac,
     service_account_kubeconfig,
 )
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import wait_until
 
 IDENTITY = "rbac-e2e"
 SCHEDULER = "rbac-scheduler"
@@ -170,7 +171,7 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     admin.apply(namespace(WORK_NS), profile("rbac", SCHEDULER))
     admin.create(pod("fits", WORK_NS, SCHEDULER), pod("too-big", WORK_NS, SCHEDULER, cpu="1000"))
 
-    bound = wait_for(
+    bound = wait_until(
         "pod bound", lambda: admin.get("pod", "fits", WORK_NS)["spec"].get("nodeName"), timeout=60
     )
     assert bound.startswith("kwok-node-")
@@ -179,20 +180,20 @@ def test_schedules_writes_status_events_and_holds_the_lease(
         cond = condition(admin.get("pod", "too-big", WORK_NS), "PodScheduled")
         return cond if cond and cond["status"] == "False" else None
 
-    assert wait_for("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
+    assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
         return {e["reason"] for e in events_for(admin, name) if e.get("reportingInstance") == IDENTITY}
 
-    wait_for("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
-    wait_for("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
+    wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
+    wait_until("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
 
     def ready() -> bool:
         obj = admin.get("schedulingprofile", "rbac")
         cond = condition(obj, "Ready")
         return bool(cond and cond["status"] == "True" and (obj["status"].get("scheduled") or 0) >= 1)
 
-    wait_for("profile Ready (status written)", ready, timeout=60)
+    wait_until("profile Ready (status written)", ready, timeout=60)
     lease = admin.get("lease", "policy-scheduler", NS)
     assert lease["spec"]["holderIdentity"] == IDENTITY
     assert_no_forbidden(operator)
@@ -222,14 +223,14 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
         profile("rbac", SCHEDULER, evictionPolicyName="rbac-enforce"),
     )
     for name, value in (("rbac-low", 10), ("rbac-high", 1000)):
-        pc = wait_for(f"native {name}", functools.partial(native_class, admin, name), timeout=60)
+        pc = wait_until(f"native {name}", functools.partial(native_class, admin, name), timeout=60)
         assert pc["value"] == value
 
     def accepted() -> bool:
         cond = condition(admin.get("evictionpolicy", "rbac-enforce"), "Accepted")
         return bool(cond and cond["status"] == "True")
 
-    wait_for("EvictionPolicy status written", accepted, timeout=60)
+    wait_until("EvictionPolicy status written", accepted, timeout=60)
 
     # Two 32-cpu nodes: one filler each leaves room for no 20-cpu urgent pod without preemption.
     admin.create(
@@ -245,13 +246,13 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
             for i in range(2)
         )
     )
-    wait_for(
+    wait_until(
         "fillers bound",
         lambda: all(admin.get("pod", f"filler-{i}", WORK_NS)["spec"].get("nodeName") for i in range(2)),
         timeout=60,
     )
     admin.create(pod("urgent", WORK_NS, SCHEDULER, cpu="20", priority_class="rbac-high"))
-    wait_for(
+    wait_until(
         "urgent bound after preemption",
         lambda: admin.get("pod", "urgent", WORK_NS)["spec"].get("nodeName"),
         timeout=90,
@@ -261,7 +262,7 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
         status = admin.get("evictionpolicy", "rbac-enforce").get("status") or {}
         return status if (status.get("counters") or {}).get("evicted", 0) >= 1 else None
 
-    status = wait_for("eviction counted in EvictionPolicy status", evicted, timeout=60)
+    status = wait_until("eviction counted in EvictionPolicy status", evicted, timeout=60)
     assert status["recentEvictions"][0]["result"] == "Evicted"
     remaining = [
         p
@@ -272,7 +273,7 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
 
     # A mirror's deletion deletes the class it created.
     admin.delete("priorityclassmirror", "rbac-high")
-    wait_for("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
+    wait_until("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
     assert_no_forbidden(operator)
 
 

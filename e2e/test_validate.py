@@ -163,7 +163,8 @@ def test_validate_reads_what_kubectl_get_prints(crds: Kubectl, tmp_path: Path) -
             "-o",
             "yaml",
         ).stdout
-        assert "managedFields" in dump and "kind: List" in dump
+        assert "managedFields" in dump
+        assert "kind: List" in dump
         path = tmp_path / "dump.yaml"
         path.write_text(dump, encoding="utf-8")
         report = validate_paths([str(path)])

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.scheduler.resources import canonical
+from polling import wait_until
 
 SCHEDULER = "skeleton-scheduler"
 NS = "e2e-skeleton"
@@ -34,7 +35,7 @@ def test_profile_binds_fifty_pods_within_allocatable(operator_process: Any, kube
         pods = [p for p in kubectl.items("pods", NS) if p["metadata"]["name"] != "orphan"]
         return pods if len(pods) == 50 and all(p["spec"].get("nodeName") for p in pods) else None
 
-    bound = wait_for("50 pods bound", all_bound, timeout=60)
+    bound = wait_until("50 pods bound", all_bound, timeout=60)
     assert {p["spec"]["nodeName"] for p in bound} <= {n["metadata"]["name"] for n in kubectl.items("nodes")}
 
     # No node over its allocatable, counting every pod on it (other tests' pods too).
@@ -54,7 +55,7 @@ def test_profile_binds_fifty_pods_within_allocatable(operator_process: Any, kube
             return dict(obj)
         return None
 
-    obj = wait_for("profile Ready with 50 scheduled", ready_status, timeout=30)
+    obj = wait_until("profile Ready with 50 scheduled", ready_status, timeout=30)
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
     assert condition(obj, "Accepted")["status"] == "True"  # type: ignore[index]
 

@@ -9,6 +9,7 @@ tolerate and select (required node affinity), so other pods and nodes never inte
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -186,7 +187,7 @@ def test_predicts_what_the_operator_then_does(
 
     kubectl.apply(binpack_profile(name, scene.scheduler))
     for i in range(3):
-        wait_for(f"p{i} bound", lambda i=i: scene.node_of(f"p{i}") or None, timeout=60)
+        wait_for(f"p{i} bound", functools.partial(scene.node_of, f"p{i}"), timeout=60)
         assert scene.node_of(f"p{i}") == by_name[f"p{i}"]["node"]
     assert scene.node_of("huge") == ""
 
@@ -285,9 +286,11 @@ def test_diff_shows_only_what_a_changed_profile_changes(
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split()[:4] == ["NAMESPACE", "NAME", "BEFORE", "AFTER"]
-    assert len(lines) == 3 and not any(" huge " in line for line in lines)
+    assert len(lines) == 3
+    assert not any(" huge " in line for line in lines)
     assert "diff: 2 pod(s) change outcome" in table.stderr
-    assert scene.node_of("victim") == node and scene.node_of("vip") == ""
+    assert scene.node_of("victim") == node
+    assert scene.node_of("vip") == ""
 
 
 def _unschedulable(kubectl: Kubectl, ns: str, name: str) -> bool | None:

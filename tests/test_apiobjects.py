@@ -304,7 +304,8 @@ def test_node_affinity() -> None:
 )
 def test_node_affinity_required_absent_vs_empty(required: dict[str, Any], expected: Any) -> None:
     pod = decode_pod(pod_json({"affinity": {"nodeAffinity": required}}))
-    assert pod.affinity is not None and pod.affinity.node_affinity is not None
+    assert pod.affinity is not None
+    assert pod.affinity.node_affinity is not None
     assert pod.affinity.node_affinity.required == expected
 
 
@@ -370,7 +371,8 @@ def test_node_fields() -> None:
 def test_node_allocatable_defaults_to_capacity() -> None:
     node = convert.node_from_dict({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}})
     assert node.allocatable == {"cpu": 2000}
-    assert not node.unschedulable and node.taints == ()
+    assert not node.unschedulable
+    assert node.taints == ()
 
 
 def test_node_invalid_quantity() -> None:
@@ -503,7 +505,8 @@ def test_malformed_pod_keeps_everything_else() -> None:
     pod = convert.pod_from_api_or_malformed(msgspec.convert(pod_json(spec), structs.Pod))
     assert pod.scheduler_name == "policy"
     assert pod.containers[0].requests == {"memory": 1 << 20}
-    assert pod.malformed is not None and "cpu" in pod.malformed
+    assert pod.malformed is not None
+    assert "cpu" in pod.malformed
     assert convert.pod_from_api_or_malformed(msgspec.convert(pod_json(), structs.Pod)).malformed is None
 
 
@@ -579,7 +582,8 @@ def test_decode_list_isolates_bad_item() -> None:
     result = decode_list(body, structs.Pod)
     assert [p.metadata.name for p in result.items] == ["web-1"]
     [failure] = result.failures
-    assert failure.metadata.name == "bad" and failure.scheduler_name == "policy"
+    assert failure.metadata.name == "bad"
+    assert failure.scheduler_name == "policy"
     pod = convert.pod_from_decode_failure(failure)
     assert pod.key == "default/bad"
     assert pod.scheduler_name == "policy"

@@ -43,4 +43,5 @@ def test_volume_sources_and_resource_claims_decode() -> None:
 
 def test_pod_without_volumes_has_none() -> None:
     pod = pod_from_dict({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})
-    assert pod.volumes == () and pod.resource_claims == ()
+    assert pod.volumes == ()
+    assert pod.resource_claims == ()

@@ -50,7 +50,8 @@ def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:
     data = encode_png(rows_, width)
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     _length, kind = struct.unpack(">I4s", data[8:16])
-    assert kind == b"IHDR" and struct.unpack(">II", data[16:24]) == (width, 100)
+    assert kind == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (width, 100)
     idat_at = data.index(b"IDAT")
     (idat_len,) = struct.unpack(">I", data[idat_at - 4 : idat_at])
     raw = zlib.decompress(data[idat_at + 4 : idat_at + 4 + idat_len])

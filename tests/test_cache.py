@@ -12,34 +12,13 @@ from typing import Any
 import pytest
 
 from policy_scheduler.scheduler.cache import Cache, CacheError
-from policy_scheduler.scheduler.model import Container, ContainerPort, Node, Pod
+from policy_scheduler.scheduler.model import Node
 from policy_scheduler.scheduler.nodetable import ABSENT, NodeTable
+from tests.builders import make_node, make_pod
+from tests.fakeclock import FakeClock
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def node(name: str, cpu: int = 4000) -> Node:
-    return Node(
-        name,
-        labels={"kubernetes.io/hostname": name},
-        allocatable={"cpu": cpu, "memory": 1 << 32, "pods": 110},
-    )
-
-
-def pod(name: str, node_name: str = "", cpu: int = 100, port: int = 0, uid: str = "") -> Pod:
-    ports = (ContainerPort(port, port),) if port else ()
-    return Pod(
-        name,
-        uid=uid or name,
-        node_name=node_name,
-        containers=(Container("c", requests={"cpu": cpu, "memory": 1 << 20}, ports=ports),),
-    )
+MIB = 1 << 20
+ALLOC = {"cpu": 4000, "memory": 1 << 32, "pods": 110}
 
 
 def table_state(table: NodeTable) -> dict[str, Any]:
@@ -66,22 +45,18 @@ def cpu_on(cache: Cache, name: str) -> int:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def cache(clock: FakeClock) -> Cache:
-    c = Cache(clock=clock, assumed_ttl=30.0)
-    c.add_node(node("n1"))
-    c.add_node(node("n2"))
+def cache(fake_clock: FakeClock) -> Cache:
+    c = Cache(clock=fake_clock, assumed_ttl=30.0)
+    c.add_node(make_node("n1", hostname=True, allocatable=ALLOC))
+    c.add_node(make_node("n2", hostname=True, allocatable=ALLOC))
     return c
 
 
 def test_assume_places_a_copy_on_the_node(cache: Cache) -> None:
-    p = pod("p", cpu=500, port=8080)
+    p = make_pod("p", cpu=500, memory=MIB, ports=[8080])
     assumed = cache.assume_pod(p, "n1")
-    assert assumed.node_name == "n1" and p.node_name == "", "the queued pod is not modified"
+    assert assumed.node_name == "n1"
+    assert p.node_name == "", "the queued pod is not modified"
     assert cache.is_assumed(p)
     assert cpu_on(cache, "n1") == 500
     assert ("TCP", 8080) in cache.table.host_ports
@@ -91,8 +66,8 @@ def test_assume_places_a_copy_on_the_node(cache: Cache) -> None:
         cache.assume_pod(p, "n2")
 
 
-def test_assume_finish_binding_then_add_pod_confirms(cache: Cache, clock: FakeClock) -> None:
-    p = pod("p", cpu=500)
+def test_assume_finish_binding_then_add_pod_confirms(cache: Cache, fake_clock: FakeClock) -> None:
+    p = make_pod("p", cpu=500, memory=MIB)
     assumed = cache.assume_pod(p, "n1")
     cache.finish_binding(assumed)
     bound = dataclasses.replace(p, node_name="n1", resource_version="7")
@@ -101,72 +76,74 @@ def test_assume_finish_binding_then_add_pod_confirms(cache: Cache, clock: FakeCl
     assert cache.get_pod(p.key) is bound
     assert cpu_on(cache, "n1") == 500, "confirmation does not double count"
     assert cache.table.pod_count[cache.table.row("n1")] == 1
-    clock.now += 1000
+    fake_clock.advance(1000)
     assert cache.cleanup_expired_assumed_pods() == []
     assert cpu_on(cache, "n1") == 500
 
 
 def test_confirmation_on_another_node_moves_the_pod(cache: Cache) -> None:
-    p = pod("p", cpu=300)
+    p = make_pod("p", cpu=300, memory=MIB)
     cache.assume_pod(p, "n1")
     cache.add_pod(dataclasses.replace(p, node_name="n2"))
-    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 300
+    assert cpu_on(cache, "n1") == 0
+    assert cpu_on(cache, "n2") == 300
     assert not cache.is_assumed(p)
 
 
 def test_forget_reverts_the_table_exactly(cache: Cache) -> None:
-    cache.add_pod(pod("existing", "n1", cpu=250, port=80))
+    cache.add_pod(make_pod("existing", node_name="n1", cpu=250, memory=MIB, ports=[80]))
     before = table_state(cache.table)
-    p = pod("p", cpu=700, port=9090)
+    p = make_pod("p", cpu=700, memory=MIB, ports=[9090])
     cache.assume_pod(p, "n1")
     assert table_state(cache.table) != before
     cache.forget_pod(p)
     assert table_state(cache.table) == before
-    assert cache.get_pod(p.key) is None and not cache.is_assumed(p)
+    assert cache.get_pod(p.key) is None
+    assert not cache.is_assumed(p)
     assert cache.pod_count == 1
 
 
 def test_forget_ignores_confirmed_and_unknown_pods(cache: Cache) -> None:
-    confirmed = pod("c", "n1", cpu=100)
+    confirmed = make_pod("c", node_name="n1", cpu=100, memory=MIB)
     cache.add_pod(confirmed)
     cache.forget_pod(confirmed)
     assert cpu_on(cache, "n1") == 100
-    cache.forget_pod(pod("never-seen"))
+    cache.forget_pod(make_pod("never-seen", cpu=100, memory=MIB))
     assert cache.pod_count == 1
 
 
-def test_expiry_only_after_binding_finished_and_ttl(cache: Cache, clock: FakeClock) -> None:
-    unfinished = pod("unfinished", cpu=100)
-    finished = pod("finished", cpu=200)
+def test_expiry_only_after_binding_finished_and_ttl(cache: Cache, fake_clock: FakeClock) -> None:
+    unfinished = make_pod("unfinished", cpu=100, memory=MIB)
+    finished = make_pod("finished", cpu=200, memory=MIB)
     cache.assume_pod(unfinished, "n1")
     cache.assume_pod(finished, "n1")
-    clock.now += 10
+    fake_clock.advance(10)
     cache.finish_binding(finished)  # deadline now + 30
-    clock.now += 29
+    fake_clock.advance(29)
     assert cache.cleanup_expired_assumed_pods() == []
     assert cpu_on(cache, "n1") == 300
-    clock.now += 1
+    fake_clock.advance(1)
     expired = cache.cleanup_expired_assumed_pods()
     assert [p.key for p in expired] == ["default/finished"]
     assert cpu_on(cache, "n1") == 100
     assert cache.is_assumed(unfinished), "binding still in flight: never expires"
-    clock.now += 10_000
+    fake_clock.advance(10_000)
     assert cache.cleanup_expired_assumed_pods() == []
 
 
-def test_finish_binding_of_confirmed_pod_is_a_noop(cache: Cache, clock: FakeClock) -> None:
-    p = pod("p", "n1")
+def test_finish_binding_of_confirmed_pod_is_a_noop(cache: Cache, fake_clock: FakeClock) -> None:
+    p = make_pod("p", node_name="n1", cpu=100, memory=MIB)
     cache.add_pod(p)
     cache.finish_binding(p)
-    clock.now += 10_000
+    fake_clock.advance(10_000)
     assert cache.cleanup_expired_assumed_pods() == []
     assert cache.get_pod(p.key) is p
 
 
-def test_add_pod_after_expiration_adds_it_back(cache: Cache, clock: FakeClock) -> None:
-    p = pod("p", cpu=400)
+def test_add_pod_after_expiration_adds_it_back(cache: Cache, fake_clock: FakeClock) -> None:
+    p = make_pod("p", cpu=400, memory=MIB)
     cache.finish_binding(cache.assume_pod(p, "n1"))
-    clock.now += 31
+    fake_clock.advance(31)
     cache.cleanup_expired_assumed_pods()
     assert cpu_on(cache, "n1") == 0
     cache.add_pod(dataclasses.replace(p, node_name="n1"))
@@ -174,18 +151,19 @@ def test_add_pod_after_expiration_adds_it_back(cache: Cache, clock: FakeClock) -
 
 
 def test_update_pod_moves_it_between_nodes_and_updates_requests(cache: Cache) -> None:
-    p = pod("p", "n1", cpu=100)
+    p = make_pod("p", node_name="n1", cpu=100, memory=MIB)
     cache.add_pod(p)
-    cache.update_pod(pod("p", "n1", cpu=150))
+    cache.update_pod(make_pod("p", node_name="n1", cpu=150, memory=MIB))
     assert cpu_on(cache, "n1") == 150
-    cache.update_pod(pod("p", "n2", cpu=150))
-    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 150
+    cache.update_pod(make_pod("p", node_name="n2", cpu=150, memory=MIB))
+    assert cpu_on(cache, "n1") == 0
+    assert cpu_on(cache, "n2") == 150
     assert table_state(cache.table)["n1"]["pods"] == []
     assert table_state(cache.table)["n2"]["pods"] == ["default/p"]
 
 
 def test_remove_pod(cache: Cache) -> None:
-    p = pod("p", "n1", cpu=100, port=443)
+    p = make_pod("p", node_name="n1", cpu=100, memory=MIB, ports=[443])
     cache.add_pod(p)
     cache.remove_pod(dataclasses.replace(p, node_name=""))  # a missed delete: last known state
     assert cpu_on(cache, "n1") == 0
@@ -195,47 +173,48 @@ def test_remove_pod(cache: Cache) -> None:
 
 
 def test_pods_of_unknown_nodes_are_kept_and_placed_when_the_node_appears(cache: Cache) -> None:
-    early = pod("early", "n3", cpu=600)
+    early = make_pod("early", node_name="n3", cpu=600, memory=MIB)
     cache.add_pod(early)
     assert "n3" not in cache.table
     assert cache.get_pod(early.key) is early
-    cache.add_node(node("n3"))
+    cache.add_node(make_node("n3", hostname=True, allocatable=ALLOC))
     assert cpu_on(cache, "n3") == 600
     # An orphan deleted before its node appears leaves nothing behind.
-    gone = pod("gone", "n4", cpu=50)
+    gone = make_pod("gone", node_name="n4", cpu=50, memory=MIB)
     cache.add_pod(gone)
     cache.remove_pod(gone)
-    cache.add_node(node("n4"))
+    cache.add_node(make_node("n4", hostname=True, allocatable=ALLOC))
     assert cpu_on(cache, "n4") == 0
 
 
 def test_removed_node_keeps_its_pods_and_re_adding_places_them(cache: Cache) -> None:
-    a = pod("a", "n1", cpu=100)
-    b = pod("b", "n1", cpu=200)
+    a = make_pod("a", node_name="n1", cpu=100, memory=MIB)
+    b = make_pod("b", node_name="n1", cpu=200, memory=MIB)
     cache.add_pod(a)
     cache.add_pod(b)
     cache.remove_node("n1")
-    assert "n1" not in cache.table and cache.node_count == 1
+    assert "n1" not in cache.table
+    assert cache.node_count == 1
     assert cache.get_pod(a.key) is a
     cache.remove_pod(a)  # deleted while its node is away
-    cache.update_pod(pod("b", "n1", cpu=250))  # updated while its node is away
-    cache.add_node(node("n1"))
+    cache.update_pod(make_pod("b", node_name="n1", cpu=250, memory=MIB))  # updated while its node is away
+    cache.add_node(make_node("n1", hostname=True, allocatable=ALLOC))
     assert table_state(cache.table)["n1"]["pods"] == ["default/b"]
     assert cpu_on(cache, "n1") == 250
     cache.remove_node("unknown")  # no error
 
 
 def test_assumed_pod_on_removed_node_can_be_forgotten(cache: Cache) -> None:
-    p = pod("p", cpu=100)
+    p = make_pod("p", cpu=100, memory=MIB)
     cache.assume_pod(p, "n1")
     cache.remove_node("n1")
     cache.forget_pod(p)
-    cache.add_node(node("n1"))
+    cache.add_node(make_node("n1", hostname=True, allocatable=ALLOC))
     assert cpu_on(cache, "n1") == 0
 
 
 def test_update_node_keeps_pods(cache: Cache) -> None:
-    cache.add_pod(pod("p", "n1", cpu=100))
+    cache.add_pod(make_pod("p", node_name="n1", cpu=100, memory=MIB))
     cache.update_node(Node("n1", labels={"new": "label"}, allocatable={"cpu": 8000}))
     row = cache.table.row("n1")
     assert cpu_on(cache, "n1") == 100

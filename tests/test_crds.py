@@ -74,7 +74,8 @@ def test_names_scope_and_subresources(kind: str, plural: str, short_names: list[
     spec = crd["spec"]
     assert spec["group"] == c.GROUP == "scheduling.policy-scheduler.io"
     assert spec["scope"] == "Cluster"
-    assert spec["names"]["kind"] == kind and spec["names"]["plural"] == plural
+    assert spec["names"]["kind"] == kind
+    assert spec["names"]["plural"] == plural
     assert spec["names"]["shortNames"] == short_names
     assert spec["names"]["categories"] == ["policy-scheduler"]
     (version,) = spec["versions"]
@@ -129,7 +130,8 @@ def test_every_property_has_a_description(resource: Resource) -> None:
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.kind)
 def test_schema_is_structural(resource: Resource) -> None:
     text = yaml.safe_dump(schema_of(resource))
-    assert "$ref" not in text and "$defs" not in text
+    assert "$ref" not in text
+    assert "$defs" not in text
     for path, node in nodes(schema_of(resource)):
         for forbidden in ("anyOf", "oneOf", "allOf", "not", "$ref", "nullable", "title"):
             assert forbidden not in node, (path, forbidden)
@@ -183,7 +185,7 @@ def validate(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
     """What the apiserver's schema validation (without CEL) would report, roughly."""
     if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
         return [] if isinstance(value, dict) else [f"{path}: must be an object"]
-    kind = schema.get("type")
+    kind: str = schema["type"]  # every structural schema node has one
     checks = {
         "object": lambda v: isinstance(v, dict),
         "array": lambda v: isinstance(v, list),

@@ -28,7 +28,8 @@ async def test_writes_remove_what_was_observed_or_written_before(monkeypatch: py
     sent: list[dict[str, Any]] = []
 
     async def fake_request(_api: Any, method: str, path: str, **kwargs: Any) -> tuple[int, bytes]:
-        assert method == "PATCH" and path.endswith("/schedulingprofiles/p/status")
+        assert method == "PATCH"
+        assert path.endswith("/schedulingprofiles/p/status")
         sent.append(kwargs["body"]["status"])
         return 200, b"{}"
 

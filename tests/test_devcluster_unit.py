@@ -214,7 +214,9 @@ def test_cli_parser_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     args = parser.parse_args(["dev-cluster", "down", "--workdir", str(tmp_path)])
     assert args.func(args) == 0
     args = parser.parse_args(["dev-cluster", "up", "--nodes", "3"])
-    assert args.nodes == 3 and args.workdir == cli.default_workdir() and args.func is cli.cmd_up
+    assert args.nodes == 3
+    assert args.workdir == cli.default_workdir()
+    assert args.func is cli.cmd_up
 
 
 def test_module_entry_point_help() -> None:

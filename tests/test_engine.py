@@ -16,18 +16,12 @@ from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
+from tests.builders import make_pod
+from tests.fakeclock import FakeClock
 
 
 def profile(name: str = "default-scheduler", **kw: Any) -> ResolvedProfile:
     return resolve_profile(ProfileConfig(scheduler_name=name, **kw), implemented_plugin_names())
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 5000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Hooks:
@@ -69,20 +63,14 @@ class WatchingBinder:
 
 def make_engine(
     *profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000
-) -> tuple[Engine, Hooks, WatchingBinder, Clock]:
-    hooks, binder, clock = Hooks(), WatchingBinder(), Clock()
+) -> tuple[Engine, Hooks, WatchingBinder, FakeClock]:
+    hooks, binder, clock = Hooks(), WatchingBinder(), FakeClock(now=5000.0)
     engine = Engine(hooks=hooks, binder=binder, seed=7, clock=clock)
     binder.engine = engine
     engine.set_profiles(profiles or (profile(),))
     for i in range(nodes):
         engine.node_added(Node(f"n{i}", allocatable={"cpu": cpu, "memory": 1 << 32, "pods": 110}))
     return engine, hooks, binder, clock
-
-
-def pod(name: str, cpu: int = 100, scheduler: str = "default-scheduler", **kw: Any) -> Pod:
-    return Pod(
-        name, uid=name, scheduler_name=scheduler, containers=(Container("c", requests={"cpu": cpu}),), **kw
-    )
 
 
 def run_all(engine: Engine) -> int:
@@ -118,8 +106,8 @@ def test_unchanged_profile_keeps_its_framework_object() -> None:
 
 def test_replacing_a_profile_keeps_queued_pods() -> None:
     engine, hooks, *_ = make_engine(profile("a"))
-    engine.pod_added(pod("p1", scheduler="a"))
-    engine.pod_added(pod("p2", scheduler="a"))
+    engine.pod_added(make_pod("p1", cpu=100, scheduler_name="a"))
+    engine.pod_added(make_pod("p2", cpu=100, scheduler_name="a"))
     engine.set_profiles([profile("a", percentage_of_nodes_to_score=100)])
     assert {p.name for p in engine.queue.pending_pods()} == {"p1", "p2"}
     assert hooks.failures == []
@@ -129,46 +117,49 @@ def test_replacing_a_profile_keeps_queued_pods() -> None:
 
 def test_retry_pending_activates_one_profiles_unschedulable_pods() -> None:
     engine, *_ = make_engine(profile("a"), profile("b"), nodes=1, cpu=1000)
-    engine.pod_added(pod("big", cpu=800, scheduler="a"))
-    engine.pod_added(pod("second", cpu=800, scheduler="a"))
-    engine.pod_added(pod("other", cpu=800, scheduler="b"))
+    engine.pod_added(make_pod("big", cpu=800, scheduler_name="a"))
+    engine.pod_added(make_pod("second", cpu=800, scheduler_name="a"))
+    engine.pod_added(make_pod("other", cpu=800, scheduler_name="b"))
     run_all(engine)
     waiting = {p.name for p in engine.queue.pending_pods() if engine.queue.where(p) == "unschedulable"}
     assert waiting == {"second", "other"}
     engine.retry_pending("a")
-    assert engine.queue.where(pod("second", scheduler="a")) == "active"  # no backoff, no flush wait
-    assert engine.queue.where(pod("other", scheduler="b")) == "unschedulable"
+    assert (
+        engine.queue.where(make_pod("second", cpu=100, scheduler_name="a")) == "active"
+    )  # no backoff, no flush wait
+    assert engine.queue.where(make_pod("other", cpu=100, scheduler_name="b")) == "unschedulable"
 
 
 def test_removed_profile_drops_its_pods_and_reports_them() -> None:
     engine, hooks, *_ = make_engine(profile("a"), profile("b"))
-    engine.pod_added(pod("pa", scheduler="a"))
-    engine.pod_added(pod("pb", scheduler="b"))
+    engine.pod_added(make_pod("pa", cpu=100, scheduler_name="a"))
+    engine.pod_added(make_pod("pb", cpu=100, scheduler_name="b"))
     engine.set_profiles([profile("a")])
     assert [p.name for p in engine.queue.pending_pods()] == ["pa"]
     assert hooks.failures == [
         ("pb", REASON_UNSCHEDULABLE, "no SchedulingProfile serves schedulerName 'b' any more")
     ]
-    assert not engine.responsible_for(pod("pb", scheduler="b"))
+    assert not engine.responsible_for(make_pod("pb", cpu=100, scheduler_name="b"))
     run_all(engine)
     assert set(hooks.scheduled_on) == {"pa"}
 
 
 def test_pods_of_a_profile_created_later_are_queued() -> None:
     engine, hooks, *_ = make_engine(profile("a"))
-    engine.pod_added(pod("early", scheduler="late"))
-    engine.pod_added(pod("dying", scheduler="late", deletion_timestamp=1.0))
+    engine.pod_added(make_pod("early", cpu=100, scheduler_name="late"))
+    engine.pod_added(make_pod("dying", cpu=100, scheduler_name="late", deletion_timestamp=1.0))
     assert engine.queue.pending_pods() == []
     assert run_all(engine) == 0
     engine.set_profiles([profile("a"), profile("late")])
     assert [p.name for p in engine.queue.pending_pods()] == ["early"]
     run_all(engine)
-    assert "early" in hooks.scheduled_on and "dying" not in hooks.scheduled_on
+    assert "early" in hooks.scheduled_on
+    assert "dying" not in hooks.scheduled_on
 
 
 def test_profile_removed_then_restored_requeues_its_pods() -> None:
     engine, hooks, *_ = make_engine(profile("a"), profile("b"))
-    engine.pod_added(pod("pb", scheduler="b"))
+    engine.pod_added(make_pod("pb", cpu=100, scheduler_name="b"))
     engine.set_profiles([profile("a")])
     engine.set_profiles([profile("a"), profile("b")])
     assert [p.name for p in engine.queue.pending_pods()] == ["pb"]
@@ -181,7 +172,7 @@ def test_profile_removed_then_restored_requeues_its_pods() -> None:
 
 def test_bound_pods_update_the_cache() -> None:
     engine, *_ = make_engine()
-    bound = pod("running", cpu=300, node_name="n1")
+    bound = make_pod("running", cpu=300, node_name="n1")
     engine.pod_added(bound)
     assert cpu_on(engine, "n1") == 300
     assert engine.queue.pending_pods() == []
@@ -194,19 +185,20 @@ def test_bound_pods_update_the_cache() -> None:
 
 def test_bound_pod_of_unknown_node_is_placed_when_the_node_arrives() -> None:
     engine, *_ = make_engine()
-    engine.pod_added(pod("early", cpu=250, node_name="n9"))
+    engine.pod_added(make_pod("early", cpu=250, node_name="n9"))
     engine.node_added(Node("n9", allocatable={"cpu": 1000}))
     assert cpu_on(engine, "n9") == 250
 
 
 def test_schedule_and_bind_through_the_binder() -> None:
     engine, hooks, binder, _ = make_engine(nodes=1)
-    engine.pod_added(pod("p", cpu=600))
+    engine.pod_added(make_pod("p", cpu=600))
     assert run_all(engine) == 1
     assert binder.bound == [("p", "n0")]
     assert hooks.scheduled_on == {"p": "n0"}
     stored = engine.cache.get_pod("default/p")
-    assert stored is not None and stored.node_name == "n0"
+    assert stored is not None
+    assert stored.node_name == "n0"
     assert not engine.cache.is_assumed(stored), "the watch event confirmed the assumed pod"
     assert cpu_on(engine, "n0") == 600
     assert "default/p" not in engine.unassigned
@@ -214,16 +206,16 @@ def test_schedule_and_bind_through_the_binder() -> None:
 
 def test_pods_that_do_not_fit_wait_and_are_retried_when_room_appears() -> None:
     engine, hooks, _, clock = make_engine(nodes=1, cpu=1000)
-    engine.pod_added(pod("big", cpu=800))
-    engine.pod_added(pod("second", cpu=800))
+    engine.pod_added(make_pod("big", cpu=800))
+    engine.pod_added(make_pod("second", cpu=800))
     run_all(engine)
     assert hooks.scheduled_on == {"big": "n0"}
     name, reason, message = hooks.failures[-1]
     assert (name, reason) == ("second", REASON_UNSCHEDULABLE)
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
-    assert engine.queue.where(pod("second")) == "unschedulable"
-    engine.pod_deleted(engine.cache.get_pod("default/big") or pod("big"))
-    clock.now += 20  # past any backoff
+    assert engine.queue.where(make_pod("second", cpu=100)) == "unschedulable"
+    engine.pod_deleted(engine.cache.get_pod("default/big") or make_pod("big", cpu=100))
+    clock.advance(20)  # past any backoff
     engine.queue.flush_backoff_completed()
     run_all(engine)
     assert hooks.scheduled_on.get("second") == "n0"
@@ -231,7 +223,9 @@ def test_pods_that_do_not_fit_wait_and_are_retried_when_room_appears() -> None:
 
 def test_malformed_pod_is_reported_with_its_message() -> None:
     engine, hooks, *_ = make_engine()
-    bad = pod("bad", malformed='spec.containers[0].resources.requests.cpu: invalid quantity "lots"')
+    bad = make_pod(
+        "bad", cpu=100, malformed='spec.containers[0].resources.requests.cpu: invalid quantity "lots"'
+    )
     engine.pod_added(bad)
     assert run_all(engine) == 1
     assert hooks.failures == [
@@ -243,7 +237,7 @@ def test_malformed_pod_is_reported_with_its_message() -> None:
 
 def test_pod_of_another_scheduler_is_tracked_but_not_queued() -> None:
     engine, hooks, *_ = make_engine()
-    engine.pod_added(pod("foreign", scheduler="someone-else"))
+    engine.pod_added(make_pod("foreign", cpu=100, scheduler_name="someone-else"))
     assert run_all(engine) == 0
     assert "default/foreign" in engine.unassigned
     assert hooks.failures == []
@@ -251,7 +245,7 @@ def test_pod_of_another_scheduler_is_tracked_but_not_queued() -> None:
 
 def test_deleting_a_pending_pod_removes_it_from_the_queue() -> None:
     engine, *_ = make_engine()
-    p = pod("p")
+    p = make_pod("p", cpu=100)
     engine.pod_added(p)
     engine.pod_deleted(p)
     assert engine.queue.pending_pods() == []
@@ -273,13 +267,13 @@ def test_node_events_reach_the_table() -> None:
 def test_engine_seed_makes_runs_repeatable(seed: int) -> None:
     def run() -> dict[str, str]:
         hooks, binder = Hooks(), WatchingBinder()
-        engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=Clock())
+        engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=FakeClock(now=5000.0))
         binder.engine = engine
         engine.set_profiles([profile(plugins={"score": PluginSet(disabled=(PluginRef("*"),))})])
         for i in range(6):
             engine.node_added(Node(f"n{i}", allocatable={"cpu": 10_000, "memory": 1 << 34, "pods": 110}))
         for i in range(12):
-            engine.pod_added(pod(f"p{i}", cpu=10))
+            engine.pod_added(make_pod(f"p{i}", cpu=10))
         run_all(engine)
         return hooks.scheduled_on
 

@@ -9,6 +9,7 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from tests.fakeclock import FakeClock
 
 
 class _SilentBinder:
@@ -18,16 +19,8 @@ class _SilentBinder:
         return None
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_unconfirmed_assumed_pod_expires_and_frees_its_node() -> None:
-    clock = _Clock()
+    clock = FakeClock(now=100.0)
     engine = Engine(binder=_SilentBinder(), seed=1, clock=clock)
     engine.set_profiles([resolve_profile(ProfileConfig(), implemented_plugin_names())])
     engine.node_added(Node("n1", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 10}))
@@ -43,11 +36,11 @@ def test_unconfirmed_assumed_pod_expires_and_frees_its_node() -> None:
     assert engine.cache.is_assumed(pod)
     assert engine.table.requested[cpu, 0] == 800
 
-    clock.now += engine.cache.assumed_ttl - 1
+    clock.advance(engine.cache.assumed_ttl - 1)
     assert engine.expire_assumed_pods() == []  # not yet
     assert engine.table.requested[cpu, 0] == 800
 
-    clock.now += 2
+    clock.advance(2)
     expired = engine.expire_assumed_pods()
     assert [p.key for p in expired] == ["default/p"]
     assert not engine.cache.is_assumed(pod)

@@ -67,14 +67,18 @@ def test_invalid_update_keeps_the_last_accepted_version() -> None:
     policies.on_event("ADDED", body("p", SPEC))
     policies.on_event("MODIFIED", body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2))
     record = policies.records["p"]
-    assert record.settings is not None and record.settings.limits.burst == 3
-    status = writer._desired[("evictionpolicies", "p")]
+    assert record.settings is not None
+    assert record.settings.limits is not None
+    assert record.settings.limits.burst == 3
+    status = writer.desired("evictionpolicies", "p")
     accepted = condition(status, "Accepted")
-    assert accepted["status"] == "False" and "spec.rateLimit.burst" in accepted["message"]
+    assert accepted["status"] == "False"
+    assert "spec.rateLimit.burst" in accepted["message"]
     assert condition(status, "Ready")["status"] == "True"
     assert "generation 2 was rejected; generation 1 stays in force" in condition(status, "Ready")["message"]
     assert condition(status, "Stalled")["status"] == "True"  # kstatus: Failed, not Current
-    assert status["observedGeneration"] == 2 and status["lastAcceptedGeneration"] == 1
+    assert status["observedGeneration"] == 2
+    assert status["lastAcceptedGeneration"] == 1
     assert status["lastAcceptedSpec"] == SPEC
     EvictionPolicyStatus.model_validate(status)  # the shape the CRD expects
 
@@ -83,15 +87,18 @@ def test_a_restarted_operator_serves_the_persisted_policy() -> None:
     policies, _, writer = stores()
     policies.on_event("ADDED", body("p", SPEC))
     policies.on_event("MODIFIED", body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2))
-    persisted = writer._desired[("evictionpolicies", "p")]
+    persisted = writer.desired("evictionpolicies", "p")
 
     restarted, _, writer = stores()
     restarted.on_event(None, body("p", {**SPEC, "rateLimit": {"burst": 0}}, generation=2, status=persisted))
     assert restarted.problem("p") is None
     settings = restarted.records["p"].settings
-    assert settings is not None and settings.limits is not None and settings.limits.burst == 3
-    status = writer._desired[("evictionpolicies", "p")]
-    assert status["lastAcceptedGeneration"] == 1 and condition(status, "Ready")["status"] == "True"
+    assert settings is not None
+    assert settings.limits is not None
+    assert settings.limits.burst == 3
+    status = writer.desired("evictionpolicies", "p")
+    assert status["lastAcceptedGeneration"] == 1
+    assert condition(status, "Ready")["status"] == "True"
 
 
 def test_policy_for_scheduler_follows_the_profile() -> None:
@@ -103,7 +110,8 @@ def test_policy_for_scheduler_follows_the_profile() -> None:
     )
     profiles.apply("other", "ou", 1, "2025-01-01T00:00:00Z", {"schedulerName": "s2"})
     config = policies.policy_for_scheduler("s1")
-    assert config is not None and config.dry_run
+    assert config is not None
+    assert config.dry_run
     assert policies.policy_for_scheduler("s2") is None  # no policy: the plugin's default
     assert policies.policy_for_scheduler("nobody") is None
 
@@ -120,7 +128,8 @@ def test_a_deleted_policy_means_no_preemption_until_it_is_back() -> None:
     assert settings is not DEFAULT_SETTINGS  # never the permissive default
     assert settings.unavailable_reason == "preemption is off: no EvictionPolicy named 'p'"
     config = policies.policy_for_scheduler("s1")
-    assert config is not None and config.unavailable_reason == settings.unavailable_reason
+    assert config is not None
+    assert config.unavailable_reason == settings.unavailable_reason
     assert profiles.records["prof"].policy_problem == (
         "EvictionPolicyNotFound",
         "no EvictionPolicy named 'p'",
@@ -138,9 +147,11 @@ def test_a_policy_that_was_never_valid_means_no_preemption() -> None:
     assert profiles.records["prof"].accepted is not None  # the profile itself is accepted
     policies.on_event("ADDED", body("p", {"budgetMode": "Sometimes"}))
     reason = policies.settings_for_scheduler("s1").unavailable_reason
-    assert reason is not None and "EvictionPolicy 'p' has no valid generation" in reason
+    assert reason is not None
+    assert "EvictionPolicy 'p' has no valid generation" in reason
     problem = profiles.records["prof"].policy_problem
-    assert problem is not None and problem[0] == "EvictionPolicyInvalid"
+    assert problem is not None
+    assert problem[0] == "EvictionPolicyInvalid"
     policies.on_event("MODIFIED", body("p", SPEC, generation=2))  # fixed: preemption resumes
     assert policies.settings_for_scheduler("s1").unavailable_reason is None
     assert profiles.records["prof"].policy_problem is None
@@ -153,11 +164,13 @@ def test_records_feed_counters_and_bounded_recent_evictions() -> None:
         result = "Evicted" if i % 2 else "RateLimited"
         policies.record("p", EvictionRecord(1_700_000_000.0 + i, "ns", f"v{i}", f"u{i}", "pre", "n1", result))
     policies.record(None, EvictionRecord(0.0, "ns", "x", "", "", "", "Evicted"))  # default policy: dropped
-    status = writer._desired[("evictionpolicies", "p")]
+    status = writer.desired("evictionpolicies", "p")
     assert status["counters"] == {"evicted": 12, "blockedByBudget": 0, "rateLimited": 13, "wouldEvict": 0}
     assert len(status["recentEvictions"]) == 20
     newest = status["recentEvictions"][0]
-    assert newest["name"] == "v24" and newest["preemptorUid"] == "pre" and newest["node"] == "n1"
+    assert newest["name"] == "v24"
+    assert newest["preemptorUid"] == "pre"
+    assert newest["node"] == "n1"
     EvictionPolicyStatus.model_validate(status)
 
 
@@ -167,5 +180,6 @@ def test_counters_survive_a_restart_and_status_echoes_are_ignored() -> None:
     policies.on_event(None, body("p", SPEC, status=previous))
     policies.on_event("MODIFIED", body("p", SPEC, status={"counters": {"evicted": 0}}))  # same generation
     record = policies.records["p"]
-    assert record.counters["evicted"] == 7 and record.counters["wouldEvict"] == 2
+    assert record.counters["evicted"] == 7
+    assert record.counters["wouldEvict"] == 2
     assert list(record.recent) == [{"name": "old"}]

@@ -3,7 +3,6 @@ what happens after a refusal. Pure logic only; e2e/test_preemption.py runs it fo
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import math
@@ -22,6 +21,8 @@ from policy_scheduler.kube.retry import Answer
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+from tests.aio import eventually, settle
+from tests.builders import make_pod
 
 
 def status_body(message: str, causes: list[str] | None = None) -> bytes:
@@ -156,10 +157,6 @@ class FakeApi:
         return [path for method, path, _ in self.calls if method == "POST"]
 
 
-def pod(name: str, uid: str, priority: int = 0, node: str = "") -> Pod:
-    return Pod(name=name, namespace="ns", uid=uid, priority=priority, node_name=node)
-
-
 class Events(EventRecorder):
     """Records what the evictor says, writes nothing."""
 
@@ -215,7 +212,7 @@ class Harness:
         **timings: float,
     ) -> None:
         self.api = FakeApi()
-        self.preemptor = pod("high", "p-uid", 1000)
+        self.preemptor = make_pod("high", namespace="ns", uid="p-uid", priority=1000)
         self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
         self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}
         self.requeued: list[str] = []
@@ -239,7 +236,8 @@ class Harness:
         self.policies = Policies(EvictionSettings("policy", config, limits, unavailable_reason=unavailable))
         self.records = self.policies.records
         self.events = Events()
-        quick = {"requeue_initial": 0.01, "nomination_settle": 0.05, **timings}
+        # A requeue after a failure is due at once: settle() then lets it happen, no time passes.
+        quick: dict[str, Any] = {"requeue_initial": 0.0, "nomination_settle": 0.05, **timings}
         self.evictor = Evictor(
             None,
             self.events,
@@ -257,12 +255,12 @@ class Harness:
         if terminating:
             meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
         self.api.pods[name] = {"metadata": meta, "spec": spec}
-        return pod(name, uid, 10, "n1")
+        return make_pod(name, namespace="ns", uid=uid, priority=10, node_name="n1")
 
     async def run(self, *victims: Pod) -> None:
         self.evictor.submit(self.preemptor, victims, "n1", "sched")
         await self.evictor.drain()
-        await asyncio.sleep(0.05)  # delayed requeues
+        await settle()  # the requeues due now
 
     def results(self) -> list[tuple[str, str]]:
         return [(r.name, r.result) for r in self.records]
@@ -282,7 +280,8 @@ async def test_evicts_with_condition_capped_grace_and_requeues(monkeypatch: pyte
     assert (condition["type"], condition["reason"]) == ("DisruptionTarget", "PreemptionByScheduler")
     assert condition["message"] == "sched: preempting to accommodate a higher priority pod"
     assert h.results() == [("a", "Evicted"), ("b", "Evicted")]
-    assert h.requeued == ["ns/high"] and h.cleared == []
+    assert h.requeued == ["ns/high"]
+    assert h.cleared == []
     assert not h.evictor.in_progress(h.preemptor)
 
 
@@ -302,7 +301,8 @@ async def test_enforce_budget_refusal_abandons_the_candidate(monkeypatch: pytest
     assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]  # b is left alone
     assert not any(method == "DELETE" for method, _, _ in h.api.calls)
     assert h.results() == [("a", "BlockedByBudget")]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_best_effort_deletes_after_a_budget_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -340,14 +340,17 @@ async def test_transient_errors_are_retried_after_retry_after(monkeypatch: pytes
     await h.run(h.victim("a", "ua"))
     assert len(h.api.posted()) == 3
     assert h.results() == [("a", "Evicted")]
-    assert len(h.sleeps) == 2 and h.sleeps[0] <= 0.5 and h.sleeps[1] == 7.0  # jittered, then as asked
+    assert len(h.sleeps) == 2
+    assert h.sleeps[0] <= 0.5
+    assert h.sleeps[1] == 7.0
 
 
 async def test_a_conflict_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
     h.api.answer("POST", "/a/eviction", (409, status_body("the object has been modified")))
     await h.run(h.victim("a", "ua"))
-    assert len(h.api.posted()) == 1 and h.sleeps == []
+    assert len(h.api.posted()) == 1
+    assert h.sleeps == []
     assert h.results() == [("a", "Failed")]
     assert h.cleared == ["ns/high="]
 
@@ -357,7 +360,8 @@ async def test_enforce_budget_refusal_requeues_after_retry_after(monkeypatch: py
     h.api.answer("POST", "/a/eviction", (429, PDB_429, 30.0))
     await h.run(h.victim("a", "ua"))
     assert len(h.api.posted()) == 1  # abandoned at once, as before
-    assert h.results() == [("a", "BlockedByBudget")] and h.cleared == ["ns/high="]
+    assert h.results() == [("a", "BlockedByBudget")]
+    assert h.cleared == ["ns/high="]
     assert h.requeued == []  # not after requeue_initial: the server asked for 30 s
     assert h.evictor.in_progress(h.preemptor)
     await h.evictor.stop()
@@ -367,7 +371,8 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
     reason = 'EvictionPolicy "strict" not found'
     h = Harness(monkeypatch, EvictionPolicyConfig(), unavailable=reason)
     await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
-    assert h.api.calls == [] and h.patched == []
+    assert h.api.calls == []
+    assert h.patched == []
     assert [(r.name, r.result, r.message) for r in h.records] == [
         ("a", "Failed", reason),
         ("b", "Failed", reason),
@@ -375,17 +380,19 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
     warnings = [(ref.name, reason_) for ref, type_, reason_, _ in h.events.said if type_ == WARNING]
     assert warnings == [("high", "PreemptionBlocked")]
     assert reason in h.events.said[0][3]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]  # retried later
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    gone = pod("gone", "ug", 10, "n1")
+    gone = make_pod("gone", namespace="ns", uid="ug", priority=10, node_name="n1")
     replaced = h.victim("replaced", "new-uid")
     replaced.uid = "old-uid"
     terminating = h.victim("t", "ut", terminating=True)
     await h.run(gone, replaced, terminating)
-    assert h.api.posted() == [] and h.records == []
+    assert h.api.posted() == []
+    assert h.records == []
     assert h.requeued == ["ns/high"]
 
 
@@ -393,11 +400,12 @@ async def test_nothing_is_evicted_for_a_preemptor_that_is_gone_or_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    h.pods[h.preemptor.key] = pod("high", "p-uid", 1000, node="n2")
+    h.pods[h.preemptor.key] = make_pod("high", namespace="ns", uid="p-uid", priority=1000, node_name="n2")
     await h.run(h.victim("a", "ua"))
     h.pods.clear()
     await h.run(h.victim("a", "ua"))
-    assert h.api.calls == [] and h.requeued == []
+    assert h.api.calls == []
+    assert h.requeued == []
 
 
 async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -407,15 +415,16 @@ async def test_dry_run_records_and_clears_the_nomination(monkeypatch: pytest.Mon
     await h.evictor.drain()
     assert h.api.calls == []
     assert h.results() == [("a", "WouldEvict"), ("b", "WouldEvict")]
-    assert h.cleared == ["ns/high="] and h.requeued == []
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == []
     assert h.evictor.in_progress(h.preemptor)  # held: clearing the nomination must not loop
 
 
 async def test_dry_run_hold_ends_with_a_requeue(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, EvictionPolicyConfig(dry_run=True), dry_run_retry=0.05)
     await h.run(h.victim("a", "ua"))
-    await asyncio.sleep(0.1)
-    assert h.requeued == ["ns/high"] and not h.evictor.in_progress(h.preemptor)
+    await eventually(lambda: h.requeued == ["ns/high"])
+    assert not h.evictor.in_progress(h.preemptor)
 
 
 async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -425,7 +434,8 @@ async def test_rate_limit_defers_after_the_bound(monkeypatch: pytest.MonkeyPatch
     await h.run(h.victim("a", "ua"), h.victim("b", "ub"))
     assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
     assert h.results() == [("a", "Evicted"), ("b", "RateLimited")]
-    assert h.cleared == ["ns/high="] and h.requeued == ["ns/high"]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == ["ns/high"]
 
 
 async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -434,11 +444,8 @@ async def test_in_flight_slot_frees_when_the_victim_is_deleted(monkeypatch: pyte
     )
     a, b = h.victim("a", "ua"), h.victim("b", "ub")
     h.evictor.submit(h.preemptor, [a, b], "n1", "sched")
-    for _ in range(50):
-        await asyncio.sleep(0.01)
-        if h.api.posted():
-            break
-    await asyncio.sleep(0.05)
+    await eventually(lambda: bool(h.api.posted()))
+    await settle()
     assert len(h.api.posted()) == 1  # b waits for a to go
     h.evictor.pod_deleted(a)
     await h.evictor.drain()
@@ -482,7 +489,10 @@ async def test_a_long_throttle_abandons_and_requeues_after_retry_after(
     h = Harness(monkeypatch, EvictionPolicyConfig())
     h.api.answer("POST", "/a/eviction", (429, status_body("Too many requests"), 600.0))
     await h.run(h.victim("a", "ua"))
-    assert len(h.api.posted()) == 1 and h.sleeps == []  # no call sleeps for ten minutes
-    assert h.results() == [("a", "Failed")] and h.cleared == ["ns/high="]
-    assert h.requeued == [] and h.evictor.in_progress(h.preemptor)  # held for the server's 600 s
+    assert len(h.api.posted()) == 1
+    assert h.sleeps == []
+    assert h.results() == [("a", "Failed")]
+    assert h.cleared == ["ns/high="]
+    assert h.requeued == []
+    assert h.evictor.in_progress(h.preemptor)
     await h.evictor.stop()

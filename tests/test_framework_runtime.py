@@ -37,6 +37,7 @@ from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.queue.nominator import PodNominator
+from tests.aio import settle
 
 # ---- test plugins ------------------------------------------------------------------------------------
 
@@ -338,7 +339,8 @@ def test_pre_filter_unschedulable_continues_unresolvable_stops() -> None:
     # Every PreFilter ran (preemption may still help); the last Unschedulable status is returned.
     assert CALLS == ["prefilter:First", "prefilter:Second", "prefilter:Third"]
     assert status == Status(Code.UNSCHEDULABLE, ("third says no",), "Third")
-    assert result is not None and result.node_names == frozenset({"n1"})
+    assert result is not None
+    assert result.node_names == frozenset({"n1"})
     assert plugins == {"Second"}
 
     CALLS.clear()
@@ -356,7 +358,8 @@ def test_pre_filter_unschedulable_continues_unresolvable_stops() -> None:
     )
     result, status, plugins = fw.run_pre_filter(CycleState(), POD)
     assert CALLS == ["prefilter:First"]
-    assert result is None and plugins == set()
+    assert result is None
+    assert plugins == set()
     assert status == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("injected unschedulable status",), "First")
 
 
@@ -751,7 +754,7 @@ def test_permit_wait_is_allowed_by_every_waiting_plugin() -> None:
         task = asyncio.create_task(fw.wait_on_permit(POD))
         await asyncio.sleep(0)
         waiting.allow("P1")
-        await asyncio.sleep(0.01)
+        await settle()
         assert not task.done(), "P2 has not allowed yet"
         waiting.allow("P2")
         return await asyncio.wait_for(task, 1)
@@ -848,7 +851,8 @@ def test_bind_skip_chain(plugins: list[tuple[str, Status]], want: Status, calls:
     profile = ResolvedProfile("test", None, points, {}, 1.0, 10.0, None)
     fw = Framework(profile, {"Sort": Sort, **registry}, Handle(table))
     status = asyncio.run(fw.run_bind(CycleState(), POD, "n1"))
-    assert status.code == want.code and status.reasons == want.reasons
+    assert status.code == want.code
+    assert status.reasons == want.reasons
     if want.code != Code.SKIP:
         assert status.plugin == want.plugin
     assert calls == CALLS

@@ -218,7 +218,7 @@ def test_errors_are_value_errors_with_every_problem() -> None:
     text = config(
         "podInitialBackoffSeconds: 0\nprofiles: [{schedulerName: a}, {}, {schedulerName: b, x: 1}]\n"
     )
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="podInitialBackoffSeconds:") as info:
         import_config(text)
     message = str(info.value)
     for part in ("podInitialBackoffSeconds:", "profiles[1].schedulerName:", "profiles[2].x: unknown field"):

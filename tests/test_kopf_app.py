@@ -3,7 +3,8 @@ operator object the memo carries (for every kopf.operator() run its own)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 import kopf
 
@@ -40,14 +41,28 @@ def _memo() -> tuple[kopf.Memo, list[tuple[str, str | None, str]], FakeMirrors]:
     return kopf_app.memo(wiring), seen, mirrors
 
 
+Handler = Callable[..., Awaitable[None]]
+
+
+def _call(handler: object) -> Handler:
+    # kopf's decorators type a handler as its own callback protocol (all of kopf's kwargs);
+    # the tests pass just the kwargs the handler reads, as kopf would by name.
+    return cast(Handler, handler)
+
+
+def _event(event_type: str | None, body: Any) -> kopf.RawEvent:
+    return cast(kopf.RawEvent, {"type": event_type, "object": body})
+
+
 async def test_startup_sets_kopfs_settings_and_starts_the_mirrors() -> None:
     memo, _, mirrors = _memo()
     settings = kopf.OperatorSettings()
-    await kopf_app.configure(settings=settings, memo=memo)
-    assert settings.posting.enabled is False and settings.peering.standalone is True
+    await _call(kopf_app.configure)(settings=settings, memo=memo)
+    assert settings.posting.enabled is False
+    assert settings.peering.standalone is True
     assert (settings.watching.server_timeout, settings.watching.client_timeout) == (300, 330)
     assert mirrors.started
-    await kopf_app.cleanup(memo=memo)
+    await _call(kopf_app.cleanup)(memo=memo)
     assert mirrors.stopped
 
 
@@ -57,9 +72,9 @@ async def test_each_kind_reaches_its_own_handler() -> None:
     def body(name: str) -> Any:
         return {"metadata": {"name": name}}
 
-    await kopf_app.scheduling_profile(event={"type": "ADDED"}, body=body("p"), memo=memo)
-    await kopf_app.eviction_policy(event={"type": None}, body=body("e"), memo=memo)
-    await kopf_app.priority_class_mirror(event={"type": "DELETED"}, body=body("m"), memo=memo)
-    await kopf_app.priority_class(event={"type": "MODIFIED"}, body=body("c"), memo=memo)
+    await _call(kopf_app.scheduling_profile)(event=_event("ADDED", body("p")), body=body("p"), memo=memo)
+    await _call(kopf_app.eviction_policy)(event=_event(None, body("e")), body=body("e"), memo=memo)
+    await _call(kopf_app.priority_class_mirror)(event=_event("DELETED", body("m")), body=body("m"), memo=memo)
+    await _call(kopf_app.priority_class)(event=_event("MODIFIED", body("c")), body=body("c"), memo=memo)
     assert seen == [("profile", "ADDED", "p"), ("policy", None, "e")]
     assert mirrors.events == [("mirror", "DELETED", "m"), ("native", "MODIFIED", "c")]

@@ -14,20 +14,13 @@ from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import events
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.scheduler import model
+from tests.fakeclock import FakeClock
 
 POD = ObjectRef("Pod", "web-1", "ns", "u1")
 OTHER = ObjectRef("Pod", "web-2", "ns", "u2")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def recorder(clock: Clock, **timings: Any) -> EventRecorder:
+def recorder(clock: FakeClock, **timings: Any) -> EventRecorder:
     return EventRecorder(
         None, instance="test-1", clock=clock, timings=dataclasses.replace(DEFAULTS.events, **timings)
     )
@@ -61,7 +54,8 @@ def test_micro_time() -> None:
 def test_truncate_note() -> None:
     assert events.truncate_note("short") == "short"
     long = events.truncate_note("é" * 2000)
-    assert len(long.encode()) <= events.MAX_NOTE_BYTES and long.endswith("...")
+    assert len(long.encode()) <= events.MAX_NOTE_BYTES
+    assert long.endswith("...")
 
 
 def test_event_body() -> None:
@@ -108,7 +102,8 @@ def test_cluster_scoped_object_events_go_to_default() -> None:
         instance="i",
     )
     assert body["metadata"]["namespace"] == "default"
-    assert "namespace" not in body["regarding"] and "related" not in body
+    assert "namespace" not in body["regarding"]
+    assert "related" not in body
 
 
 def test_series_patch() -> None:
@@ -118,15 +113,16 @@ def test_series_patch() -> None:
 
 
 def test_repeats_become_a_series() -> None:
-    clock = Clock()
+    clock = FakeClock()
     rec = recorder(clock)
     for _ in range(5):
         rec.failed_scheduling(POD, "0/3 nodes are available")
-        clock.now += 1
+        clock.advance(1)
     # One create, one patch when the series starts; later repeats only count.
     assert queued(rec) == ["create", "patch"]
     [series] = rec._series.values()
-    assert series.count == 5 and series.dirty
+    assert series.count == 5
+    assert series.dirty
     assert series.last_observed == 1_004.0
     rec.flush()
     assert queued(rec) == ["patch"]
@@ -134,7 +130,7 @@ def test_repeats_become_a_series() -> None:
 
 
 def test_different_note_is_a_new_event() -> None:
-    rec = recorder(Clock())
+    rec = recorder(FakeClock())
     rec.failed_scheduling(POD, "a")
     rec.failed_scheduling(POD, "b")
     rec.scheduled(POD, "n1")
@@ -144,19 +140,19 @@ def test_different_note_is_a_new_event() -> None:
 
 
 def test_series_window_expires() -> None:
-    clock = Clock()
+    clock = FakeClock()
     rec = recorder(clock, series_window=60.0)
     rec.failed_scheduling(POD, "a")
-    clock.now += 61
+    clock.advance(61)
     rec.failed_scheduling(POD, "a")
     assert queued(rec) == ["create", "create"]
-    clock.now += 61
+    clock.advance(61)
     rec.flush()
     assert rec._series == {}
 
 
 def test_global_rate_limit_drops_and_counts() -> None:
-    rec = recorder(Clock(), qps=1.0, burst=3)
+    rec = recorder(FakeClock(), qps=1.0, burst=3)
     for i in range(5):
         rec.failed_scheduling(ObjectRef("Pod", f"p{i}", "ns", f"u{i}"), "x")
     assert queued(rec) == ["create"] * 3
@@ -164,20 +160,20 @@ def test_global_rate_limit_drops_and_counts() -> None:
 
 
 def test_per_object_cap() -> None:
-    clock = Clock()
+    clock = FakeClock()
     rec = recorder(clock, per_object_burst=2, per_object_qps=0.01)
     for i in range(4):
         rec.failed_scheduling(POD, f"note {i}")
     rec.failed_scheduling(OTHER, "note")
     assert queued(rec) == ["create"] * 3
     assert rec.dropped == 2
-    clock.now += 100  # one token back
+    clock.advance(100)  # one token back
     rec.failed_scheduling(POD, "later")
     assert queued(rec) == ["create"]
 
 
 def test_full_queue_drops() -> None:
-    rec = recorder(Clock(), queue_size=2)
+    rec = recorder(FakeClock(), queue_size=2)
     for i in range(3):
         rec.failed_scheduling(POD, f"n{i}")
     assert rec.dropped == 1
@@ -185,14 +181,14 @@ def test_full_queue_drops() -> None:
 
 
 def test_event_names_are_unique() -> None:
-    rec = recorder(Clock())
+    rec = recorder(FakeClock())
     names = {rec._event_name("web-1") for _ in range(100)}
     assert len(names) == 100
     assert all(n.startswith("web-1.") for n in names)
 
 
 def test_helpers_reasons_and_actions() -> None:
-    rec = recorder(Clock())
+    rec = recorder(FakeClock())
     pod = model.Pod("web-1", "ns", uid="u1")
     victim = model.Pod("old", "ns", uid="u9")
     rec.scheduled(pod, "n1")
@@ -210,11 +206,12 @@ def test_helpers_reasons_and_actions() -> None:
 
 @pytest.mark.parametrize("count", [2, 3])
 def test_series_start_patch_respects_global_limit(count: int) -> None:
-    clock = Clock()
+    clock = FakeClock()
     rec = recorder(clock, qps=0.001, burst=1)
     for _ in range(count):
         rec.failed_scheduling(POD, "a")
     # The create used the only token; the series patch waits for a flush.
     assert queued(rec) == ["create"]
     [series] = rec._series.values()
-    assert series.dirty and series.count == count
+    assert series.dirty
+    assert series.count == count

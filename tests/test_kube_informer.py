@@ -99,7 +99,9 @@ def test_watch_events_apply_to_store() -> None:
 def test_bookmark_only_moves_version() -> None:
     inf, rec = make()
     inf._handle_line(b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"77"}}}')
-    assert inf.resource_version == "77" and rec.calls == [] and inf.store == {}
+    assert inf.resource_version == "77"
+    assert rec.calls == []
+    assert inf.store == {}
 
 
 @pytest.mark.parametrize(
@@ -127,7 +129,8 @@ def test_undecodable_pod_becomes_malformed_pod() -> None:
     inf._handle_line(line("ADDED", pod("bad", "1", priority="high")))
     assert rec.calls == [("add", "bad@1")]
     stored = inf.store["ns/bad"]
-    assert stored.malformed is not None and "spec.priority" in stored.malformed
+    assert stored.malformed is not None
+    assert "spec.priority" in stored.malformed
 
 
 def test_invalid_quantity_pod_is_kept_as_malformed() -> None:
@@ -175,14 +178,17 @@ async def test_relist_diffs_against_store() -> None:
     inf, rec = make()
     inf.listing = (structs_of(pod("a", "1"), pod("b", "1"), pod("c", "1")), [], "10")
     await inf._list_and_sync()
-    assert inf.has_synced.is_set() and inf.resource_version == "10" and inf.relists == 0
+    assert inf.has_synced.is_set()
+    assert inf.resource_version == "10"
+    assert inf.relists == 0
     rec.calls.clear()
     # a unchanged, b changed, c vanished, d new.
     inf.listing = (structs_of(pod("a", "1"), pod("b", "2"), pod("d", "1")), [], "20")
     await inf._list_and_sync()
     assert sorted(rec.calls) == [("add", "d@1"), ("delete", "c@1"), ("update", "b@1->2")]
     assert set(inf.store) == {"ns/a", "ns/b", "ns/d"}
-    assert inf.resource_version == "20" and inf.relists == 1
+    assert inf.resource_version == "20"
+    assert inf.relists == 1
 
 
 async def test_relist_keeps_undecodable_items() -> None:
@@ -242,4 +248,5 @@ async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: 
     assert len(slept) == 2
     assert slept[0] == 12.0  # the jittered backoff (<= 0.5 s) is shorter than Retry-After
     assert 0.0 <= slept[1] <= 1.0  # full jitter under the second ceiling (0.5 * 2)
-    assert inf.has_synced.is_set() and inf.resource_version == "5"
+    assert inf.has_synced.is_set()
+    assert inf.resource_version == "5"

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 
 from policy_scheduler.config import LeaderTimings
 from policy_scheduler.kube import leader as leader_module
@@ -38,11 +39,11 @@ async def test_a_failed_term_cannot_switch_off_the_next_one(monkeypatch: pytest.
     _ScriptedElection.script = ["renewal-raises", "leads"]
     _ScriptedElection.started = []
     _ScriptedElection.hold = asyncio.Event()
-    monkeypatch.setattr(leader_module.leaderelection, "LeaderElection", _ScriptedElection)
+    monkeypatch.setattr(leaderelection, "LeaderElection", _ScriptedElection)
     timings = LeaderTimings(lease_duration=15, renew_deadline=10, retry_period=0)
     elector = LeaderElector(object(), namespace="ns", name="lease", identity="me", timings=timings)
     monkeypatch.setattr(leader_module, "LeaseLock", lambda *a: object())
-    monkeypatch.setattr(leader_module.electionconfig, "Config", lambda lock, **kw: SimpleNamespace(**kw))
+    monkeypatch.setattr(electionconfig, "Config", lambda lock, **kw: SimpleNamespace(**kw))
     changes: list[bool] = []
     elector.on_change = changes.append
     runner = asyncio.create_task(elector.run())

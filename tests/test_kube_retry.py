@@ -10,21 +10,7 @@ import pytest
 
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Answer, Backoff, RetryPolicy, parse_retry_after, with_retries
-
-
-class FakeTime:
-    """A clock that only sleeping advances."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from tests.fakeclock import FakeClock
 
 
 class Server:
@@ -42,13 +28,13 @@ class Server:
         return answer
 
 
-async def run(server: Server, policy: RetryPolicy, time: FakeTime, draw: float = 1.0) -> Answer:
+async def run(server: Server, policy: RetryPolicy, clock: FakeClock, draw: float = 1.0) -> Answer:
     return await with_retries(
         server,
         policy,
         connection_errors=(ConnectionError,),
-        sleep=time.sleep,
-        clock=time.clock,
+        sleep=clock.sleep,
+        clock=clock.monotonic,
         rng=lambda: draw,
     )
 
@@ -105,61 +91,67 @@ def test_parse_retry_after_seconds_and_http_date() -> None:
 
 
 async def test_retry_after_on_429_and_503_is_honoured() -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     server = Server(Answer(429, b"", 5.0), Answer(503, b"", 2.0), Answer(200, b"ok"))
-    answer = await run(server, RetryPolicy(initial=0.1, cap=1.0), time)
-    assert answer.status == 200 and server.calls == 3
-    assert time.sleeps == [5.0, 2.0]
+    answer = await run(server, RetryPolicy(initial=0.1, cap=1.0), clock)
+    assert answer.status == 200
+    assert server.calls == 3
+    assert clock.sleeps == [5.0, 2.0]
 
 
 @pytest.mark.parametrize("status", [400, 403, 404, 409, 422])
 async def test_a_4xx_that_cannot_succeed_is_not_retried(status: int) -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     server = Server(Answer(status, b"", 1.0), Answer(200, b""))
-    answer = await run(server, RetryPolicy(), time)
-    assert answer.status == status and server.calls == 1 and time.sleeps == []
+    answer = await run(server, RetryPolicy(), clock)
+    assert answer.status == status
+    assert server.calls == 1
+    assert clock.sleeps == []
 
 
 async def test_an_answer_the_caller_calls_final_is_not_retried() -> None:
     server = Server(Answer(429, b"budget"), Answer(200, b""))
     answer = await with_retries(
-        server, RetryPolicy(), final=lambda a: a.body == b"budget", sleep=FakeTime().sleep
+        server, RetryPolicy(), final=lambda a: a.body == b"budget", sleep=FakeClock(now=0.0).sleep
     )
-    assert answer.status == 429 and server.calls == 1
+    assert answer.status == 429
+    assert server.calls == 1
 
 
 async def test_attempts_are_bounded_and_the_last_answer_returned() -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     server = Server(Answer(500, b"boom"))
-    answer = await run(server, RetryPolicy(initial=1.0, cap=3.0, max_attempts=4), time)
+    answer = await run(server, RetryPolicy(initial=1.0, cap=3.0, max_attempts=4), clock)
     assert (answer.status, answer.body) == (500, b"boom")
-    assert server.calls == 4 and time.sleeps == [1.0, 2.0, 3.0]  # capped
+    assert server.calls == 4
+    assert clock.sleeps == [1.0, 2.0, 3.0]
 
 
 async def test_deadline_bounds_an_unbounded_policy() -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     server = Server(Answer(503, b""))
-    await run(server, RetryPolicy(initial=1.0, cap=4.0, max_attempts=None, deadline=10.0), time)
-    assert time.sleeps == [1.0, 2.0, 4.0]  # a fourth wait (4 s) would end past the deadline
+    await run(server, RetryPolicy(initial=1.0, cap=4.0, max_attempts=None, deadline=10.0), clock)
+    assert clock.sleeps == [1.0, 2.0, 4.0]  # a fourth wait (4 s) would end past the deadline
     assert server.calls == 4
 
 
 async def test_a_retry_after_beyond_the_policys_bound_is_left_to_the_caller() -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     server = Server(Answer(429, b"", 600.0), Answer(200, b""))
-    answer = await run(server, RetryPolicy(max_retry_after=30.0), time)
+    answer = await run(server, RetryPolicy(max_retry_after=30.0), clock)
     assert (answer.status, answer.retry_after) == (429, 600.0)
-    assert server.calls == 1 and time.sleeps == []
+    assert server.calls == 1
+    assert clock.sleeps == []
 
 
 async def test_connection_errors_are_retried_then_raised() -> None:
-    time = FakeTime()
+    clock = FakeClock(now=0.0)
     recovered = Server(ConnectionError("reset"), Answer(201, b""))
-    assert (await run(recovered, RetryPolicy(initial=0.5), time)).status == 201
-    assert time.sleeps == [0.5]
+    assert (await run(recovered, RetryPolicy(initial=0.5), clock)).status == 201
+    assert clock.sleeps == [0.5]
     down = Server(ConnectionError("refused"))
     with pytest.raises(ConnectionError):
-        await run(down, RetryPolicy(max_attempts=3), FakeTime())
+        await run(down, RetryPolicy(max_attempts=3), FakeClock(now=0.0))
     assert down.calls == 3
 
 
@@ -183,16 +175,18 @@ def test_token_bucket_delay_says_when_without_taking() -> None:
 
 
 def test_token_bucket_uses_the_injected_clock() -> None:
-    time = FakeTime()
-    bucket = TokenBucket(rate=1.0, burst=1, clock=time.clock)
-    assert bucket.allow() and not bucket.allow()
-    time.now = 1.0
+    clock = FakeClock(now=0.0)
+    bucket = TokenBucket(rate=1.0, burst=1, clock=clock.monotonic)
+    assert bucket.allow()
+    assert not bucket.allow()
+    clock.advance(1.0)
     assert bucket.allow()
 
 
 def test_token_bucket_refill_is_capped() -> None:
     bucket = TokenBucket(rate=1.0, burst=2)
-    assert bucket.allow(0.0) and bucket.allow(0.0)
+    assert bucket.allow(0.0)
+    assert bucket.allow(0.0)
     assert bucket.full(100.0)
     assert [bucket.allow(100.0) for _ in range(3)] == [True, True, False]
 

@@ -151,7 +151,8 @@ def test_lease_role_is_namespaced_and_limited_to_leases() -> None:
     assert role["metadata"]["namespace"] == NAMESPACE
     assert grants(role["rules"]) == {("coordination.k8s.io", "leases"): {"create", "get", "update"}}
     named = [r for r in role["rules"] if r.get("resourceNames")]
-    assert named and all(set(r["verbs"]) <= {"get", "update"} for r in named)
+    assert named
+    assert all(set(r["verbs"]) <= {"get", "update"} for r in named)
     # The name the Deployment's --lease-name (default) uses.
     args = deployment_args()
     assert all(r["resourceNames"] == [args.lease_name] for r in named)
@@ -192,7 +193,9 @@ def test_deployment_runs_the_operator_with_leader_election() -> None:
     assert pod["spec"]["serviceAccountName"] == SERVICE_ACCOUNT
     assert pod["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
     args = deployment_args()
-    assert args.command == "run" and args.leader_elect and not args.install_crds
+    assert args.command == "run"
+    assert args.leader_elect
+    assert not args.install_crds
     assert args.kubeconfig is None  # in-cluster service account
 
 
@@ -200,19 +203,23 @@ def test_deployment_is_locked_down() -> None:
     pod_spec = one("Deployment")["spec"]["template"]["spec"]
     pod_sc = pod_spec["securityContext"]
     assert pod_sc["runAsNonRoot"] is True
-    assert isinstance(pod_sc["runAsUser"], int) and pod_sc["runAsUser"] > 0
+    assert isinstance(pod_sc["runAsUser"], int)
+    assert pod_sc["runAsUser"] > 0
     assert pod_sc["seccompProfile"] == {"type": "RuntimeDefault"}
     c = container()
     sc = c["securityContext"]
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]}
-    assert not pod_spec.get("hostNetwork") and not sc.get("privileged")
+    assert not pod_spec.get("hostNetwork")
+    assert not sc.get("privileged")
     # /tmp is the only writable path, and HOME points there in the image.
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     volumes = {v["name"]: v for v in pod_spec["volumes"]}
-    assert mounts == {"/tmp": "tmp"} and "emptyDir" in volumes["tmp"]
-    assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
+    assert mounts == {"/tmp": "tmp"}
+    assert "emptyDir" in volumes["tmp"]
+    assert c["resources"]["requests"]["cpu"]
+    assert c["resources"]["requests"]["memory"]
     assert c["resources"]["limits"]["memory"]
 
 
@@ -301,23 +308,28 @@ def test_dockerfile_is_multi_stage_slim_python_311() -> None:
 def test_dockerfile_final_stage_runs_as_numeric_non_root_without_build_tools() -> None:
     final = dockerfile_stages()[-1]
     users = [line.split(maxsplit=1)[1] for line in final if line.upper().startswith("USER ")]
-    assert users and re.fullmatch(r"[1-9]\d*(:[1-9]\d*)?", users[-1]), users
+    assert users, users
+    assert re.fullmatch(r"[1-9]\d*(:[1-9]\d*)?", users[-1]), users
     assert users[-1].split(":")[0] == str(
         one("Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
     )
     text = " ".join(final).lower()
     for tool in ("gcc", "g++", "build-essential", "make ", "apt-get install", "git "):
         assert tool not in text, f"{tool!r} in the final stage"
-    assert "--no-index" in text and "copy operator" not in text
+    assert "--no-index" in text
+    assert "copy operator" not in text
     assert 'ENTRYPOINT ["policy-scheduler"]' in final
     assert 'CMD ["run"]' in final
     env = " ".join(line for line in final if line.upper().startswith("ENV "))
-    assert "HOME=/tmp" in env and "PYTHONDONTWRITEBYTECODE=1" in env
+    assert "HOME=/tmp" in env
+    assert "PYTHONDONTWRITEBYTECODE=1" in env
 
 
 def test_dockerignore_keeps_the_context_small() -> None:
     lines = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()]
-    assert "*" in lines and "!pyproject.toml" in lines and "!operator" in lines
+    assert "*" in lines
+    assert "!pyproject.toml" in lines
+    assert "!operator" in lines
 
 
 # ---- health checks -------------------------------------------------------------------------------------
@@ -431,11 +443,13 @@ return decode
 
 def test_kind_files() -> None:
     config = yaml.safe_load((ROOT / "e2e/kind/kind-config.yaml").read_text())
-    assert config["kind"] == "Cluster" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert config["kind"] == "Cluster"
+    assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     script = ROOT / "e2e/kind/up.sh"
     assert script.stat().st_mode & 0o111, "up.sh must be executable"
     text = script.read_text()
-    assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
+    assert text.startswith("#!/usr/bin/env bash\n")
+    assert "set -euo pipefail" in text
     for step in ("docker build", "kind load docker-image", "kubectl apply -k", "examples/"):
         assert step in text
 

@@ -21,6 +21,7 @@ from policy_scheduler.scheduler.model import (
     Taint,
 )
 from policy_scheduler.scheduler.nodetable import ABSENT, NodeTable, PodListener, zone_key
+from tests.builders import make_node, make_pod
 
 REGION = "topology.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -30,22 +31,6 @@ GPU = "example.com/gpu"
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-
-
-def node(name: str, labels: dict[str, str] | None = None, **kw: Any) -> Node:
-    return Node(name, labels=dict(labels or {}), **kw)
-
-
-def pod(
-    name: str,
-    node_name: str = "",
-    requests: dict[str, int] | None = None,
-    ports: tuple[ContainerPort, ...] = (),
-    images: tuple[str, ...] = (),
-) -> Pod:
-    containers = [Container("c", requests=dict(requests or {}), ports=ports)]
-    containers += [Container(f"i{i}", image=image) for i, image in enumerate(images)]
-    return Pod(name, uid=name, node_name=node_name, containers=tuple(containers))
 
 
 def build(nodes: list[Node], pods: list[Pod]) -> NodeTable:
@@ -112,7 +97,8 @@ def check_invariants(table: NodeTable) -> None:
         assert users, "no empty port entries"
         for row, ips in users.items():
             assert 0 <= row < n
-            assert ips and all(c > 0 for c in ips.values())
+            assert ips
+            assert all(c > 0 for c in ips.values())
     assert sorted(table.order().tolist()) == list(range(n))
     counts: Counter[str] = Counter()
     for images in table.images:
@@ -130,15 +116,17 @@ def tcp(port: int, ip: str = "") -> ContainerPort:
 def test_add_node_writes_columns() -> None:
     table = NodeTable()
     row = table.set_node(
-        node(
+        make_node(
             "a",
-            {"k": "v", ZONE: "z1"},
+            labels={"k": "v", ZONE: "z1"},
             allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110, GPU: 2},
             taints=(Taint("t", "x", "NoSchedule"),),
             unschedulable=True,
         )
     )
-    assert row == 0 and len(table) == 1 and "a" in table
+    assert row == 0
+    assert len(table) == 1
+    assert "a" in table
     got = row_view(table, 0)
     assert got["allocatable"] == {"cpu": 4000, "memory": 8 << 30, "pods": 110, GPU: 2}
     assert got["unschedulable"] is True
@@ -149,10 +137,10 @@ def test_add_node_writes_columns() -> None:
 
 
 def test_update_node_keeps_pods_and_rewrites_columns() -> None:
-    table = build([node("a", {"old": "1"}, allocatable={"cpu": 1000, GPU: 1})], [])
-    table.add_pod(pod("p", "a", {"cpu": 200}), 0)
+    table = build([make_node("a", labels={"old": "1"}, allocatable={"cpu": 1000, GPU: 1})], [])
+    table.add_pod(make_pod("p", node_name="a", requests={"cpu": 200}), 0)
     generation = table.generation
-    table.set_node(node("a", {"new": "2"}, allocatable={"cpu": 2000}))
+    table.set_node(make_node("a", labels={"new": "2"}, allocatable={"cpu": 2000}))
     assert table.generation > generation
     got = row_view(table, 0)
     assert got["allocatable"] == {"cpu": 2000}  # the gpu vanished from the node
@@ -175,7 +163,7 @@ def _random_cluster(rng: random.Random, count: int) -> tuple[list[Node], list[Po
         allocatable = {"cpu": 4000, "memory": 1 << 33, "pods": 110}
         if rng.random() < 0.3:
             allocatable[GPU] = 4
-        nodes.append(node(f"n{i}", labels, allocatable=allocatable, taints=taints, images=images))
+        nodes.append(make_node(f"n{i}", labels=labels, allocatable=allocatable, taints=taints, images=images))
         for j in range(rng.randrange(4)):
             requests = {"cpu": rng.randrange(0, 500, 50), "memory": rng.randrange(0, 1 << 30, 1 << 20)}
             if rng.random() < 0.2:
@@ -183,7 +171,7 @@ def _random_cluster(rng: random.Random, count: int) -> tuple[list[Node], list[Po
             ports = (
                 (tcp(8000 + rng.randrange(3), rng.choice(["", "10.0.0.1"])),) if rng.random() < 0.5 else ()
             )
-            pods.append(pod(f"p{i}-{j}", f"n{i}", requests, ports))
+            pods.append(make_pod(f"p{i}-{j}", node_name=f"n{i}", requests=requests, ports=ports))
     return nodes, pods
 
 
@@ -219,21 +207,24 @@ def test_remove_pod_reverts_exactly() -> None:
 
 
 def test_remove_unknown_pod_is_a_noop() -> None:
-    table = build([node("a", allocatable={"cpu": 1000})], [pod("p", "a", {"cpu": 100})])
+    table = build(
+        [make_node("a", allocatable={"cpu": 1000})], [make_pod("p", node_name="a", requests={"cpu": 100})]
+    )
     generation = table.generation
-    table.remove_pod(pod("other", "a", {"cpu": 500}), 0)
+    table.remove_pod(make_pod("other", node_name="a", requests={"cpu": 500}), 0)
     assert int(table.requested[table.resource_index["cpu"], 0]) == 100
     assert table.generation == generation
 
 
 def test_capacity_grows_past_64_rows() -> None:
     table = NodeTable()
-    table.set_node(node("early", {"only-early": "x"}, allocatable={"cpu": 1}))
-    table.add_pod(pod("p-early", "early", {"cpu": 1}), 0)
+    table.set_node(make_node("early", labels={"only-early": "x"}, allocatable={"cpu": 1}))
+    table.add_pod(make_pod("p-early", node_name="early", requests={"cpu": 1}), 0)
     for i in range(1, 150):
-        table.set_node(node(f"n{i}", {"i": str(i % 7)}, allocatable={"cpu": 1000 + i}))
-        table.add_pod(pod(f"p{i}", f"n{i}", {"cpu": i}), i)
-    assert len(table) == 150 and table.capacity >= 150
+        table.set_node(make_node(f"n{i}", labels={"i": str(i % 7)}, allocatable={"cpu": 1000 + i}))
+        table.add_pod(make_pod(f"p{i}", node_name=f"n{i}", requests={"cpu": i}), i)
+    assert len(table) == 150
+    assert table.capacity >= 150
     assert table.capacity == 256
     cpu = table.resource_index["cpu"]
     assert table.allocatable[cpu, :150].tolist() == [1] + [1000 + i for i in range(1, 150)]
@@ -241,7 +232,9 @@ def test_capacity_grows_past_64_rows() -> None:
     assert table.pod_count[:150].tolist() == [1] * 150
     # A label column made while capacity was 64 grew with ABSENT for the new rows.
     early = table.label_codes("only-early")
-    assert len(early) == 150 and early[0] != ABSENT and (early[1:] == ABSENT).all()
+    assert len(early) == 150
+    assert early[0] != ABSENT
+    assert (early[1:] == ABSENT).all()
     check_invariants(table)
     for i in range(1, 150, 2):
         table.remove_node(f"n{i}")
@@ -250,16 +243,17 @@ def test_capacity_grows_past_64_rows() -> None:
 
 
 def test_extended_resource_on_pod_before_any_node_has_it() -> None:
-    table = build([node("a", allocatable={"cpu": 1000})], [])
+    table = build([make_node("a", allocatable={"cpu": 1000})], [])
     assert GPU not in table.resource_index
-    table.add_pod(pod("p", "a", {GPU: 2, "cpu": 10}), 0)
+    table.add_pod(make_pod("p", node_name="a", requests={GPU: 2, "cpu": 10}), 0)
     gpu = table.resource_index[GPU]
     assert table.requested.shape[0] == table.allocatable.shape[0] == len(table.resource_names)
-    assert int(table.requested[gpu, 0]) == 2 and int(table.allocatable[gpu, 0]) == 0
-    table.set_node(node("b", allocatable={GPU: 8}))
+    assert int(table.requested[gpu, 0]) == 2
+    assert int(table.allocatable[gpu, 0]) == 0
+    table.set_node(make_node("b", allocatable={GPU: 8}))
     assert table.resource_index[GPU] == gpu
     assert int(table.allocatable[gpu, 1]) == 8
-    table.remove_pod(pod("p", "a"), 0)
+    table.remove_pod(make_pod("p", node_name="a", requests={}), 0)
     assert int(table.requested[gpu, 0]) == 0
     check_invariants(table)
 
@@ -267,17 +261,20 @@ def test_extended_resource_on_pod_before_any_node_has_it() -> None:
 def test_label_columns_and_codes() -> None:
     table = build(
         [
-            node("a", {"zone": "z1", "x": "1"}),
-            node("b", {"zone": "z2"}),
-            node("c", {"zone": "z1"}),
-            node("d"),
+            make_node("a", labels={"zone": "z1", "x": "1"}),
+            make_node("b", labels={"zone": "z2"}),
+            make_node("c", labels={"zone": "z1"}),
+            make_node("d"),
         ],
         [],
     )
     codes = table.label_codes("zone")
-    assert codes.dtype == np.int32 and len(codes) == 4
+    assert codes.dtype == np.int32
+    assert len(codes) == 4
     z1, z2 = table.label_value_code("zone", "z1"), table.label_value_code("zone", "z2")
-    assert z1 is not None and z2 is not None and z1 != z2
+    assert z1 is not None
+    assert z2 is not None
+    assert z1 != z2
     assert codes.tolist() == [z1, z2, z1, ABSENT]
     assert table.label_values("zone")[z1] == "z1"
     assert table.label_value_code("zone", "nope") is None
@@ -286,7 +283,7 @@ def test_label_columns_and_codes() -> None:
     assert table.label_values("missing-key") == []
     assert table.label_codes("x").tolist()[1:] == [ABSENT] * 3
     # Relabelling a node rewrites its codes; a removed key becomes ABSENT.
-    table.set_node(node("a", {"zone": "z2"}))
+    table.set_node(make_node("a", labels={"zone": "z2"}))
     assert table.label_codes("zone").tolist()[0] == z2
     assert table.label_codes("x").tolist()[0] == ABSENT
 
@@ -295,28 +292,30 @@ def test_taint_sets_are_interned() -> None:
     t1, t2 = Taint("a", "1", "NoSchedule"), Taint("b", "", "NoExecute")
     table = build(
         [
-            node("plain"),
-            node("ab", taints=(t1, t2)),
-            node("ba", taints=(t2, t1)),
-            node("a", taints=(t1,)),
-            node("a-other-effect", taints=(Taint("a", "1", "PreferNoSchedule"),)),
+            make_node("plain"),
+            make_node("ab", taints=(t1, t2)),
+            make_node("ba", taints=(t2, t1)),
+            make_node("a", taints=(t1,)),
+            make_node("a-other-effect", taints=(Taint("a", "1", "PreferNoSchedule"),)),
         ],
         [],
     )
     ids = table.taint_set[: len(table)].tolist()
-    assert ids[0] == 0 and table.taint_sets[0] == ()
+    assert ids[0] == 0
+    assert table.taint_sets[0] == ()
     assert ids[1] == ids[2], "order of taints does not matter"
     assert len({ids[1], ids[3], ids[4]}) == 3
     assert set(table.taint_sets[ids[1]]) == {t1, t2}
     count = len(table.taint_sets)
-    table.set_node(node("x", taints=(t2, t1)))
-    assert len(table.taint_sets) == count and int(table.taint_set[5]) == ids[1]
+    table.set_node(make_node("x", taints=(t2, t1)))
+    assert len(table.taint_sets) == count
+    assert int(table.taint_set[5]) == ids[1]
 
 
 def test_host_ports_accounting() -> None:
-    table = build([node("a"), node("b")], [])
-    p1 = pod("p1", "a", ports=(tcp(80), tcp(443, "10.0.0.1")))
-    p2 = pod("p2", "a", ports=(tcp(80),))
+    table = build([make_node("a"), make_node("b")], [])
+    p1 = make_pod("p1", node_name="a", requests={}, ports=(tcp(80), tcp(443, "10.0.0.1")))
+    p2 = make_pod("p2", node_name="a", requests={}, ports=(tcp(80),))
     udp = Pod("p3", uid="p3", containers=(Container("c", ports=(ContainerPort(53, 53, "UDP"),)),))
     no_host = Pod("p4", uid="p4", containers=(Container("c", ports=(ContainerPort(8080),)),))
     sidecar = Pod(
@@ -347,9 +346,9 @@ def test_host_ports_accounting() -> None:
 
 
 def test_host_ports_follow_swap_remove() -> None:
-    table = build([node("a"), node("b"), node("c")], [])
-    table.add_pod(pod("pa", "a", ports=(tcp(80),)), 0)
-    table.add_pod(pod("pc", "c", ports=(tcp(81),)), 2)
+    table = build([make_node("a"), make_node("b"), make_node("c")], [])
+    table.add_pod(make_pod("pa", node_name="a", requests={}, ports=(tcp(80),)), 0)
+    table.add_pod(make_pod("pc", node_name="c", requests={}, ports=(tcp(81),)), 2)
     table.remove_node("a")  # c moves into row 0
     assert table.row("c") == 0
     assert ("TCP", 80) not in table.host_ports
@@ -360,8 +359,8 @@ def test_host_ports_follow_swap_remove() -> None:
 def test_images_counts() -> None:
     table = build(
         [
-            node("a", images=(ContainerImage(("nginx:1.25", "docker.io/nginx:1.25"), 100),)),
-            node("b", images=(ContainerImage(("nginx:1.25",), 100), ContainerImage(("redis",), 50))),
+            make_node("a", images=(ContainerImage(("nginx:1.25", "docker.io/nginx:1.25"), 100),)),
+            make_node("b", images=(ContainerImage(("nginx:1.25",), 100), ContainerImage(("redis",), 50))),
         ],
         [],
     )
@@ -369,7 +368,7 @@ def test_images_counts() -> None:
     assert table.image_node_count["docker.io/nginx:1.25"] == 1
     assert table.image_node_count["redis"] == 1  # node names are kept as reported
     assert table.images[1] == {"nginx:1.25": 100, "redis": 50}
-    table.set_node(node("b", images=(ContainerImage(("busybox:1",), 5),)))
+    table.set_node(make_node("b", images=(ContainerImage(("busybox:1",), 5),)))
     assert "redis" not in table.image_node_count
     assert table.image_node_count["nginx:1.25"] == 1
     assert table.image_node_count["busybox:1"] == 1
@@ -380,16 +379,16 @@ def test_images_counts() -> None:
 
 def test_listeners_see_rows_after_swap_remove() -> None:
     events: list[tuple[str, str, int]] = []
-    table = build([node("a"), node("b"), node("c")], [])
+    table = build([make_node("a"), make_node("b"), make_node("c")], [])
     table.listeners.append(
         PodListener(
             on_add=lambda p, row: events.append(("add", p.name, row)),
             on_remove=lambda p, row: events.append(("remove", p.name, row)),
         )
     )
-    table.add_pod(pod("pa", "a"), 0)
-    table.add_pod(pod("pc1", "c"), 2)
-    table.add_pod(pod("pc2", "c"), 2)
+    table.add_pod(make_pod("pa", node_name="a", requests={}), 0)
+    table.add_pod(make_pod("pc1", node_name="c", requests={}), 2)
+    table.add_pod(make_pod("pc2", node_name="c", requests={}), 2)
     events.clear()
     table.remove_node("a")
     assert events == [
@@ -401,14 +400,18 @@ def test_listeners_see_rows_after_swap_remove() -> None:
     ]
     # Replaying the events on a row-keyed index gives the table's own placement.
     index: dict[str, int] = {}
-    table2 = build([node("a"), node("b"), node("c")], [])
+    table2 = build([make_node("a"), make_node("b"), make_node("c")], [])
     table2.listeners.append(
         PodListener(
             on_add=lambda p, row: index.__setitem__(p.name, row),
             on_remove=lambda p, row: index.__delitem__(p.name),
         )
     )
-    for p, row in ((pod("pa", "a"), 0), (pod("pc1", "c"), 2), (pod("b1", "b"), 1)):
+    for p, row in (
+        (make_pod("pa", node_name="a", requests={}), 0),
+        (make_pod("pc1", node_name="c", requests={}), 2),
+        (make_pod("b1", node_name="b", requests={}), 1),
+    ):
         table2.add_pod(p, row)
     table2.remove_node("a")
     assert index == {"pc1": table2.row("c"), "b1": table2.row("b")}
@@ -420,13 +423,13 @@ def test_listeners_see_rows_after_swap_remove() -> None:
 def test_generation_bumps_on_every_change() -> None:
     table = NodeTable()
     seen = [table.generation]
-    table.set_node(node("a"))
+    table.set_node(make_node("a"))
     seen.append(table.generation)
-    table.add_pod(pod("p", "a"), 0)
+    table.add_pod(make_pod("p", node_name="a", requests={}), 0)
     seen.append(table.generation)
-    table.remove_pod(pod("p", "a"), 0)
+    table.remove_pod(make_pod("p", node_name="a", requests={}), 0)
     seen.append(table.generation)
-    table.set_node(node("a", {"x": "y"}))
+    table.set_node(make_node("a", labels={"x": "y"}))
     seen.append(table.generation)
     table.remove_node("a")
     seen.append(table.generation)
@@ -436,17 +439,19 @@ def test_generation_bumps_on_every_change() -> None:
 # ---- zone interleaving (node_tree_test.go) -----------------------------------------------------------
 
 ALL_NODES = [
-    node("node-0"),
-    node("node-1", {REGION: "region-1"}),
-    node("node-2", {ZONE: "zone-2"}),
-    node("node-3", {REGION: "region-1", ZONE: "zone-2"}),
-    node("node-4", {REGION: "region-1", ZONE: "zone-2"}),
-    node("node-5", {REGION: "region-1", ZONE: "zone-3"}),
-    node("node-6", {REGION: "region-2", ZONE: "zone-2"}),
-    node("node-7", {REGION: "region-2", ZONE: "zone-2"}),
-    node("node-8", {REGION: "region-2", ZONE: "zone-2"}),
-    node("node-9", {REGION: "region-2", ZONE: "zone-2", BETA_REGION: "region-2", BETA_ZONE: "zone-2"}),
-    node("node-10", {BETA_REGION: "region-2", BETA_ZONE: "zone-3"}),
+    make_node("node-0"),
+    make_node("node-1", labels={REGION: "region-1"}),
+    make_node("node-2", labels={ZONE: "zone-2"}),
+    make_node("node-3", labels={REGION: "region-1", ZONE: "zone-2"}),
+    make_node("node-4", labels={REGION: "region-1", ZONE: "zone-2"}),
+    make_node("node-5", labels={REGION: "region-1", ZONE: "zone-3"}),
+    make_node("node-6", labels={REGION: "region-2", ZONE: "zone-2"}),
+    make_node("node-7", labels={REGION: "region-2", ZONE: "zone-2"}),
+    make_node("node-8", labels={REGION: "region-2", ZONE: "zone-2"}),
+    make_node(
+        "node-9", labels={REGION: "region-2", ZONE: "zone-2", BETA_REGION: "region-2", BETA_ZONE: "zone-2"}
+    ),
+    make_node("node-10", labels={BETA_REGION: "region-2", BETA_ZONE: "zone-3"}),
 ]
 
 
@@ -492,7 +497,8 @@ def test_order_list(added: list[Node], want: list[str]) -> None:
 def test_order_adding_same_node_twice_keeps_one() -> None:
     table = build([ALL_NODES[0]], [])
     table.set_node(ALL_NODES[0])
-    assert names_in_order(table) == ["node-0"] and len(table) == 1
+    assert names_in_order(table) == ["node-0"]
+    assert len(table) == 1
 
 
 @pytest.mark.parametrize(
@@ -530,12 +536,19 @@ def test_order_multi_operations(to_add: list[Node], to_remove: list[Node], ops: 
 
 
 def test_order_zone_emptied_and_readded_goes_last() -> None:
-    table = build([node("a1", {ZONE: "a"}), node("b1", {ZONE: "b"}), node("c1", {ZONE: "c"})], [])
-    table.set_node(node("a2", {ZONE: "a"}))
+    table = build(
+        [
+            make_node("a1", labels={ZONE: "a"}),
+            make_node("b1", labels={ZONE: "b"}),
+            make_node("c1", labels={ZONE: "c"}),
+        ],
+        [],
+    )
+    table.set_node(make_node("a2", labels={ZONE: "a"}))
     assert names_in_order(table) == ["a1", "b1", "c1", "a2"]
     table.remove_node("a1")
     table.remove_node("a2")
-    table.set_node(node("a3", {ZONE: "a"}))
+    table.set_node(make_node("a3", labels={ZONE: "a"}))
     assert names_in_order(table) == ["b1", "c1", "a3"]
 
 
@@ -545,11 +558,15 @@ def test_order_zone_emptied_and_readded_goes_last() -> None:
         # TestNodeTree_UpdateNode: a node changing zone is appended to its new zone.
         (
             ALL_NODES[:7],
-            node("node-0", {REGION: "region-1", ZONE: "zone-2"}),
+            make_node("node-0", labels={REGION: "region-1", ZONE: "zone-2"}),
             ["node-1", "node-2", "node-3", "node-5", "node-6", "node-4", "node-0"],
         ),
-        (ALL_NODES[:1], node("node-0", {REGION: "region-1", ZONE: "zone-2"}), ["node-0"]),
-        (ALL_NODES[:1], node("node-new", {REGION: "region-1", ZONE: "zone-2"}), ["node-0", "node-new"]),
+        (ALL_NODES[:1], make_node("node-0", labels={REGION: "region-1", ZONE: "zone-2"}), ["node-0"]),
+        (
+            ALL_NODES[:1],
+            make_node("node-new", labels={REGION: "region-1", ZONE: "zone-2"}),
+            ["node-0", "node-new"],
+        ),
     ],
     ids=["update a node without label", "update the only existing node", "update non-existing node"],
 )
@@ -563,12 +580,19 @@ def test_order_update_node(existing: list[Node], updated: Node, want: list[str])
 def test_order_update_without_zone_change_keeps_position() -> None:
     table = build(ALL_NODES[:5], [])
     before = names_in_order(table)
-    table.set_node(node("node-3", {REGION: "region-1", ZONE: "zone-2", "extra": "x"}))
+    table.set_node(make_node("node-3", labels={REGION: "region-1", ZONE: "zone-2", "extra": "x"}))
     assert names_in_order(table) == before
 
 
 def test_order_is_rows_not_names_after_swap_remove() -> None:
-    table = build([node("a", {ZONE: "1"}), node("b", {ZONE: "2"}), node("c", {ZONE: "1"})], [])
+    table = build(
+        [
+            make_node("a", labels={ZONE: "1"}),
+            make_node("b", labels={ZONE: "2"}),
+            make_node("c", labels={ZONE: "1"}),
+        ],
+        [],
+    )
     table.remove_node("a")
     order = table.order().tolist()
     # Zone "1" keeps its place (c is still in it); rows are c's new row, then b's.

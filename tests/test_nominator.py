@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.queue import PodNominator
+from tests.builders import make_pod
 
-
-def make_pod(name: str, nominated: str = "", node_name: str = "", priority: int = 0) -> Pod:
-    return Pod(
-        name=name,
-        namespace="ns1",
-        uid=f"uid-{name}",
-        nominated_node_name=nominated,
-        node_name=node_name,
-        priority=priority,
-    )
+# The upstream tests' pods live in namespace "ns1".
+pod_in_ns1 = partial(make_pod, namespace="ns1")
 
 
 def layout(nominator: PodNominator, *nodes: str) -> dict[str, list[str]]:
@@ -25,9 +20,9 @@ def layout(nominator: PodNominator, *nodes: str) -> dict[str, list[str]]:
 
 def test_add_from_status_and_override() -> None:
     """Port of TestPriorityQueue_UpdateNominatedPodForNode."""
-    med = make_pod("mpp", nominated="node1", priority=2)
-    unsched = make_pod("up", nominated="node1", priority=1)
-    high = make_pod("hpp", priority=3)
+    med = pod_in_ns1("mpp", nominated_node_name="node1", priority=2)
+    unsched = pod_in_ns1("up", nominated_node_name="node1", priority=1)
+    high = pod_in_ns1("hpp", priority=3)
     alive = {p.key: p for p in (med, unsched, high)}
     nominator = PodNominator(alive.get)
 
@@ -43,9 +38,9 @@ def test_add_from_status_and_override() -> None:
     nominator.add_nominated_pod(high, "node4")  # re-nominating moves it
     assert layout(nominator, "node2", "node4") == {"node2": [], "node4": ["hpp"]}
 
-    nominator.add_nominated_pod(make_pod("gone"), "node1")  # not in the lister: ignored
-    bound = make_pod("bound")
-    alive[bound.key] = make_pod("bound", node_name="node3")
+    nominator.add_nominated_pod(pod_in_ns1("gone"), "node1")  # not in the lister: ignored
+    bound = pod_in_ns1("bound")
+    alive[bound.key] = pod_in_ns1("bound", node_name="node3")
     nominator.add_nominated_pod(bound, "node1")  # already bound per the lister: ignored
     assert layout(nominator, "node1") == {"node1": ["mpp"]}
 
@@ -57,9 +52,9 @@ def test_add_from_status_and_override() -> None:
 @pytest.mark.parametrize(
     ("pod", "deleted", "want"),
     [
-        (make_pod("alive", nominated="node1"), False, 1),
-        (make_pod("deleted", nominated="node1"), True, 0),
-        (make_pod("no-status"), False, 0),
+        (pod_in_ns1("alive", nominated_node_name="node1"), False, 1),
+        (pod_in_ns1("deleted", nominated_node_name="node1"), True, 0),
+        (pod_in_ns1("no-status"), False, 0),
     ],
 )
 def test_nominated_pod_deleted(pod: Pod, deleted: bool, want: int) -> None:
@@ -72,9 +67,9 @@ def test_nominated_pod_deleted(pod: Pod, deleted: bool, want: int) -> None:
 
 def test_update_keeps_in_memory_nomination_until_status_catches_up() -> None:
     nominator = PodNominator()
-    pod = make_pod("p")
+    pod = pod_in_ns1("p")
     nominator.add_nominated_pod(pod, "node1")  # set by preemption before the status patch lands
-    newer = make_pod("p")  # an unrelated update without nominatedNodeName
+    newer = pod_in_ns1("p")  # an unrelated update without nominatedNodeName
     nominator.update_nominated_pod(pod, newer)
     assert nominator.nominated_pods_for_node("node1") == [newer]  # latest object, same node
 
@@ -89,15 +84,15 @@ def test_update_keeps_in_memory_nomination_until_status_catches_up() -> None:
 )
 def test_update_follows_status_changes(old_node: str, new_node: str, want: dict[str, list[str]]) -> None:
     nominator = PodNominator()
-    old = make_pod("p", nominated=old_node)
+    old = pod_in_ns1("p", nominated_node_name=old_node)
     nominator.add_nominated_pod(old, "node1")
-    nominator.update_nominated_pod(old, make_pod("p", nominated=new_node))
+    nominator.update_nominated_pod(old, pod_in_ns1("p", nominated_node_name=new_node))
     assert layout(nominator, "node1", "node2") == want
 
 
 def test_override_with_empty_name_clears() -> None:
     nominator = PodNominator()
-    pod = make_pod("p", nominated="node1")
+    pod = pod_in_ns1("p", nominated_node_name="node1")
     nominator.add_nominated_pod(pod)
     nominator.add_nominated_pod(pod, "")  # clearNominatedNode after a failed attempt
     assert nominator.nominated_pods_for_node("node1") == []
@@ -106,7 +101,7 @@ def test_override_with_empty_name_clears() -> None:
 
 def test_pod_is_stored_once_and_result_is_a_copy() -> None:
     nominator = PodNominator()
-    pod = make_pod("p", nominated="node1")
+    pod = pod_in_ns1("p", nominated_node_name="node1")
     nominator.add_nominated_pod(pod)
     nominator.add_nominated_pod(pod)
     listed = nominator.nominated_pods_for_node("node1")

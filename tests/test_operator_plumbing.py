@@ -86,7 +86,8 @@ def test_operator_config_from_the_command_line() -> None:
         "shard=a",
         True,
     )
-    assert config.kubeconfig is None and config.identity is None
+    assert config.kubeconfig is None
+    assert config.identity is None
     assert config.eviction == DEFAULTS.eviction  # timings are not command-line options
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.leader_elect = True  # type: ignore[misc]
@@ -100,4 +101,5 @@ def test_operator_is_composed_in_dependency_order() -> None:
     assert operator.evictor.pods.pending("ns/p") is operator.engine.unassigned["ns/p"]
     assert not operator.evictor.in_progress(pod)
     assert operator.policies.profiles is operator.profiles
-    assert operator.cluster.pdbs is operator.pdbs and not operator.synced()
+    assert operator.cluster.pdbs is operator.pdbs
+    assert not operator.synced()

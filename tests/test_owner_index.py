@@ -236,46 +236,47 @@ def test_changes_are_seen_through_the_cache() -> None:
     index.delete(narrowed)
     index.delete(moved)
     assert index.owner_selectors(p) is None
-    assert not index._services and not index._controllers
+    assert len(index) == 0
 
 
 def test_a_nil_selector_update_removes_the_service() -> None:
     index = DefaultSelectorIndex([svc("s", {"app": "web"})])
     index.update(svc("s", {"app": "web"}), svc("s", None))
     assert index.owner_selectors(pod(WEB)) is None
-    assert not index._services
+    assert len(index) == 0
 
 
 def test_status_only_updates_keep_the_cache() -> None:
     index = DefaultSelectorIndex([rs("web-1", sel({"app": "web"}))])
     p = pod(WEB, ("ReplicaSet", "web-1"))
     index.owner_selectors(p)
-    cached = dict(index._cache[NS])
+    assert index.cached(NS) == 1
     index.update(rs("web-1", sel({"app": "web"})), rs("web-1", sel({"app": "web"})))
-    assert index._cache[NS] == cached
+    assert index.cached(NS) == 1
     index.add(svc("other-ns", {"app": "web"}, namespace="elsewhere"))  # another namespace's change
-    assert index._cache[NS] == cached
+    assert index.cached(NS) == 1
     index.add(svc("s", {"app": "db"}))
-    assert NS not in index._cache
+    assert index.cached(NS) == 0
 
 
 def test_replicas_share_one_cache_entry_and_the_cache_is_bounded() -> None:
     index = DefaultSelectorIndex([rs("web-1", sel({"app": "web"}))], max_cached=3)
     for i in range(5):
         index.owner_selectors(pod(WEB, ("ReplicaSet", "web-1"), name=f"web-1-{i}"))
-    assert len(index._cache[NS]) == 1
+    assert index.cached(NS) == 1
     for i in range(10):
         assert index.owner_selectors(pod({"app": "web", "n": str(i)}, ("ReplicaSet", "web-1"))) == sel(
             {}, Requirement("app", IN, ("web",))
         )
-    assert len(index._cache[NS]) <= 3
+    assert index.cached(NS) <= 3
 
 
 def test_results_are_equal_objects_for_the_plugins_caches() -> None:
     index = DefaultSelectorIndex([svc("s", {"app": "web"}), rs("web-1", sel({"app": "web"}))])
     a = index.owner_selectors(pod({**WEB, "hash": "1"}, ("ReplicaSet", "web-1")))
     b = index.owner_selectors(pod({**WEB, "hash": "2"}, ("ReplicaSet", "web-1")))
-    assert a == b and hash(a) == hash(b)
+    assert a == b
+    assert hash(a) == hash(b)
 
 
 # ---- API objects and informers -----------------------------------------------------------------------
@@ -389,7 +390,7 @@ def test_informers_feed_the_index() -> None:
         "MODIFIED",
         {**replica_set, "status": {"replicas": 3, "readyReplicas": 3}},
     )
-    assert index._cache[NS]
+    assert index.cached(NS) > 0
     assert index.owner_selectors(p) == want
     event("/api/v1/services", "DELETED", service)
     event("/apis/apps/v1/replicasets", "DELETED", replica_set)

@@ -205,7 +205,8 @@ def test_defaults() -> None:
     spec = parse_profile_spec({})
     assert spec.scheduler_name == "default-scheduler"
     assert (spec.pod_initial_backoff_seconds, spec.pod_max_backoff_seconds) == (1, 10)
-    assert spec.percentage_of_nodes_to_score is None and spec.eviction_policy_name is None
+    assert spec.percentage_of_nodes_to_score is None
+    assert spec.eviction_policy_name is None
 
 
 SPEC_ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
@@ -635,7 +636,8 @@ def test_compile_maps_every_field() -> None:
     assert config.plugins["preScore"].disabled == (PluginRef("*"),)
     assert set(config.plugins) == {"multiPoint", "score", "preScore"}
     fit = config.plugin_config["NodeResourcesFit"]
-    assert "apiVersion" not in fit and "kind" not in fit
+    assert "apiVersion" not in fit
+    assert "kind" not in fit
     assert fit["scoringStrategy"]["resources"] == [
         {"name": "cpu", "weight": 3},
         {"name": "memory", "weight": 1},
@@ -863,7 +865,7 @@ def test_eviction_policy_errors(raw: dict[str, Any], path: str, message: str) ->
 
 
 def test_eviction_status_round_trip() -> None:
-    raw = {
+    raw: dict[str, Any] = {
         "observedGeneration": 2,
         "conditions": [{"type": "Accepted", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}],
         "counters": {"evicted": 3, "blockedByBudget": 1, "rateLimited": 0, "wouldEvict": 0},
@@ -909,7 +911,8 @@ def test_priority_class_mirror() -> None:
         with pytest.raises(PolicyError) as info:
             parse_model(PriorityClassMirrorSpec, raw)
         assert info.value.errors[0].path == path
-    assert name_problem("system-critical") is not None and name_problem("high") is None
+    assert name_problem("system-critical") is not None
+    assert name_problem("high") is None
     status = PriorityClassMirrorStatus(native_uid="u", pod_count=3, outdated_pod_count=1)
     assert status.to_json() == {"conditions": [], "nativeUid": "u", "podCount": 3, "outdatedPodCount": 1}
 
@@ -942,7 +945,8 @@ def test_set_condition_keeps_transition_time_when_status_is_unchanged() -> None:
     conditions = set_condition(
         [ready, accepted], Condition(type="Ready", status="True", message="x", last_transition_time=t1)
     )
-    assert conditions[0].last_transition_time == t0 and conditions[0].message == "x"
+    assert conditions[0].last_transition_time == t0
+    assert conditions[0].message == "x"
     conditions = set_condition(conditions, Condition(type="Ready", status="False", last_transition_time=t1))
     assert conditions[0].last_transition_time == t1
     conditions = set_condition(
@@ -950,9 +954,10 @@ def test_set_condition_keeps_transition_time_when_status_is_unchanged() -> None:
     )
     assert [c.type for c in conditions] == ["Ready", "Accepted", "Degraded"]
     found = find_condition(conditions, "Accepted")
-    assert found is not None and found.status == "True"
-    with pytest.raises(ValueError):
-        Condition(type="Ready", status="Maybe")  # type: ignore[arg-type]
+    assert found is not None
+    assert found.status == "True"
+    with pytest.raises(ValueError, match="Input should be 'True', 'False' or 'Unknown'"):
+        Condition(type="Ready", status="Maybe")
 
 
 def test_condition_dict_moves_transition_time_only_when_status_changes() -> None:
@@ -963,5 +968,6 @@ def test_condition_dict_moves_transition_time_only_when_status_changes() -> None
     same = condition_dict(seen, "Ready", "True", "Scheduling", "still ok", 2, "2026-01-02T00:00:00Z")
     flipped = condition_dict(seen, "Ready", "False", "NotServing", "gone", 3, "2026-01-03T00:00:00Z")
     assert first["lastTransitionTime"] == same["lastTransitionTime"] == "2026-01-01T00:00:00Z"
-    assert same["observedGeneration"] == 2 and same["message"] == "still ok"
+    assert same["observedGeneration"] == 2
+    assert same["message"] == "still ok"
     assert flipped["lastTransitionTime"] == "2026-01-03T00:00:00Z"

@@ -3,7 +3,6 @@ and one reconcile against a fake API (no cluster)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import ApiError
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
+from tests.aio import eventually, settle
 
 NAME = "high"
 UID = "mirror-uid-1"
@@ -68,9 +68,12 @@ def test_missing_native_class_is_created_owned_by_the_mirror() -> None:
     assert step.action is Action.CREATE
     body = step.body
     assert body is not None
-    assert body["apiVersion"] == "scheduling.k8s.io/v1" and body["kind"] == "PriorityClass"
-    assert body["value"] == 1000 and body["description"] == "d"
-    assert body["preemptionPolicy"] == "PreemptLowerPriority" and body["globalDefault"] is False
+    assert body["apiVersion"] == "scheduling.k8s.io/v1"
+    assert body["kind"] == "PriorityClass"
+    assert body["value"] == 1000
+    assert body["description"] == "d"
+    assert body["preemptionPolicy"] == "PreemptLowerPriority"
+    assert body["globalDefault"] is False
     meta = body["metadata"]
     assert meta["name"] == NAME
     assert meta["labels"] == {MANAGED_BY_LABEL: MANAGED_BY}
@@ -161,7 +164,8 @@ def test_other_owner_references_survive_the_re_pointing() -> None:
         uid="n", value=1000, annotations={ORIGIN_ANNOTATION: ORIGIN_CREATED}, owner_references=(other,)
     )
     step = plan(NAME, UID, spec(), current)
-    assert step.action is Action.UPDATE and step.patch is not None
+    assert step.action is Action.UPDATE
+    assert step.patch is not None
     assert [r["kind"] for r in step.patch["metadata"]["ownerReferences"]] == [
         "ConfigMap",
         "PriorityClassMirror",
@@ -215,7 +219,8 @@ def test_native_state_from_api_object() -> None:
         "PreemptLowerPriority",
     )
     assert state.origin is None  # an unknown origin is not ours
-    assert state.deleting and state.owner_uid is None
+    assert state.deleting
+    assert state.owner_uid is None
 
 
 def test_validate_reports_field_paths() -> None:
@@ -401,7 +406,8 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     assert fake.objects[NAME]["value"] == 1000
     first_uid = fake.objects[NAME]["metadata"]["uid"]
     st = status.desired[("priorityclassmirrors", NAME)]
-    assert st["nativeUid"] == first_uid and st["outdatedPodCount"] == 1
+    assert st["nativeUid"] == first_uid
+    assert st["outdatedPodCount"] == 1
     assert _types(st)["Synced"] == ("True", "InSync")
 
     ctl.on_mirror_event("MODIFIED", mirror(2000, generation=2))
@@ -410,7 +416,8 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     assert fake.objects[NAME]["metadata"]["uid"] != first_uid
     assert fake.calls[-2:] == ["delete", "create"]
     st = status.desired[("priorityclassmirrors", NAME)]
-    assert st["observedGeneration"] == 2 and st["outdatedPodCount"] == 3
+    assert st["observedGeneration"] == 2
+    assert st["outdatedPodCount"] == 3
     assert "recreated" in next(c["message"] for c in st["conditions"] if c["type"] == "Synced")
 
     # A standby leaves the deletion to the leader; on becoming leader it catches up.
@@ -418,15 +425,11 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     ctl.tick_seconds = 0.01
     ctl.start()
     ctl.on_mirror_event("DELETED", mirror(2000, generation=2))
-    await asyncio.sleep(0.05)
+    await settle()  # the worker has handled the deletion
     assert NAME in fake.objects
     assert ("priorityclassmirrors", NAME) not in status.desired
     leader[0] = True
-    for _ in range(100):
-        if NAME not in fake.objects:
-            break
-        await asyncio.sleep(0.01)
-    assert NAME not in fake.objects
+    await eventually(lambda: NAME not in fake.objects)  # at the next tick
     await ctl.stop()
 
 
@@ -441,7 +444,8 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
     ctl.on_mirror_event(None, mirror(1000, description="ours"))
     await ctl.sync(NAME)
     obj = fake.objects[NAME]
-    assert obj["metadata"]["uid"] == "theirs" and obj["description"] == "ours"
+    assert obj["metadata"]["uid"] == "theirs"
+    assert obj["description"] == "ours"
     assert obj["metadata"]["annotations"] == {ORIGIN_ANNOTATION: ORIGIN_ADOPTED}
     assert obj["metadata"]["labels"] == {"team": "a", MANAGED_BY_LABEL: MANAGED_BY}
     assert "ownerReferences" not in obj["metadata"]
@@ -450,7 +454,8 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
     await ctl.sync(NAME)
     obj = fake.objects[NAME]
     assert obj["metadata"]["uid"] == "theirs"
-    assert obj["metadata"]["labels"] == {"team": "a"} and obj["metadata"]["annotations"] == {}
+    assert obj["metadata"]["labels"] == {"team": "a"}
+    assert obj["metadata"]["annotations"] == {}
 
 
 async def test_invalid_spec_touches_nothing(fake: FakeNative) -> None:
@@ -458,7 +463,8 @@ async def test_invalid_spec_touches_nothing(fake: FakeNative) -> None:
     ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000, preemptionPolicy="Sometimes"))
     await ctl.sync(NAME)
-    assert fake.calls == [] and NAME not in fake.objects
+    assert fake.calls == []
+    assert NAME not in fake.objects
     st = status.desired[("priorityclassmirrors", NAME)]
     assert _types(st)["Accepted"] == ("False", "InvalidSpec")
     assert "spec.preemptionPolicy" in st["conditions"][0]["message"]

@@ -83,7 +83,8 @@ UPSTREAM_DEFAULT = {
     "postBind": [],
 }  # fmt: skip
 
-OUR_DEFAULT = {
+# Names per point, and (name, weight) pairs for score.
+OUR_DEFAULT: dict[str, list[Any]] = {
     "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],

@@ -56,10 +56,12 @@ def test_invalid_update_keeps_the_last_accepted_version_in_force() -> None:
     assert conditions["Ready"] == ("True", "Scheduling")
     assert conditions["Degraded"] == ("True", "LastAcceptedInForce")
     assert conditions["Stalled"] == ("True", "InvalidSpec")  # kstatus: Failed, not Current
-    assert status["observedGeneration"] == 2 and status["lastAcceptedGeneration"] == 1
+    assert status["observedGeneration"] == 2
+    assert status["lastAcceptedGeneration"] == 1
     assert status["lastAcceptedSpec"] == {"schedulerName": "s", "percentageOfNodesToScore": 50}
     message = next(c["message"] for c in status["conditions"] if c["type"] == "Accepted")
-    assert "spec.plugins.score.enabled[0]" in message and "NoSuchPlugin" in message
+    assert "spec.plugins.score.enabled[0]" in message
+    assert "NoSuchPlugin" in message
     stalled = next(c["message"] for c in status["conditions"] if c["type"] == "Stalled")
     assert stalled == "generation 2 was rejected; generation 1 stays in force"
     SchedulingProfileStatus.model_validate(status)  # the shape the CRD expects
@@ -76,9 +78,11 @@ def test_a_restarted_operator_serves_the_persisted_last_accepted_spec() -> None:
 
     after, published = _store()  # a new process: it only has the object, status included
     after.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID, persisted)
-    assert published.names == ["s"] and published.profiles[0].percentage_of_nodes_to_score == 50
+    assert published.names == ["s"]
+    assert published.profiles[0].percentage_of_nodes_to_score == 50
     status = after.status("p", None, synced=True)
-    assert status is not None and status["lastAcceptedGeneration"] == 1
+    assert status is not None
+    assert status["lastAcceptedGeneration"] == 1
     stalled = next(c["message"] for c in status["conditions"] if c["type"] == "Stalled")
     assert "generation 1 stays in force (restored from status.lastAcceptedSpec)" in stalled
     # A valid update replaces the restored version.
@@ -93,7 +97,8 @@ def test_without_a_persisted_spec_an_invalid_profile_is_not_served() -> None:
     store.apply("p", "u1", 2, "2026-01-01T00:00:00Z", INVALID, garbage)
     assert published.names == []
     status = store.status("p", None, synced=True)
-    assert status is not None and "lastAcceptedGeneration" not in status
+    assert status is not None
+    assert "lastAcceptedGeneration" not in status
     assert _conditions(status)["Ready"] == ("False", "NotServing")
 
 
@@ -101,9 +106,11 @@ def test_duplicate_scheduler_name_is_served_by_the_oldest_profile() -> None:
     store, published = _store()
     store.apply("young", "u2", 1, "2026-02-01T00:00:00Z", {"schedulerName": "s"})
     store.apply("old", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
-    assert published.names == ["s"] and store.in_force == {"s": "old"}
+    assert published.names == ["s"]
+    assert store.in_force == {"s": "old"}
     young = store.status("young", None, synced=True)
-    assert young is not None and _conditions(young)["Accepted"] == ("False", "Conflict")
+    assert young is not None
+    assert _conditions(young)["Accepted"] == ("False", "Conflict")
     store.delete("old")
     assert store.in_force == {"s": "young"}
 
@@ -158,20 +165,24 @@ def test_not_ready_until_caches_synced_and_stats_reported() -> None:
     status = store.status("p", stats, synced=False)
     assert status is not None
     assert _conditions(status)["Ready"] == ("False", "CachesNotSynced")
-    assert status["scheduled"] == 1 and status["pending"] == 1
+    assert status["scheduled"] == 1
+    assert status["pending"] == 1
     assert status["pendingReasons"] == [{"reason": "Insufficient cpu", "count": 1}]
 
 
 def test_recheck_does_not_count_the_same_rejection_again() -> None:
-    from policy_scheduler.metrics import policy_reloads
+    from policy_scheduler.metrics import REGISTRY
+
+    def rejected() -> float:
+        labels = {"kind": "SchedulingProfile", "result": "rejected"}
+        return REGISTRY.get_sample_value("policy_scheduler_policy_reloads_total", labels) or 0.0
 
     store, _ = _store()
-    rejected = policy_reloads.labels("SchedulingProfile", "rejected")
-    before = rejected._value.get()
+    before = rejected()
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)
     store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", INVALID)  # a resync of the same object
     store.recheck()
-    assert rejected._value.get() == before + 1
+    assert rejected() == before + 1
 
 
 def kstatus(generation: int, status: dict[str, Any]) -> str:

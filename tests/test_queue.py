@@ -38,10 +38,13 @@ from policy_scheduler.scheduler.queue import (
 )
 from policy_scheduler.scheduler.queue.backoff import NO_BACKOFF, BackoffQueue
 from policy_scheduler.scheduler.queue.hints import Strategy, build_hint_map, is_pod_worth_requeuing
+from tests.aio import eventually, settle
+from tests.builders import make_pod
+from tests.fakeclock import FakeClock
 
 # ---- stubs -------------------------------------------------------------------------------------
 
-START = 1000.0
+START = 1000.0  # FakeClock()'s default time
 NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD)
 NODE_LABEL = ClusterEvent(Resource.NODE, Action.UPDATE_NODE_LABEL)
 NODE_UPDATE = ClusterEvent(Resource.NODE, Action.UPDATE)
@@ -49,17 +52,6 @@ NODE_TAINT = ClusterEvent(Resource.NODE, Action.UPDATE_NODE_TAINT)
 POD_LABEL = ClusterEvent(Resource.POD, Action.UPDATE_POD_LABEL)
 GATES_GONE = ClusterEvent(Resource.POD, Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
 PV_ADD = ClusterEvent(Resource.WILDCARD, Action.ADD, "PersistentVolumeAdd")  # stands in for pvAdd
-
-
-class FakeClock:
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def step(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
@@ -112,10 +104,6 @@ class StubFramework:
         return {"SchedulingGates": GATES_EVENTS, **self.events}
 
 
-def make_pod(name: str, priority: int = 0, **kwargs: Any) -> Pod:
-    return Pod(name=name, uid=f"uid-{name}", priority=priority, **kwargs)
-
-
 def make_queue(
     events: dict[str, list[ClusterEventWithHint]] | None = None,
     clock: FakeClock | None = None,
@@ -148,8 +136,8 @@ def names(infos: Any) -> list[str]:
 def test_priority_order_then_fifo_among_equals() -> None:
     q, clock = make_queue()
     for name, priority in [("low", 1), ("high-a", 10), ("mid", 5), ("high-b", 10), ("mid-b", 5)]:
-        q.add(make_pod(name, priority))
-        clock.step(1)
+        q.add(make_pod(name, priority=priority))
+        clock.advance(1)
     assert [pop_name(q) for _ in range(6)] == ["high-a", "high-b", "mid", "mid-b", "low", None]
 
 
@@ -167,7 +155,7 @@ def test_pop_counts_attempts_and_sets_initial_attempt_timestamp_once() -> None:
     assert info is not None
     assert info.attempts == 1
     assert info.initial_attempt_timestamp == START
-    clock.step(30)
+    clock.advance(30)
     fail(q, info, "P")
     q.node_added(Node("n"))  # backoff (1 s) is long over: straight to activeQ
     again = q.try_pop()
@@ -179,11 +167,11 @@ def test_pop_counts_attempts_and_sets_initial_attempt_timestamp_once() -> None:
 
 def test_update_reorders_active_pod() -> None:
     q, clock = make_queue()
-    a, b = make_pod("a", 1), make_pod("b", 2)
+    a, b = make_pod("a", priority=1), make_pod("b", priority=2)
     q.add(a)
-    clock.step(1)
+    clock.advance(1)
     q.add(b)
-    q.update(a, make_pod("a", 5, resource_version="2"))
+    q.update(a, make_pod("a", priority=5, resource_version="2"))
     assert [pop_name(q), pop_name(q)] == ["a", "b"]
 
 
@@ -254,7 +242,7 @@ def test_backoff_durations_grow_with_each_rejection() -> None:
         q.node_added(Node("n"))  # still backing off: moved to backoffQ
         assert q.where(info.pod) == "backoff"
         seen.append(info.backoff_expiration - info.timestamp)
-        clock.step(100)
+        clock.advance(100)
         q.flush_backoff_completed()
         assert q.where(info.pod) == "active"
     assert seen == [1, 2, 4, 8, 10, 10]
@@ -269,7 +257,7 @@ def test_errors_back_off_by_consecutive_errors_and_reset_on_rejection() -> None:
         fail(q, info)  # no rejecting plugin: an error
         assert q.where(info.pod) == "backoff"
         assert info.backoff_expiration - info.timestamp == expected
-        clock.step(100)
+        clock.advance(100)
         q.flush_backoff_completed()
         info = q.try_pop()
         assert info is not None
@@ -280,21 +268,22 @@ def test_errors_back_off_by_consecutive_errors_and_reset_on_rejection() -> None:
 def test_backoff_flush_moves_only_expired_pods() -> None:
     q, clock = make_queue(pop_from_backoff=False)
     q.add(make_pod("a"))
-    clock.step(0.5)
+    clock.advance(0.5)
     q.add(make_pod("b"))
     a, b = q.try_pop(), q.try_pop()
-    assert a is not None and b is not None
+    assert a is not None
+    assert b is not None
     fail(q, a)  # timestamp 1000.5 -> expiry floor(1001.5) = 1001
-    clock.step(1)
+    clock.advance(1)
     fail(q, b)  # timestamp 1001.5 -> expiry 1002
     assert q.pending_counts()["backoff"] == 2
     q.flush_backoff_completed()  # now 1001.5: a's expiry 1001 is not before floor(now)=1001
     assert q.pending_counts()["backoff"] == 2
-    clock.step(0.5)  # 1002: a is done, b (1002) is not
+    clock.advance(0.5)  # 1002: a is done, b (1002) is not
     q.flush_backoff_completed()
     assert q.where(a.pod) == "active"
     assert q.where(b.pod) == "backoff"
-    clock.step(1)
+    clock.advance(1)
     q.flush_backoff_completed()
     assert q.pending_counts() == {"active": 2, "backoff": 0, "unschedulable": 0, "gated": 0}
 
@@ -305,7 +294,8 @@ def test_pop_takes_rejected_pods_from_backoff_when_active_is_empty() -> None:
     q.add(make_pod("rejected"))
     q.add(make_pod("errored"))
     rejected, errored = q.try_pop(), q.try_pop()
-    assert rejected is not None and errored is not None
+    assert rejected is not None
+    assert errored is not None
     fail(q, errored)
     fail(q, rejected, "P")
     q.node_added(Node("n"))
@@ -325,7 +315,7 @@ def test_pre_enqueue_runs_entering_backoff_not_leaving_it() -> None:
     assert info is not None
     fail(q, info)
     assert (q.where(info.pod), framework.pre_enqueue_calls) == ("backoff", 2)
-    clock.step(5)
+    clock.advance(5)
     q.flush_backoff_completed()
     assert (q.where(info.pod), framework.pre_enqueue_calls) == ("active", 2)
 
@@ -347,9 +337,10 @@ def test_pod_backoff_settings_come_from_its_profile() -> None:
 
 
 def unschedulable_pod(q: PriorityQueue, name: str, *plugins: str, priority: int = 0) -> QueuedPodInfo:
-    q.add(make_pod(name, priority))
+    q.add(make_pod(name, priority=priority))
     info = q.try_pop()
-    assert info is not None and info.pod.name == name
+    assert info is not None
+    assert info.pod.name == name
     fail(q, info, *plugins)
     assert q.where(info.pod) == "unschedulable"
     return info
@@ -376,7 +367,7 @@ def test_event_moves_unschedulable_pod(
 ) -> None:
     q, clock = make_queue({"P": registered, "Other": [ClusterEventWithHint(NODE_ADD, queue_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(step)
+    clock.advance(step)
     q.move_all_to_active_or_backoff(event, None, None)
     assert q.where(info.pod) == want
 
@@ -389,7 +380,7 @@ def test_only_hints_of_rejecting_plugins_count() -> None:
         }
     )
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "unschedulable"
 
@@ -410,7 +401,7 @@ def test_hint_that_raises_counts_as_queue() -> None:
 
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD, broken)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "active"
 
@@ -433,7 +424,7 @@ def test_precheck_limits_which_pods_move() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
     low = unschedulable_pod(q, "low", "P", priority=1)
     high = unschedulable_pod(q, "high", "P", priority=9)
-    clock.step(5)
+    clock.advance(5)
     q.move_all_to_active_or_backoff(NODE_ADD, None, None, le_priority_precheck(5))
     assert (q.where(low.pod), q.where(high.pod)) == ("active", "unschedulable")
 
@@ -475,10 +466,10 @@ def test_assigned_pod_and_node_helpers_send_their_events() -> None:
 def test_unschedulable_timeout_flush_after_five_minutes() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD, skip_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(300)
+    clock.advance(300)
     q.flush_unschedulable_leftover()  # exactly 5 min: upstream requires strictly longer
     assert q.where(info.pod) == "unschedulable"
-    clock.step(0.5)
+    clock.advance(0.5)
     q.flush_unschedulable_leftover()
     assert q.where(info.pod) == "active"
     assert q.incoming[("active", "UnschedulableTimeout")] == 1
@@ -487,7 +478,7 @@ def test_unschedulable_timeout_flush_after_five_minutes() -> None:
 def test_moved_event_is_counted_by_label() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
     unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.incoming[("active", "NodeAdd")] == 1
     assert q.incoming[("unschedulable", "ScheduleAttemptFailure")] == 1
@@ -502,12 +493,13 @@ def test_gated_pod_is_never_popped_and_counted_apart() -> None:
     q.add(gated)
     assert q.where(gated) == "gated"
     info = q.get(gated)
-    assert info is not None and info.gating_plugin == "SchedulingGates"
+    assert info is not None
+    assert info.gating_plugin == "SchedulingGates"
     assert info.unschedulable_plugins == {"SchedulingGates"}
     assert q.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
     assert q.try_pop() is None
     q.node_added(Node("n"))  # not an event the gating plugin registered
-    clock.step(600)
+    clock.advance(600)
     q.flush_unschedulable_leftover()  # UnschedulableTimeout does not match the gating events
     q.activate([gated])  # ForceActivate re-runs PreEnqueue: still gated
     assert q.where(gated) == "gated"
@@ -525,7 +517,9 @@ def test_update_that_removes_gates_moves_pod_to_active() -> None:
     q.update(fewer, open_pod)
     assert q.where(open_pod) == "active"
     info = q.try_pop()
-    assert info is not None and info.pod is open_pod and not info.gated
+    assert info is not None
+    assert info.pod is open_pod
+    assert not info.gated
     assert q.pending_counts()["gated"] == 0
 
 
@@ -560,7 +554,8 @@ def test_event_before_pop_is_ignored_on_failure() -> None:
     first = q.try_pop()  # "p" in flight: the next event is logged
     q.node_added(Node("n1"))
     second = q.try_pop()
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     fail(q, second, "P")  # n1 came before second's pop
     assert q.where(second.pod) == "unschedulable"
     fail(q, first, "P")  # but after first's
@@ -597,7 +592,8 @@ def test_activate_in_flight_pod_requeues_it_when_it_fails() -> None:
     q.add(pod)
     q.add(other)
     info, other_info = q.try_pop(), q.try_pop()
-    assert info is not None and other_info is not None
+    assert info is not None
+    assert other_info is not None
     q.activate([pod])
     fail(q, other_info, "P")  # the ForceActivate targets p only
     assert q.where(other) == "unschedulable"
@@ -758,12 +754,13 @@ def test_in_flight_pods(
     q, clock = make_queue(hints)
     for pod in initial:
         q.add(pod)
-        clock.step(1)
+        clock.advance(1)
     popped: dict[str, QueuedPodInfo] = {}
     for step in steps:
         if step.pop is not None:
             info = q.try_pop()
-            assert info is not None and info.pod.uid == step.pop.uid
+            assert info is not None
+            assert info.pod.uid == step.pop.uid
             popped[info.pod.uid] = info
         elif step.event is not None:
             q.move_all_to_active_or_backoff(step.event, None, None)
@@ -976,7 +973,7 @@ def test_update_refreshes_backoff_pod() -> None:
 def test_update_with_matching_hint_moves_unschedulable_pod() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(POD_LABEL, same_pod_hint)]})
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.update(info.pod, make_pod("p", resource_version="2"))  # no label change
     assert q.where(info.pod) == "unschedulable"
     q.update(info.pod, make_pod("p", labels={"x": "y"}, resource_version="3"))
@@ -988,8 +985,8 @@ def test_replacing_frameworks_keeps_pods_and_resorts() -> None:
     frameworks: dict[str, StubFramework] = {"default-scheduler": StubFramework(), "other": StubFramework()}
     q = PriorityQueue(frameworks, clock)
     for name, priority in [("a", 1), ("b", 3), ("c", 2)]:
-        q.add(make_pod(name, priority))
-        clock.step(1)
+        q.add(make_pod(name, priority=priority))
+        clock.advance(1)
     q.add(make_pod("orphan", scheduler_name="other"))
     frameworks["default-scheduler"] = StubFramework(ascending=True)
     del frameworks["other"]
@@ -1007,14 +1004,15 @@ def test_resort_retries_unschedulable_and_gated_pods() -> None:
     info = unschedulable_pod(q, "p", "P")
     gated = make_pod("gated", scheduling_gates=("g",))
     q.add(gated)
-    clock.step(5)
+    clock.advance(5)
     q.resort(requeue_unschedulable=False)
     assert (q.where(info.pod), q.where(gated)) == ("unschedulable", "gated")
     frameworks["default-scheduler"] = StubFramework(gating_plugin="Other")
     q.resort()  # still gated (by the new gating plugin), the rejected pod is retried
     assert (q.where(info.pod), q.where(gated)) == ("active", "gated")
     gating = q.get(gated)
-    assert gating is not None and gating.gating_plugin == "Other"
+    assert gating is not None
+    assert gating.gating_plugin == "Other"
 
 
 def test_replaced_framework_hints_are_used() -> None:
@@ -1024,7 +1022,7 @@ def test_replaced_framework_hints_are_used() -> None:
     clock = FakeClock()
     q = PriorityQueue(frameworks, clock)
     info = unschedulable_pod(q, "p", "P")
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert q.where(info.pod) == "unschedulable"
     frameworks["default-scheduler"] = StubFramework(
@@ -1065,7 +1063,7 @@ def async_queue(
 async def test_pop_waits_until_a_pod_is_added() -> None:
     q, _ = async_queue()
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     assert not task.done()
     q.add(make_pod("p"))
     info = await asyncio.wait_for(task, 1)
@@ -1078,9 +1076,9 @@ async def test_pop_wakes_when_an_event_moves_a_pod() -> None:
     info = await q.pop()
     fail(q, info, "P")
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     assert not task.done()
-    clock.step(5)
+    clock.advance(5)
     q.node_added(Node("n"))
     assert (await asyncio.wait_for(task, 1)).pod.name == "p"
 
@@ -1088,7 +1086,7 @@ async def test_pop_wakes_when_an_event_moves_a_pod() -> None:
 async def test_close_wakes_waiters() -> None:
     q, _ = async_queue()
     task = asyncio.create_task(q.pop())
-    await asyncio.sleep(0.01)
+    await settle()
     q.close()
     with pytest.raises(QueueClosed):
         await asyncio.wait_for(task, 1)
@@ -1104,11 +1102,8 @@ async def test_flushers_move_backoff_and_leftover_pods() -> None:
     fail(q, backoff)
     fail(q, stuck, "P")
     runner = asyncio.create_task(q.run_flushers(backoff_interval=0.01, unschedulable_interval=0.02))
-    clock.step(400)
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if q.pending_counts()["active"] == 2:
-            break
+    clock.advance(400)
+    await eventually(lambda: q.pending_counts()["active"] == 2)
     assert q.pending_counts() == {"active": 2, "backoff": 0, "unschedulable": 0, "gated": 0}
     q.close()
     await asyncio.wait_for(runner, 1)

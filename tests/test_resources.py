@@ -400,7 +400,8 @@ def test_requests_key_presence_matches_max_semantics() -> None:
 
 def test_replace_recomputes_cached_requests() -> None:
     pod = make([c({CPU: 100})])
-    assert pod.requests == {CPU: 100} and pod.non_zero_requests == (100, DEFAULT_MEMORY_REQUEST)
+    assert pod.requests == {CPU: 100}
+    assert pod.non_zero_requests == (100, DEFAULT_MEMORY_REQUEST)
     bigger = dataclasses.replace(pod, containers=(c({CPU: 700, MEM: MI}),))
     assert bigger.requests == {CPU: 700, MEM: MI}
     assert bigger.non_zero_requests == (700, MI)

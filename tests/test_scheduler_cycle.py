@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,6 +56,7 @@ from policy_scheduler.scheduler.schedule_one import (
     SchedulingError,
     num_feasible_nodes_to_find,
 )
+from tests.builders import make_node, make_pod
 
 ERR_REASON_FAKE = "Nodes failed the fake plugin"
 
@@ -304,9 +306,8 @@ def make_scheduler(cache: Cache, framework: Framework, seed: int = 0) -> tuple[S
     )
 
 
-def pod(name: str, cpu: int = 0, mem: int = 0, **kw: Any) -> Pod:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}
-    return Pod(name, uid=name, scheduler_name="test", containers=(Container("c", requests=requests),), **kw)
+# Pods of the "test" profile, each with one container "c" (empty unless cpu/memory are given).
+pod = partial(make_pod, scheduler_name="test", requests={})
 
 
 def info(p: Pod) -> QueuedPodInfo:
@@ -401,7 +402,8 @@ def test_match_filter_with_scores() -> None:
     fw = make_framework(cache, {"filter": [MatchFilter], "score": [NumericMap]})
     sched, _, _ = make_scheduler(cache, fw)
     result = schedule(sched, pod("2"))
-    assert result.node_name == "2" and result.feasible_nodes == 1
+    assert result.node_name == "2"
+    assert result.feasible_nodes == 1
 
 
 def test_no_pods_and_match_filter_each_reject_one_node() -> None:
@@ -545,8 +547,10 @@ def test_without_score_plugins_one_node_is_evaluated() -> None:
     sched, _, _ = make_scheduler(cache, make_framework(cache, {"filter": [true_filter]}))
     result = schedule(sched, pod("pod1"))
     # The vectorized search may filter a few more nodes, but only the first one counts.
-    assert result.evaluated_nodes == 1 and result.feasible_nodes == 1
-    assert result.node_name == "node1" and sched.next_start_node_index == 1
+    assert result.evaluated_nodes == 1
+    assert result.feasible_nodes == 1
+    assert result.node_name == "node1"
+    assert sched.next_start_node_index == 1
 
 
 def test_filter_error_is_a_scheduling_error() -> None:
@@ -585,9 +589,7 @@ def test_no_nodes() -> None:
 ALLOC = {"cpu": 1000, "memory": 1 << 30, "pods": 110}
 
 
-def _node(name: str, **kw: Any) -> Node:
-    kw.setdefault("allocatable", dict(ALLOC))
-    return Node(name, labels={"kubernetes.io/hostname": name, **kw.pop("labels", {})}, **kw)
+_node = partial(make_node, hostname=True, allocatable=ALLOC)
 
 
 @pytest.mark.parametrize(
@@ -603,7 +605,7 @@ def _node(name: str, **kw: Any) -> Node:
         pytest.param(
             [_node("a"), _node("b")],
             [],
-            pod("p", cpu=2000, mem=2 << 30),
+            pod("p", cpu=2000, memory=2 << 30),
             "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
             id="cpu and memory",
         ),
@@ -617,7 +619,7 @@ def _node(name: str, **kw: Any) -> Node:
                 _node("cordoned", unschedulable=True, labels={"disk": "ssd"}),
             ],
             [],
-            pod("p", cpu=500, mem=1 << 28, node_selector={"disk": "ssd"}),
+            pod("p", cpu=500, memory=1 << 28, node_selector={"disk": "ssd"}),
             "0/4 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 node(s) didn't match Pod's node affinity/selector, "
             "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.",
             id="mixed reasons",
@@ -918,7 +920,8 @@ def test_schedule_one_assumes_and_binds() -> None:
     sched, queue, hooks = make_scheduler(cache, default_framework(cache))
     p = pod("p", cpu=300)
     task = sched.schedule_one(info(p))
-    assert task is not None and task.node_name == "n1"
+    assert task is not None
+    assert task.node_name == "n1"
     assert cache.is_assumed(p)
     assert int(cache.table.requested[cache.table.resource_index["cpu"], 0]) == 300
     Binder.bound.clear()
@@ -958,7 +961,8 @@ def test_binding_failure_forgets_the_pod() -> None:
     assert hooks.failures == [
         ("p", REASON_SCHEDULER_ERROR, 'running Bind plugin "DefaultBinder": conflict', None)
     ]
-    assert len(queue.unschedulable) == 1 and len(queue.moves) == 1
+    assert len(queue.unschedulable) == 1
+    assert len(queue.moves) == 1
 
 
 def test_schedule_one_fit_error_records_plugins() -> None:
@@ -994,7 +998,8 @@ def test_schedule_one_without_profile_and_terminating_pods() -> None:
     assert "'other'" in hooks.failures[-1][2]
     dying = pod("dying", deletion_timestamp=5.0)
     assert sched.schedule_one(info(dying)) is None
-    assert queue.done_uids == ["dying"] and len(hooks.failures) == 1
+    assert queue.done_uids == ["dying"]
+    assert len(hooks.failures) == 1
 
 
 def test_schedule_one_with_no_nodes_is_unschedulable() -> None:
@@ -1004,7 +1009,8 @@ def test_schedule_one_with_no_nodes_is_unschedulable() -> None:
     i = info(pod("p"))
     assert sched.schedule_one(i) is None
     assert hooks.failures == [("p", REASON_UNSCHEDULABLE, NO_NODES_AVAILABLE, None)]
-    assert queue.unschedulable == [i] and i.unschedulable_plugins == set()
+    assert queue.unschedulable == [i]
+    assert i.unschedulable_plugins == set()
 
 
 def _reserve_permit_scheduler(
@@ -1057,7 +1063,8 @@ def test_permit_timeout_in_binding_cycle_is_a_fit_error() -> None:
     p = pod("p", cpu=100)
     i = info(p)
     task = sched.schedule_one(i)
-    assert task is not None and cache.is_assumed(p)
+    assert task is not None
+    assert cache.is_assumed(p)
     asyncio.run(sched.binding_cycle(task))
     msg = "0/1 nodes are available: 1 rejected due to timeout after waiting 10ms at plugin Per."
     assert hooks.failures == [("p", REASON_UNSCHEDULABLE, msg, None)]
@@ -1067,7 +1074,9 @@ def test_permit_timeout_in_binding_cycle_is_a_fit_error() -> None:
     # The freed room is announced, but not to the rejected pod itself.
     assert len(queue.moves) == 1
     precheck = queue.moves[0][3]
-    assert precheck is not None and not precheck(p) and precheck(pod("other"))
+    assert precheck is not None
+    assert not precheck(p)
+    assert precheck(pod("other"))
 
 
 def test_rejected_nominated_node_counts_in_the_rotation() -> None:
@@ -1118,6 +1127,7 @@ def test_preemption_takes_the_room_of_lower_priority_nominations_only() -> None:
     assert sched.schedule_one(info(pod("preemptor", priority=5))) is None
     assert hooks.cleared == ["low"]
     assert "default/low" not in queue.nominations
-    assert queue.nominations["default/equal"] == "n1" and queue.nominations["default/high"] == "n1"
+    assert queue.nominations["default/equal"] == "n1"
+    assert queue.nominations["default/high"] == "n1"
     assert queue.nominations["default/elsewhere"] == "n2"
     assert queue.nominations["default/preemptor"] == "n1"

@@ -61,9 +61,11 @@ def test_json_contract_keys_and_input_order(capsys: pytest.CaptureFixture[str]) 
         "nominatedNode": None,
         "message": None,
     }
-    assert got["gpu-job"]["node"] == "node-c" and got["gpu-job"]["message"] is None
+    assert got["gpu-job"]["node"] == "node-c"
+    assert got["gpu-job"]["message"] is None
     huge = got["huge"]
-    assert huge["node"] is None and huge["nominatedNode"] is None
+    assert huge["node"] is None
+    assert huge["nominatedNode"] is None
     # 8 cpu is more than any node has: Unresolvable, so preemption cannot help either.
     assert huge["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
@@ -88,7 +90,8 @@ def test_json_is_stable_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, *fixture("cluster.yaml", "pods.yaml"))
-    assert code == 0 and err.startswith("summary: ")
+    assert code == 0
+    assert err.startswith("summary: ")
     lines = out.splitlines()
     assert lines[0] == "NAMESPACE  NAME       NODE       NOMINATED  MESSAGE"
     assert lines[1] == "apps       running    node-a"
@@ -99,7 +102,8 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
         lines[5]
         == "default    elsewhere  <pending>             no SchedulingProfile for schedulerName 'nobody'"
     )
-    assert len(lines) == 6 and out.endswith("\n")
+    assert len(lines) == 6
+    assert out.endswith("\n")
 
 
 def test_kind_list_input(capsys: pytest.CaptureFixture[str]) -> None:
@@ -253,7 +257,8 @@ def test_bad_input_exits_2_naming_file_object_and_field(
 
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, str(tmp_path / "nope.yaml"))
-    assert code == 2 and "nope.yaml" in err
+    assert code == 2
+    assert "nope.yaml" in err
 
 
 def test_our_kinds_need_our_api_group(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,7 +16,7 @@ SCENARIO = Path(__file__).parent / "fixtures" / "simulate" / "preempt-policy.yam
 
 def _run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], policy_spec: dict[str, object]
-) -> dict[str, dict]:
+) -> dict[str, dict[str, Any]]:
     docs = list(yaml.safe_load_all(SCENARIO.read_text()))
     docs[0]["spec"] = policy_spec
     path = tmp_path / "scenario.yaml"
@@ -54,4 +55,5 @@ def test_unknown_eviction_policy_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     path.write_text(text)
     assert main(["simulate", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "spec.evictionPolicyName" in err and "nope" in err
+    assert "spec.evictionPolicyName" in err
+    assert "nope" in err

@@ -7,7 +7,6 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from plugins._build_storage import GI, HOSTNAME, IMMEDIATE_SC, WAIT_SC, make_pv, make_pvc
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObjects
@@ -17,7 +16,10 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolumeClaim,
 )
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
-from test_engine import Clock, Hooks, WatchingBinder, pod, profile
+from tests.builders import make_pod
+from tests.fakeclock import FakeClock
+from tests.plugins._build_storage import GI, HOSTNAME, IMMEDIATE_SC, WAIT_SC, make_pv, make_pvc
+from tests.test_engine import Hooks, WatchingBinder, profile
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 
@@ -75,7 +77,9 @@ def setup(
     storage = StorageObjects([IMMEDIATE_SC, WAIT_SC, *objects])
     api = FakeVolumeAPI(storage, controller=controller)
     hooks, binder = Hooks(), WatchingBinder()
-    engine = Engine(hooks=hooks, binder=binder, seed=7, clock=Clock(), storage=storage, volume_api=api)
+    engine = Engine(
+        hooks=hooks, binder=binder, seed=7, clock=FakeClock(now=5000.0), storage=storage, volume_api=api
+    )
     binder.engine = engine
     config = {"VolumeBinding": args} if args is not None else {}
     engine.set_profiles([profile(plugin_config=config)])
@@ -89,7 +93,9 @@ def setup(
 def with_claims(name: str, *claims: str) -> Pod:
     from policy_scheduler.scheduler.storage.volumes import PVC, Volume
 
-    return dataclasses.replace(pod(name), volumes=tuple(Volume(c, PVC, claim_name=c) for c in claims))
+    return dataclasses.replace(
+        make_pod(name, cpu=100), volumes=tuple(Volume(c, PVC, claim_name=c) for c in claims)
+    )
 
 
 def local_pv(name: str, node: str) -> PersistentVolume:
@@ -111,7 +117,9 @@ def test_pods_with_unusable_claims_are_never_bound() -> None:
     engine, hooks, binder, *_ = setup(make_pvc("immediate", IMMEDIATE_SC.name))
     engine.pod_added(with_claims("missing", "nope"))
     engine.pod_added(with_claims("unbound-immediate", "immediate"))
-    engine.pod_added(dataclasses.replace(pod("dra"), resource_claims=(PodResourceClaim("gpu", "gpu-claim"),)))
+    engine.pod_added(
+        dataclasses.replace(make_pod("dra", cpu=100), resource_claims=(PodResourceClaim("gpu", "gpu-claim"),))
+    )
     schedule_two_cycles_then_bind(engine)
     assert binder.bound == []
     messages = {name: message for name, _, message in hooks.failures}
@@ -138,11 +146,16 @@ def test_two_pods_cannot_take_the_same_local_pv() -> None:
 
     asyncio.run(go())
     assert binder.bound == [("pa", "n0")]
-    assert [f[0] for f in hooks.failures] == ["pb"] and BIND_CONFLICT in hooks.failures[0][2]
+    assert [f[0] for f in hooks.failures] == ["pb"]
+    assert BIND_CONFLICT in hooks.failures[0][2]
     pv = storage.get_pv("pv-n0")
-    assert pv is not None and pv.claim_ref is not None and pv.claim_ref.name == "a"
+    assert pv is not None
+    assert pv.claim_ref is not None
+    assert pv.claim_ref.name == "a"
     claim = storage.get_pvc("default", "a")
-    assert claim is not None and claim.fully_bound and claim.volume_name == "pv-n0"
+    assert claim is not None
+    assert claim.fully_bound
+    assert claim.volume_name == "pv-n0"
 
 
 def test_failed_pv_write_gives_the_pv_back() -> None:
@@ -154,7 +167,8 @@ def test_failed_pv_write_gives_the_pv_back() -> None:
     assert "conflict writing the PersistentVolume" in hooks.failures[0][2]
     cache = engine.frameworks["default-scheduler"].plugins["VolumeBinding"].cache  # type: ignore[attr-defined]
     pv = cache.get_pv("pv-n0")
-    assert pv is not None and pv.claim_ref is None, "the assumed binding was reverted"
+    assert pv is not None
+    assert pv.claim_ref is None, "the assumed binding was reverted"
 
 
 def test_bind_timeout_reverts_and_reports() -> None:
@@ -183,7 +197,8 @@ def test_a_pod_waiting_for_its_claim_is_retried_when_the_claim_appears() -> None
     engine, hooks, binder, _, storage = setup(local_pv("pv-n1", "n1"))
     engine.pod_added(with_claims("pa", "a"))
     schedule_two_cycles_then_bind(engine)
-    assert binder.bound == [] and 'persistentvolumeclaim "a" not found' in hooks.failures[0][2]
+    assert binder.bound == []
+    assert 'persistentvolumeclaim "a" not found' in hooks.failures[0][2]
     assert not engine.schedule_next()  # parked as unschedulable
     waiting = with_claims("pa", "a")
     assert engine.queue.where(waiting) == "unschedulable"

@@ -8,8 +8,8 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugins._build_storage import GI, HOSTNAME, WAIT_SC, make_pvc
-from test_storage_engine import local_pv, setup, with_claims
+from tests.plugins._build_storage import GI, HOSTNAME, WAIT_SC, make_pvc
+from tests.test_storage_engine import local_pv, setup, with_claims
 
 NODES = ("n0", "n1")
 
@@ -52,9 +52,12 @@ def test_no_pv_is_given_twice(pv_nodes: list[str], pods: list[list[int]], missin
         assert f"c{missing}" not in claims_of[name], "a pod with a missing claim was bound"
         for claim_name in claims_of[name]:
             claim = storage.get_pvc("default", claim_name)
-            assert claim is not None and claim.fully_bound
+            assert claim is not None
+            assert claim.fully_bound
             pv = storage.get_pv(claim.volume_name)
-            assert pv is not None and pv.claim_ref is not None and pv.claim_ref.name == claim_name
+            assert pv is not None
+            assert pv.claim_ref is not None
+            assert pv.claim_ref.name == claim_name
             assert pv.node_affinity is not None
             requirement = pv.node_affinity[0].match_expressions[0]
             assert (requirement.key, requirement.values) == (HOSTNAME, (node,)), "PV on another node"

@@ -233,7 +233,8 @@ def test_function_names_in_string_literals_are_not_calls() -> None:
 def test_a_missing_key_fails_the_rule() -> None:
     schema = {"type": "object", "x-kubernetes-validations": [{"rule": "self.x > 1", "message": "x"}]}
     found = check_rules({}, schema)
-    assert len(found) == 1 and "no such member" in found[0].message
+    assert len(found) == 1
+    assert "no such member" in found[0].message
 
 
 def test_transition_rules_do_not_apply_to_creation() -> None:

@@ -15,11 +15,12 @@ import yaml
 
 from policy_scheduler.apiobjects.convert import pdb_from_dict, pod_from_dict
 from policy_scheduler.cli import main
+from policy_scheduler.kube.informer import PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
 from policy_scheduler.simulate import live_snapshot, whatif
 from policy_scheduler.simulate.diff import changes_json, changes_table, diff_outcomes
-from policy_scheduler.simulate.live_snapshot import PODS, SnapshotError, read_snapshot
+from policy_scheduler.simulate.live_snapshot import SnapshotError, read_snapshot
 from policy_scheduler.simulate.overrides import (
     NEW_OBJECT_CREATED,
     OverrideError,
@@ -185,7 +186,8 @@ def test_snapshot_pages_through_every_collection_and_converts_as_the_informers()
 
 def test_snapshot_without_our_crds_reads_them_as_empty_but_core_failures_are_errors() -> None:
     scenario, stats = asyncio.run(read_snapshot(FakeApi(node("n1"), crds=False).get))
-    assert scenario.profiles == [] and f"{CR}/schedulingprofiles" in stats.missing
+    assert scenario.profiles == []
+    assert f"{CR}/schedulingprofiles" in stats.missing
 
     async def forbidden(path: str, query: dict[str, Any]) -> Answer:
         return Answer(403, b"nodes is forbidden")
@@ -214,7 +216,8 @@ def test_api_get_sends_only_get(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("policy_scheduler.kube.client.call", call)
     asyncio.run(read_snapshot(live_snapshot.api_get(object())))
-    assert methods and set(methods) == {"GET"}
+    assert methods
+    assert set(methods) == {"GET"}
 
 
 # ---- policy in force ----------------------------------------------------------------------------------
@@ -232,11 +235,14 @@ def test_invalid_generation_serves_the_last_accepted_spec() -> None:
 def test_profile_whose_eviction_policy_is_missing_preempts_nothing() -> None:
     result = policy_in_force([profile("prof", evictionPolicyName="gone")], [])
     config = result.policy_for("s")
-    assert config is not None and config.unavailable_reason is not None
+    assert config is not None
+    assert config.unavailable_reason is not None
     assert any("preempts nothing" in n for n in result.notes)
     present = policy_in_force([profile("prof", evictionPolicyName="p")], [eviction_policy("p", dryRun=True)])
     config = present.policy_for("s")
-    assert config is not None and config.dry_run and config.unavailable_reason is None
+    assert config is not None
+    assert config.dry_run
+    assert config.unavailable_reason is None
 
 
 def test_profile_selector_leaves_out_profiles_the_operator_ignores() -> None:
@@ -275,7 +281,8 @@ def test_apply_replaces_the_same_named_object_as_kubectl_apply_would(tmp_path: P
     changed = with_overrides(scenario, overrides)
     [replaced, created] = changed.profiles
     assert replaced["spec"] == {"schedulerName": "t"}
-    assert replaced["metadata"]["uid"] == "uid-prof" and replaced["metadata"]["generation"] == 5
+    assert replaced["metadata"]["uid"] == "uid-prof"
+    assert replaced["metadata"]["generation"] == 5
     assert replaced["status"] == old["status"]
     assert created["metadata"]["creationTimestamp"] == NEW_OBJECT_CREATED
     assert scenario.profiles == [old], "the snapshot itself is left alone"
@@ -331,7 +338,8 @@ def test_enforce_stops_at_the_first_victim_a_budget_refuses() -> None:
 def test_evictions_use_up_budgets() -> None:
     budget = pdb_from_dict(pdb("x", "x", 1))
     [after] = after_evictions([budget], [pod_from_dict(pod("a", "1", labels={"app": "x"}))])
-    assert after.disruptions_allowed == 0 and "a" in after.disrupted_pods
+    assert after.disruptions_allowed == 0
+    assert "a" in after.disrupted_pods
     second = pod_from_dict(pod("b", "1", labels={"app": "x"}))
     assert victim_verdicts(EvictionPolicyConfig(), [second], [after])[0][1] == BLOCKED_BY_BUDGET
 
@@ -361,7 +369,8 @@ def test_diff_lists_only_pods_whose_outcome_changes() -> None:
         "preempts": ["d/low"],
         "victims": [{"pod": "d/low", "verdict": ALLOWED}],
     }
-    assert data[1]["before"]["preempted"] is False and data[1]["after"]["preempted"] is True
+    assert data[1]["before"]["preempted"] is False
+    assert data[1]["after"]["preempted"] is True
     table = changes_table(changes, before, after).splitlines()
     assert table[1].split()[:4] == ["d", "vip", "<pending>", "n1"]
     assert table[2].split()[:4] == ["d", "low", "n1", "preempted"]
@@ -397,15 +406,15 @@ def test_from_cluster_reports_pending_pods_of_served_schedulers_and_victims(
     out, err = capsys.readouterr()
     pods = {p["name"]: p for p in json.loads(out)["pods"]}
     assert set(pods) == {"vip", "low"}, "only our pending pods and their victims"
-    assert pods["vip"]["node"] == "n1" and pods["vip"]["victims"] == [
-        {"pod": "default/low", "verdict": ALLOWED}
-    ]
+    assert pods["vip"]["node"] == "n1"
+    assert pods["vip"]["victims"] == [{"pod": "default/low", "verdict": ALLOWED}]
     assert err.splitlines()[-1].startswith("summary: 1 scheduled, 0 pending, 1 preempted")
 
     cluster.append(pdb("low", "low", 0))
     assert main(["simulate", "--from-cluster", "-o", "json"]) == 0
     vip = {p["name"]: p for p in json.loads(capsys.readouterr().out)["pods"]}["vip"]
-    assert vip["node"] is None and "would violate a PodDisruptionBudget" in vip["message"]
+    assert vip["node"] is None
+    assert "would violate a PodDisruptionBudget" in vip["message"]
     assert vip["victims"] == [{"pod": "default/low", "verdict": BLOCKED_BY_BUDGET}]
 
     changed = write(

@@ -8,14 +8,7 @@ import asyncio
 import pytest
 
 from policy_scheduler.controllers.workqueue import WorkQueue
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakeclock import FakeClock
 
 
 def drain(queue: WorkQueue[str]) -> list[str]:
@@ -28,8 +21,8 @@ def drain(queue: WorkQueue[str]) -> list[str]:
 
 def make(
     keys: list[str] | None = None, jitter: float = 0.0, rng: float = 0.0
-) -> tuple[WorkQueue[str], Clock]:
-    clock = Clock()
+) -> tuple[WorkQueue[str], FakeClock]:
+    clock = FakeClock()
     known = keys if keys is not None else []
     queue: WorkQueue[str] = WorkQueue(
         lambda: known,
@@ -67,7 +60,8 @@ def test_backoff_doubles_per_key_up_to_the_cap_and_forget_resets_it() -> None:
     assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
     assert queue.retry("b") == 1.0  # per key
     queue.forget("a")
-    assert queue.retry("a") == 1.0 and queue.retries("a") == 1
+    assert queue.retry("a") == 1.0
+    assert queue.retries("a") == 1
 
 
 def test_jitter_spreads_retries_within_bounds() -> None:
@@ -82,10 +76,11 @@ def test_jitter_spreads_retries_within_bounds() -> None:
 def test_a_retried_key_is_due_only_after_its_delay() -> None:
     queue, clock = make()
     queue.retry("a")  # due in 1 s
-    assert queue.poll() is None and queue.next_due() == 1.0
-    clock.now += 0.99
     assert queue.poll() is None
-    clock.now += 0.01
+    assert queue.next_due() == 1.0
+    clock.advance(0.99)
+    assert queue.poll() is None
+    clock.advance(0.01)
     assert drain(queue) == ["a"]
 
 
@@ -94,7 +89,7 @@ def test_an_immediate_add_overrides_a_pending_retry() -> None:
     queue.retry("a")
     queue.add("a")
     assert drain(queue) == ["a"]
-    clock.now += 5
+    clock.advance(5)
     assert drain(queue) == []  # the delayed copy is gone: processed once
 
 
@@ -102,20 +97,20 @@ def test_the_earlier_of_two_delays_wins() -> None:
     queue, clock = make()
     queue.add_after("a", 5)
     queue.add_after("a", 2)
-    clock.now += 2
+    clock.advance(2)
     assert drain(queue) == ["a"]
-    clock.now += 3
+    clock.advance(3)
     assert drain(queue) == []
 
 
 def test_periodic_resync_adds_every_known_key() -> None:
     queue, clock = make(keys=["x", "y"])
     assert drain(queue) == []
-    clock.now += 29.9
+    clock.advance(29.9)
     assert drain(queue) == []
-    clock.now += 0.1
+    clock.advance(0.1)
     assert drain(queue) == ["x", "y"]
-    clock.now += 29.9
+    clock.advance(29.9)
     assert drain(queue) == []  # the period restarted
     queue.resync()  # e.g. leadership gained: at once
     assert drain(queue) == ["x", "y"]

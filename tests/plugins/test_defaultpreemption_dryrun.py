@@ -322,7 +322,8 @@ def test_random_offset_comes_from_handle_rng() -> None:
         )
         result, status = post_filter(env, pod("p", priority=HIGH, req=LARGE))
         assert status.is_success
-        assert result is not None and result.nominated_node_name == FIVE[offset]
+        assert result is not None
+        assert result.nominated_node_name == FIVE[offset]
 
 
 # ---- reprieve order -------------------------------------------------------------------------
@@ -395,7 +396,8 @@ def test_pdbs_service_may_be_a_callable() -> None:
     pods = [_p("p1", "node1", MID, LARGE, labels={"app": "foo"})]
     env = build([node("node1")], pods, policy=BEST_EFFORT, services={"list_pdbs": lister})
     result, status = post_filter(env, pod("p", priority=HIGH, req=LARGE))
-    assert status.is_success and victim_names(result) == ["p1"]
+    assert status.is_success
+    assert victim_names(result) == ["p1"]
     assert calls == [1]
 
 
@@ -456,7 +458,8 @@ def test_table_is_restored_exactly_after_post_filter(budget: Any) -> None:
     preemptor = pod("p", priority=VERY_HIGH, req={"cpu": 450, "memory": 100}, labels={"foo": ""})
     result, status = post_filter(env, preemptor)
     assert status.is_success, status
-    assert result is not None and result.victims
+    assert result is not None
+    assert result.victims
     after = env.snapshot()
     for key in ("requested", "non_zero", "pod_count"):
         assert np.array_equal(before[key], after[key]), key
@@ -529,4 +532,5 @@ def test_nodes_are_searched_in_node_tree_order(
     diagnosis = statuses(explicit, absent or Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
     result, status = post_filter(env, pod("p", priority=HIGH, req=LARGE), diagnosis)
     assert status.is_success
-    assert result is not None and result.nominated_node_name == want
+    assert result is not None
+    assert result.nominated_node_name == want

@@ -200,7 +200,8 @@ def test_success_returns_the_victims_of_the_chosen_node() -> None:
     )
     result, status = post_filter(env, pod("p", priority=HIGH), statuses({"node1": U, "node2": U}))
     assert status.code == Code.SUCCESS
-    assert result is not None and result.nominated_node_name == "node2"
+    assert result is not None
+    assert result.nominated_node_name == "node2"
     assert victim_names(result) == ["p2"]
     assert [p.node_name for p in result.victims] == ["node2"]
 
@@ -215,7 +216,8 @@ def test_enforce_variant_of_min_highest_priority_case_finds_no_candidate() -> No
     assert status.message == (
         "preemption: 0/2 nodes are available: 2 Preemption victims would violate a PodDisruptionBudget."
     )
-    assert result is not None and result.nominated_node_name == ""
+    assert result is not None
+    assert result.nominated_node_name == ""
 
 
 def test_no_nodes_at_all_is_an_error() -> None:

@@ -182,7 +182,8 @@ def test_select_best_candidate(
     env = build([node(n) for n in nodes], pods, rng=FixedRng(offset), policy=BEST_EFFORT)
     result, status = post_filter(env, preemptor)
     assert status.is_success, status
-    assert result is not None and result.nominated_node_name in expected
+    assert result is not None
+    assert result.nominated_node_name in expected
 
 
 # ---- each criterion alone ------------------------------------------------------------------

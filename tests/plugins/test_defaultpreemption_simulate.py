@@ -109,4 +109,5 @@ def test_budget_enforced_by_default_moves_preemption_elsewhere(tmp_path: Path) -
     # Evicting a batch pod would break its PDB: node-a's newer web pod goes instead.
     assert out["urgent"].node == "node-a"
     assert out["urgent"].preempted == ["default/web-2"]
-    assert out["batch-1"].node == "node-b" and out["batch-2"].node == "node-b"
+    assert out["batch-1"].node == "node-b"
+    assert out["batch-2"].node == "node-b"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import QueueingHint
 from policy_scheduler.scheduler.framework.status import (
     SKIP,
@@ -19,7 +20,9 @@ from policy_scheduler.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
-from policy_scheduler.scheduler.model import LabelSelector, Node, Pod
+from policy_scheduler.scheduler.model import Affinity, LabelSelector, Node, Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
+from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
 from policy_scheduler.scheduler.plugins.interpodaffinity.filtering import PreFilterState
 from policy_scheduler.scheduler.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY
 
@@ -694,9 +697,10 @@ COMPLEX = [
 ]
 
 
-def _add_remove_cases() -> list[
-    tuple[str, Pod, list[Pod], Pod, dict[tuple[str, str], int], dict[tuple[str, str], int]]
-]:
+AddRemoveCase = tuple[str, Pod, list[Pod], Pod, dict[tuple[str, str], int], dict[tuple[str, str], int]]
+
+
+def _add_remove_cases() -> list[AddRemoveCase]:
     return [
         (
             "anti-affinity terms are updated correctly after adding and removing a pod",
@@ -749,7 +753,9 @@ def _add_remove_cases() -> list[
     ]
 
 
-def _prefilter_state(pods: list[Pod], pending: Pod) -> tuple[object, PreFilterState, object]:
+def _prefilter_state(
+    pods: list[Pod], pending: Pod
+) -> tuple[tuple[NodeTable, InterPodAffinity], PreFilterState, CycleState]:
     nodes = [node("nodeA", L1), node("nodeB", L2), node("nodeC", L3)]
     table, plugin = build(nodes, pods)
     state = new_state()
@@ -761,20 +767,20 @@ def _prefilter_state(pods: list[Pod], pending: Pod) -> tuple[object, PreFilterSt
 
 
 @pytest.mark.parametrize("case", _add_remove_cases(), ids=lambda c: c[0])
-def test_pre_filter_state_add_remove_pod(case) -> None:  # type: ignore[no-untyped-def]
+def test_pre_filter_state_add_remove_pod(case: AddRemoveCase) -> None:
     _, pending, existing, added, want_anti, want_aff = case
     (all_table, _), all_state, _ = _prefilter_state([*existing, added], pending)
     (table, plugin), s, cycle = _prefilter_state(existing, pending)
     original = s.clone()
 
-    row = table.row(added.node_name)  # type: ignore[attr-defined]
-    assert plugin.add_pod(cycle, pending, added, row).is_success  # type: ignore[attr-defined]
-    assert s.anti_affinity.pairs(table) == want_anti  # type: ignore[arg-type]
-    assert s.affinity.pairs(table) == want_aff  # type: ignore[arg-type]
+    row = table.row(added.node_name)
+    assert plugin.add_pod(cycle, pending, added, row).is_success
+    assert s.anti_affinity.pairs(table) == want_anti
+    assert s.affinity.pairs(table) == want_aff
     for name in ("existing_anti_affinity", "affinity", "anti_affinity"):
         assert getattr(s, name).pairs(table) == getattr(all_state, name).pairs(all_table), name
 
-    assert plugin.remove_pod(cycle, pending, added, row).is_success  # type: ignore[attr-defined]
+    assert plugin.remove_pod(cycle, pending, added, row).is_success
     for name in ("existing_anti_affinity", "affinity", "anti_affinity"):
         assert getattr(s, name).pairs(table) == getattr(original, name).pairs(table), name
     # The clone taken before the add was not touched by it.
@@ -789,9 +795,9 @@ def test_pre_filter_state_clone_is_deep() -> None:
         ),
     )
     copy = s.clone()
-    assert copy.affinity.pairs(table) == s.affinity.pairs(table)  # type: ignore[arg-type]
-    s.affinity.add_row(table, "region", 0, 5)  # type: ignore[arg-type]
-    assert copy.affinity.pairs(table) != s.affinity.pairs(table)  # type: ignore[arg-type]
+    assert copy.affinity.pairs(table) == s.affinity.pairs(table)
+    s.affinity.add_row(table, "region", 0, 5)
+    assert copy.affinity.pairs(table) != s.affinity.pairs(table)
 
 
 # ---- TestGetTPMapMatchingIncomingAffinityAntiAffinity -------------------------------------------
@@ -1202,8 +1208,8 @@ def _p(node_name: str = "", **labels: str) -> Pod:
     ],
 )
 def test_is_schedulable_after_pod_change(
-    name: str, aff, old: Pod | None, new: Pod | None, want: QueueingHint
-) -> None:  # type: ignore[no-untyped-def]
+    name: str, aff: Affinity, old: Pod | None, new: Pod | None, want: QueueingHint
+) -> None:
     _, plugin = build([], namespace_labels=NAMESPACES)
     target = Pod("p", namespace="", affinity=aff)
     assert plugin.is_schedulable_after_pod_change(target, old, new) == want
@@ -1304,8 +1310,8 @@ ZONE_ANTI = affinity(anti_required=[term(LabelSelector(match_labels=(("another",
     ],
 )
 def test_is_schedulable_after_node_change(
-    name: str, aff, old: Node | None, new: Node, want: QueueingHint
-) -> None:  # type: ignore[no-untyped-def]
+    name: str, aff: Affinity, old: Node | None, new: Node, want: QueueingHint
+) -> None:
     _, plugin = build([], namespace_labels=NAMESPACES)
     target = Pod("p", namespace="", affinity=aff)
     assert plugin.is_schedulable_after_node_change(target, old, new) == want

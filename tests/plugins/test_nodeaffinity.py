@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -612,9 +613,8 @@ def test_parse_added_affinity() -> None:
     ],
 )
 def test_invalid_added_affinity(args: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=re.escape(message)):
         setup(args=args)
-    assert message in str(info.value)
 
 
 # ---- queueing hints ---------------------------------------------------------------------------

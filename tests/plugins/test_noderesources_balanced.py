@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.status import Code
 from policy_scheduler.scheduler.model import Node, Pod
@@ -145,14 +147,17 @@ def test_uses_actual_requests_not_non_zero_defaults() -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        {"resources": [{"name": "cpu", "weight": 2}]},
-        {"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}]},
+        ({"resources": [{"name": "cpu", "weight": 2}]}, "resources[0].weight: Invalid value: 2: must be 1"),
+        (
+            {"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}]},
+            'resources[1].name: Duplicate value: "cpu"',
+        ),
     ],
 )
-def test_invalid_args(args: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_invalid_args(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ArgsError, match=re.escape(message)):
         plugin(NodeResourcesBalancedAllocation, make_table([]), args)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.status import Code, Status
@@ -420,7 +422,8 @@ def test_filter_without_pre_filter_is_an_error() -> None:
     table = make_table([make_node("n", {"pods": 1})])
     result = plugin(NodeResourcesFit, table).filter(CycleState(), make_pod(), all_rows(table))
     status = statuses(result)[0]
-    assert status is not None and status.code == Code.ERROR
+    assert status is not None
+    assert status.code == Code.ERROR
     assert status.reasons == ('error reading "PreFilterNodeResourcesFit" from cycleState: not found',)
 
 
@@ -468,20 +471,46 @@ def test_more_checks_than_bitmask_bits() -> None:
 # ---- args ------------------------------------------------------------------------------------
 
 
+SUPPORTED_TYPES = 'supported values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
+
+
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "memory", "weight": -1}]}},
-        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "memory", "weight": 101}]}},
-        {"scoringStrategy": {"type": "Bogus"}},
-        {"scoringStrategy": {}},
-        {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
-        {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}},
-        {"ignoredResourceGroups": ["example.com/x"]},
+        (
+            {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "memory", "weight": -1}]}},
+            "scoringStrategy.resources[0].weight: Invalid value: -1: resource weight of memory not in valid range (0, 100]",
+        ),
+        (
+            {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "memory", "weight": 101}]}},
+            "scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of memory not in valid range (0, 100]",
+        ),
+        (
+            {"scoringStrategy": {"type": "Bogus"}},
+            f'scoringStrategy.type: Unsupported value: "Bogus": {SUPPORTED_TYPES}',
+        ),
+        ({"scoringStrategy": {}}, f'scoringStrategy.type: Unsupported value: "": {SUPPORTED_TYPES}'),
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
+            "scoringStrategy.requestedToCapacityRatio: Required value: required when type is RequestedToCapacityRatio",
+        ),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {"shape": []},
+                }
+            },
+            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",
+        ),
+        (
+            {"ignoredResourceGroups": ["example.com/x"]},
+            "ignoredResourceGroups[0]: Invalid value: \"example.com/x\": resource group name can't contain '/'",
+        ),
     ],
 )
-def test_invalid_args(args: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_invalid_args(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ArgsError, match=re.escape(message)):
         plugin(NodeResourcesFit, make_table([]), args)
 
 

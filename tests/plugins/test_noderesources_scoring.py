@@ -3,6 +3,7 @@ requested_to_capacity_ratio_test.go (v1.35.4), run through NodeResourcesFit."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.plugins.noderesources.fit import NodeResourcesFit
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
@@ -494,10 +496,20 @@ def test_shape_validation_and_scaling() -> None:
         (0, 100),
         (100, 0),
     )
-    for bad in (
-        [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}],
-        [{"utilization": 101, "score": 1}],
-        [{"utilization": 0, "score": 11}],
+    shape = "scoringStrategy.requestedToCapacityRatio.shape"
+    for bad, message in (
+        (
+            [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}],
+            f"{shape}[1].utilization: Invalid value: 50: values must be sorted in increasing order",
+        ),
+        (
+            [{"utilization": 101, "score": 1}],
+            f"{shape}[0].utilization: Invalid value: 101: not in valid range [0, 100]",
+        ),
+        (
+            [{"utilization": 0, "score": 11}],
+            f"{shape}[0].score: Invalid value: 11: not in valid range [0, 10]",
+        ),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ArgsError, match=re.escape(message)):
             scaled_shape(bad)

@@ -38,8 +38,9 @@ CORE_ARGS: list[tuple[str, Any]] = [
 @pytest.mark.parametrize(("plugin", "core"), CORE_ARGS)
 def test_policy_defaults_are_the_plugins(plugin: str, core: Any) -> None:
     """One defaulting path: the policy's defaulted args are the core dataclass's."""
+    defaulted = core.from_json({}).to_json()
     assert policy_args.ARGS_MODELS[plugin].core_args is core
-    assert policy_args.default_plugin_args(plugin, {}, "args") == core.from_json({}).to_json()
+    assert policy_args.default_plugin_args(plugin, {}, "args") == defaulted
 
 
 def test_plugins_take_typed_args() -> None:

@@ -23,12 +23,11 @@ from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import LabelSelector, Node, OwnerReference, Pod, Requirement
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.podtopologyspread import PodTopologySpread, default_selector
-from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import PreFilterState
+from policy_scheduler.scheduler.plugins.podtopologyspread.filtering import MAX_INT32, PreFilterState
 from policy_scheduler.scheduler.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY
 
 from ._build_podtopologyspread import (
     HOSTNAME,
-    MAX_INT32,
     NOTHING,
     MakeLabelSelector,
     MakeNode,
@@ -4379,7 +4378,8 @@ def test_filter_statuses_and_reasons_are_upstreams() -> None:
     by_name = {table.nodes[int(r)].name: result.status_of(i) for i, r in enumerate(rows)}
     assert by_name["node-a"].code == Code.UNSCHEDULABLE
     assert by_name["node-a"].reasons == ("node(s) didn't match pod topology spread constraints",)
-    assert by_name["node-x"].is_success and by_name["node-y"].is_success
+    assert by_name["node-x"].is_success
+    assert by_name["node-y"].is_success
     assert by_name["node-z"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert by_name["node-z"].reasons == (
         "node(s) didn't match pod topology spread constraints (missing required label)",

@@ -1843,7 +1843,8 @@ def test_raw_scores_before_normalizing() -> None:
     assert raw.tolist() == [round(3 * weight + 1), round(1 * weight + 1), 1]
     normalized = plugin.normalize_score(state, pod, raw)
     assert normalized.tolist() == [MAX_NODE_SCORE * (6 + 1 - s) // 6 for s in raw.tolist()]
-    assert normalized.min() >= MIN_NODE_SCORE and normalized.max() <= MAX_NODE_SCORE
+    assert normalized.min() >= MIN_NODE_SCORE
+    assert normalized.max() <= MAX_NODE_SCORE
 
 
 def test_ignored_nodes_score_zero_and_are_left_out_of_the_range() -> None:

@@ -49,14 +49,18 @@ def binder_with(*objects: object) -> tuple[VolumeBinder, AssumeCache, StorageObj
 def test_bind_volume_to_claim_sets_claim_ref_and_bound_by_controller() -> None:
     pvc = make_pvc("claim", WAIT_SC.name)
     pv, dirty = bind_volume_to_claim(make_pv("pv", WAIT_SC.name), pvc)
-    assert dirty and pv.claim_ref == ClaimRef("default", "claim", pvc.uid)
+    assert dirty
+    assert pv.claim_ref == ClaimRef("default", "claim", pvc.uid)
     assert pv.annotations[ANN_BOUND_BY_CONTROLLER] == "yes"
     again, dirty = bind_volume_to_claim(pv, pvc)
-    assert not dirty and again == pv
+    assert not dirty
+    assert again == pv
     # Pre-bound by the user (claimRef without uid): uid filled in, not marked bound-by-controller.
     pre = make_pv("pv", WAIT_SC.name, claim=dataclasses.replace(pvc, uid=""))
     new, dirty = bind_volume_to_claim(pre, pvc)
-    assert dirty and new.claim_ref is not None and new.claim_ref.uid == pvc.uid
+    assert dirty
+    assert new.claim_ref is not None
+    assert new.claim_ref.uid == pvc.uid
     assert ANN_BOUND_BY_CONTROLLER not in new.annotations
 
 
@@ -69,11 +73,15 @@ def test_assume_then_revert() -> None:
     volumes = PodVolumes([BindingInfo(pvc, pv)], [DynamicProvision(pvc2)])
     assert binder.assume(pod, "node1", volumes) is False
     assumed = cache.get_pv("pv")
-    assert assumed is not None and assumed.claim_ref is not None and assumed.claim_ref.name == "claim"
+    assert assumed is not None
+    assert assumed.claim_ref is not None
+    assert assumed.claim_ref.name == "claim"
     claim = cache.get_pvc("default", "dyn")
-    assert claim is not None and claim.annotations[ANN_SELECTED_NODE] == "node1"
+    assert claim is not None
+    assert claim.annotations[ANN_SELECTED_NODE] == "node1"
     binder.revert(volumes)
-    assert cache.get_pv("pv") == pv and cache.get_pvc("default", "dyn") == pvc2
+    assert cache.get_pv("pv") == pv
+    assert cache.get_pvc("default", "dyn") == pvc2
 
 
 def test_assume_all_bound_assumes_nothing() -> None:
@@ -90,10 +98,13 @@ def test_assume_cache_rejects_stale_objects_and_yields_to_newer_informer_version
         cache.assume_pv(dataclasses.replace(pv, resource_version="4"))
     cache.assume_pv(dataclasses.replace(pv, phase="Bound"))
     got = cache.get_pv("pv")
-    assert got is not None and got.phase == "Bound"
+    assert got is not None
+    assert got.phase == "Bound"
     storage.upsert(dataclasses.replace(pv, resource_version="6"))
     got = cache.get_pv("pv")
-    assert got is not None and got.resource_version == "6" and cache.assumed_pvs() == []
+    assert got is not None
+    assert got.resource_version == "6"
+    assert cache.assumed_pvs() == []
 
 
 def test_check_bindings() -> None:
@@ -201,6 +212,5 @@ def test_storage_class_without_binding_mode_is_an_error_at_pre_filter() -> None:
     storage = StorageObjects([StorageClass("unset", volume_binding_mode=None), make_pvc("claim", "unset")])
     plugin = VolumeBinding(Handle(table=table, storage=storage), {})
     _, status = plugin.pre_filter(CycleState(), make_pod("p", "claim"))
-    assert (
-        status.code == Code.ERROR and status.message == 'VolumeBindingMode not set for StorageClass "unset"'
-    )
+    assert status.code == Code.ERROR
+    assert status.message == 'VolumeBindingMode not set for StorageClass "unset"'

@@ -146,4 +146,5 @@ def test_usage_index_survives_replacement_and_row_moves() -> None:
     table.remove_node("a")  # node b moves to row 0
     assert usage.pvc_rows == {"default/claim-with-rwop-1": {0: 1}}
     table.remove_node("b")
-    assert usage.pvc_rows == {} and not usage.is_pvc_used("default/claim-with-rwop-1")
+    assert usage.pvc_rows == {}
+    assert not usage.is_pvc_used("default/claim-with-rwop-1")

@@ -107,6 +107,14 @@ class DefaultSelectorIndex:
         else:
             self._controllers.pop((obj.kind, obj.namespace, obj.name), None)
 
+    def __len__(self) -> int:
+        """How many Services (with a selector) and controllers are indexed."""
+        return sum(map(len, self._services.values())) + len(self._controllers)
+
+    def cached(self, namespace: str) -> int:
+        """How many answers are cached for the namespace (none after a change there)."""
+        return len(self._cache.get(namespace, ()))
+
     # ---- the service ------------------------------------------------------------------------------
 
     def owner_selectors(self, pod: Pod) -> LabelSelector | None:

@@ -46,6 +46,10 @@ class StatusWriter:
     def set(self, plural: str, name: str, status: dict[str, Any]) -> None:
         self._desired[(plural, name)] = status
 
+    def desired(self, plural: str, name: str) -> dict[str, Any]:
+        """The status last set for the object (KeyError if none)."""
+        return self._desired[(plural, name)]
+
     def forget(self, plural: str, name: str) -> None:
         self._desired.pop((plural, name), None)
         self._written.pop((plural, name), None)
