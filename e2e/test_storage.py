@@ -8,6 +8,7 @@ tolerate. Orderings are checked by resourceVersion (one etcd: a global order) se
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import threading
@@ -17,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from polling import wait_until
 
 NODE_LABEL = "e2e-storage"
 HOSTNAME = "kubernetes.io/hostname"
@@ -68,7 +70,7 @@ class Scene:
         self.nodes: list[str] = []
         kubectl.apply(namespace(self.ns))
         kubectl.apply(profile(self.name, self.scheduler))
-        wait_for(f"profile {self.name} ready", self._ready, timeout=30)
+        wait_until(f"profile {self.name} ready", self._ready, timeout=30)
 
     def _ready(self) -> bool:
         cond = condition(self.kubectl.get("schedulingprofile", self.name), "Ready")
@@ -252,7 +254,7 @@ def test_statefulset_replicas_land_on_their_local_pvs_after_the_claims_bind(
             bound = [p for p in kubectl.items("pods", s.ns) if p["spec"].get("nodeName")]
             return len(bound) == 3
 
-        wait_for("3 replicas bound", all_bound, timeout=90)
+        wait_until("3 replicas bound", all_bound, timeout=90)
         pv_node = {f"{s.name}-pv-{i}": node for i, node in enumerate(nodes)}
         used = set()
         for name in names:
@@ -262,13 +264,15 @@ def test_statefulset_replicas_land_on_their_local_pvs_after_the_claims_bind(
             assert s.node_of(name) == pv_node[volume], f"{name} is not on the node of its PV {volume}"
             used.add(volume)
             # No pod is bound before its claim is fully bound (volumeName and bind-completed).
-            claim_rv = wait_for(
+            claim_rv = wait_until(
                 f"claim data-{name} bound in the watch",
-                lambda n=name: claims.first(f"data-{n}", lambda f: bool(f[0]) and bool(f[1])),
+                functools.partial(claims.first, f"data-{name}", lambda f: bool(f[0]) and bool(f[1])),
                 timeout=10,
             )
-            pod_rv = wait_for(
-                f"{name} bound in the watch", lambda n=name: pods.first(n, lambda f: bool(f[0])), timeout=10
+            pod_rv = wait_until(
+                f"{name} bound in the watch",
+                functools.partial(pods.first, name, lambda f: bool(f[0])),
+                timeout=10,
             )
             assert claim_rv < pod_rv, f"{name} was bound (rv {pod_rv}) before its claim (rv {claim_rv})"
         assert len(used) == 3
@@ -307,10 +311,10 @@ def test_dynamic_provisioning_binds_the_pod_after_the_pv(
     pods = Watch(kubectl, "pods", s.ns, "{.spec.nodeName}")
     try:
         kubectl.apply(s.claim("scratch", fast), s.pod("builder", "scratch"))
-        node = wait_for("builder bound", lambda: s.node_of("builder"), timeout=60)
+        node = wait_until("builder bound", lambda: s.node_of("builder"), timeout=60)
         assert node in nodes
         assert provisioned["scratch"][0] == node
-        pod_rv = wait_for(
+        pod_rv = wait_until(
             "builder bound in the watch", lambda: pods.first("builder", lambda f: bool(f[0])), timeout=10
         )
         assert provisioned["scratch"][1] < pod_rv, "the pod was bound before its PV existed"
@@ -333,20 +337,20 @@ def test_missing_and_unbound_immediate_claims_wait_then_schedule_on_the_event(
     kubectl.apply(
         s.claim("later-claim-0", immediate), s.pod("orphan", "nowhere"), s.pod("waiter", "later-claim-0")
     )
-    orphan = wait_for("orphan's reason", lambda: s.pending_message("orphan"), timeout=30)
+    orphan = wait_until("orphan's reason", lambda: s.pending_message("orphan"), timeout=30)
     assert 'persistentvolumeclaim "nowhere" not found' in orphan
-    waiter = wait_for("waiter's reason", lambda: s.pending_message("waiter"), timeout=30)
+    waiter = wait_until("waiter's reason", lambda: s.pending_message("waiter"), timeout=30)
     assert "pod has unbound immediate PersistentVolumeClaims" in waiter
 
     # The claim appears (with a PV for it on the node): the pod is retried on that event.
     started = time.monotonic()
     s.cluster_scoped(s.pv("for-orphan", local, node=node))
     kubectl.apply(s.claim("nowhere", local))
-    assert wait_for("orphan bound", lambda: s.node_of("orphan"), timeout=WELL_BEFORE_FLUSH) == node
+    assert wait_until("orphan bound", lambda: s.node_of("orphan"), timeout=WELL_BEFORE_FLUSH) == node
     # The PV controller binds the Immediate claim to a PV pre-bound to it: the claim update requeues.
     claim = kubectl.get("pvc", "later-claim-0", s.ns)
     s.cluster_scoped(s.pv("for-waiter", immediate, claim=claim))
-    assert wait_for("waiter bound", lambda: s.node_of("waiter"), timeout=WELL_BEFORE_FLUSH) == node
+    assert wait_until("waiter bound", lambda: s.node_of("waiter"), timeout=WELL_BEFORE_FLUSH) == node
     assert time.monotonic() - started < WELL_BEFORE_FLUSH
 
 
@@ -359,7 +363,7 @@ def test_zonal_pv_steers_the_pod_and_csi_node_limit_keeps_a_third_volume_off(
     claim = s.claim("zonal", "", volume_name=f"{s.name}-zonal")
     s.cluster_scoped(s.pv("zonal", "", zone="zone-b", claim=claim))
     kubectl.apply(claim, s.pod("zonal-pod", "zonal"))
-    assert wait_for("zonal pod bound", lambda: s.node_of("zonal-pod"), timeout=60) == zone_b
+    assert wait_until("zonal pod bound", lambda: s.node_of("zonal-pod"), timeout=60) == zone_b
 
     # Two volumes of the driver fit zone-a's node (CSINode allocatable count 2); a third does not.
     limited = nodes[0]
@@ -378,9 +382,12 @@ def test_zonal_pv_steers_the_pod_and_csi_node_limit_keeps_a_third_volume_off(
         kubectl.apply(claim)
     for i in range(2):
         kubectl.apply(s.pod(f"csi-pod-{i}", f"csi-{i}", extra=pin))
-        assert wait_for(f"csi-pod-{i} bound", lambda n=i: s.node_of(f"csi-pod-{n}"), timeout=60) == limited
+        assert (
+            wait_until(f"csi-pod-{i} bound", functools.partial(s.node_of, f"csi-pod-{i}"), timeout=60)
+            == limited
+        )
     kubectl.apply(s.pod("csi-pod-2", "csi-2", extra=pin))
-    message = wait_for("csi-pod-2's reason", lambda: s.pending_message("csi-pod-2"), timeout=30)
+    message = wait_until("csi-pod-2's reason", lambda: s.pending_message("csi-pod-2"), timeout=30)
     assert "node(s) exceed max volume count" in message
     assert s.node_of("csi-pod-2") is None
 
@@ -396,6 +403,6 @@ def test_pod_with_a_resource_claim_waits_with_a_clear_reason(
             extra={"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]},
         )
     )
-    message = wait_for("dra-pod's reason", lambda: s.pending_message("dra-pod"), timeout=30)
+    message = wait_until("dra-pod's reason", lambda: s.pending_message("dra-pod"), timeout=30)
     assert "resource claims" in message or "resourceclaim" in message.lower()
     assert s.node_of("dra-pod") is None

@@ -81,8 +81,11 @@ def test_informers_cover_every_kind_and_report_changes() -> None:
         await asyncio.wait_for(waiter, 1.0)  # woken by the change, not the 5 s bound
         csinodes._handle_line(json.dumps({"type": "DELETED", "object": node}).encode())
         (old, new), (gone, none) = sink.changes
-        assert old is None and isinstance(new, CSINode) and new.drivers[0].allocatable_count == 2
-        assert gone == new and none is None
+        assert old is None
+        assert isinstance(new, CSINode)
+        assert new.drivers[0].allocatable_count == 2
+        assert gone == new
+        assert none is None
 
     asyncio.run(go())
 
@@ -131,8 +134,10 @@ def test_update_pv_is_a_conditional_merge_patch_of_claim_ref(monkeypatch: pytest
         "name": "c1",
         "uid": "u1",
     }
-    assert stored.resource_version == "12" and stored.capacity == 10 * 1024**3
-    assert stored.claim_ref == ClaimRef("ns", "c1", "u1") and stored.node_affinity is not None
+    assert stored.resource_version == "12"
+    assert stored.capacity == 10 * 1024**3
+    assert stored.claim_ref == ClaimRef("ns", "c1", "u1")
+    assert stored.node_affinity is not None
 
 
 def test_conflict_fails_at_once_and_transient_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,9 +159,11 @@ def test_conflict_fails_at_once_and_transient_errors_are_retried(monkeypatch: py
     claim = PersistentVolumeClaim("c1", "ns", annotations={ANN_SELECTED_NODE: "n1"}, resource_version="7")
     with pytest.raises(ApiError) as err:
         asyncio.run(api.update_pvc(claim))
-    assert err.value.status == 409 and "the object has been modified" in str(err.value)
+    assert err.value.status == 409
+    assert "the object has been modified" in str(err.value)
     assert len(calls) == 1  # a conflict is not retried: PreBind fails and the pod is retried
     stored = asyncio.run(api.update_pvc(claim))
-    assert len(calls) == 3 and stored.resource_version == "8"
+    assert len(calls) == 3
+    assert stored.resource_version == "8"
     assert calls[-1][1] == "/api/v1/namespaces/ns/persistentvolumeclaims/c1"
     assert calls[-1][2] == {"metadata": {"resourceVersion": "7", "annotations": {ANN_SELECTED_NODE: "n1"}}}

@@ -7,13 +7,13 @@ import pytest
 
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.model import Node
-from policy_scheduler.scheduler.queue import core
-from test_queue import NODE_ADD, StubFramework, make_queue, queue_hint, unschedulable_pod
+from policy_scheduler.scheduler.queue import core, hints
+from tests.test_queue import NODE_ADD, StubFramework, make_queue, queue_hint, unschedulable_pod
 
 
 def test_interest_is_computed_once_per_event_and_framework_set(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[object] = []
-    real = core.is_event_of_interest
+    real = hints.is_event_of_interest
 
     def counting(event: object, maps: object) -> bool:
         calls.append(event)
@@ -31,7 +31,7 @@ def test_interest_is_computed_once_per_event_and_framework_set(monkeypatch: pyte
     q._frameworks = {
         "default-scheduler": StubFramework(events={"P": [ClusterEventWithHint(NODE_ADD, queue_hint)]})
     }
-    clock.step(20)
+    clock.advance(20)
     q.node_added(Node("n2"))
     assert calls == [NODE_ADD, NODE_ADD]
     assert q.where(info.pod) != "unschedulable"

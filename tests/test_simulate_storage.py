@@ -34,18 +34,23 @@ def test_storage_objects_are_read_with_the_servers_defaults() -> None:
     by_name = {(type(o).__name__, o.name): o for o in scenario.storage}
     pv = by_name[("PersistentVolume", "local-b")]
     assert isinstance(pv, PersistentVolume)
-    assert pv.phase == VOLUME_AVAILABLE and pv.capacity == 10 * GI
+    assert pv.phase == VOLUME_AVAILABLE
+    assert pv.capacity == 10 * GI
     assert pv.node_affinity is not None
     assert pv.node_affinity[0].match_expressions[0].values == ("node-b",)
     claim = by_name[("PersistentVolumeClaim", "data-0")]
     assert isinstance(claim, PersistentVolumeClaim)
-    assert claim.namespace == "apps" and claim.request == 5 * GI and claim.class_name == "local"
+    assert claim.namespace == "apps"
+    assert claim.request == 5 * GI
+    assert claim.class_name == "local"
     sc = storage_object_from_dict("StorageClass", {"metadata": {"name": "x"}, "provisioner": "p"})
-    assert isinstance(sc, StorageClass) and sc.volume_binding_mode == IMMEDIATE
+    assert isinstance(sc, StorageClass)
+    assert sc.volume_binding_mode == IMMEDIATE
     bound = storage_object_from_dict(
         "PersistentVolumeClaim", {"metadata": {"name": "c"}, "spec": {"volumeName": "pv"}}
     )
-    assert isinstance(bound, PersistentVolumeClaim) and bound.fully_bound
+    assert isinstance(bound, PersistentVolumeClaim)
+    assert bound.fully_bound
 
 
 def test_bad_storage_quantity_names_the_object_and_field() -> None:
@@ -80,7 +85,11 @@ def test_memory_api_completes_bindings_as_the_pv_controller_would() -> None:
     )
     asyncio.run(api.update_pvc(selected))
     stored = storage.get_pvc("ns", "c")
-    assert stored is not None and stored.fully_bound and stored.annotations[ANN_BIND_COMPLETED] == "yes"
+    assert stored is not None
+    assert stored.fully_bound
+    assert stored.annotations[ANN_BIND_COMPLETED] == "yes"
     pv = storage.get_pv(stored.volume_name)
-    assert pv is not None and pv.claim_ref is not None and pv.claim_ref.uid == "u1"
+    assert pv is not None
+    assert pv.claim_ref is not None
+    assert pv.claim_ref.uid == "u1"
     assert api.provisions == [("ns/c", "n1")]
