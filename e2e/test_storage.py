@@ -380,6 +380,12 @@ def test_zonal_pv_steers_the_pod_and_csi_node_limit_keeps_a_third_volume_off(
         claim = s.claim(f"csi-{i}", "", volume_name=f"{s.name}-csi-{i}")
         s.cluster_scoped(s.pv(f"csi-{i}", "", claim=claim, csi=True))
         kubectl.apply(claim)
+
+    def claims_bound() -> bool:
+        phases = [(kubectl.get("pvc", f"csi-{i}", s.ns).get("status") or {}).get("phase") for i in range(3)]
+        return phases == ["Bound"] * 3
+
+    wait_until("the PV controller to bind the CSI claims", claims_bound, timeout=60)
     for i in range(2):
         kubectl.apply(s.pod(f"csi-pod-{i}", f"csi-{i}", extra=pin))
         assert (
