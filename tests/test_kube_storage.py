@@ -24,6 +24,8 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
 )
+from policy_scheduler.simulate.live_snapshot import collections
+from policy_scheduler.simulate.scenario import Scenario
 
 PV_JSON = {
     "metadata": {"name": "pv1", "resourceVersion": "12", "annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}},
@@ -167,3 +169,14 @@ def test_conflict_fails_at_once_and_transient_errors_are_retried(monkeypatch: py
     assert stored.resource_version == "8"
     assert calls[-1][1] == "/api/v1/namespaces/ns/persistentvolumeclaims/c1"
     assert calls[-1][2] == {"metadata": {"resourceVersion": "7", "annotations": {ANN_SELECTED_NODE: "n1"}}}
+
+
+def test_from_cluster_snapshot_reads_every_storage_kind() -> None:
+    by_path = {c.path: c for c in collections()}
+    scenario = Scenario()
+    for path, item_type, convert in STORAGE_RESOURCES:
+        col = by_path[path]
+        assert col.item_type is item_type
+        assert col.convert is convert
+        col.add(scenario, convert(item_type()))
+    assert len(scenario.storage) == len(STORAGE_RESOURCES)
