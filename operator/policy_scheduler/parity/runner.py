@@ -28,6 +28,9 @@ from policy_scheduler.parity.storage import CLUSTER_SCOPED
 POLL = 0.005
 PDB_INFORMER_DELAY = 0.05
 STORAGE_INFORMER_DELAY = 0.1  # kube-scheduler's storage informers have no log line either
+# The PV controller may see a claim before the PV it names (two informers): it then binds at
+# its next resync (--pvclaimbinder-sync-period, 15 s).
+PV_BINDER_TIMEOUT = 40.0
 DECISION_TIMEOUT = 15.0
 REBIND_WINDOW = 2.0
 
@@ -149,7 +152,7 @@ class Runner:
             )
 
         if prebound:
-            self._wait("the PV controller to bind the pre-bound claims", completed)
+            self._wait("the PV controller to bind the pre-bound claims", completed, PV_BINDER_TIMEOUT)
         if scenario.storage:
             time.sleep(STORAGE_INFORMER_DELAY)
 
