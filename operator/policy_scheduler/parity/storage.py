@@ -139,7 +139,9 @@ class _Builder:
     def claim_for(self, namespace: str, *, pending: bool) -> str:
         rng = self.rng
         shared = [name for ns, name in self.claims if ns == namespace]
-        kind = pick(rng, *(["wffc"] * 9 + ["bound"] * 4 + ["csi"] * 3 + ["missing", "immediate", "shared"]))
+        kind = pick(
+            rng, *(["wffc"] * 8 + ["bound"] * 4 + ["csi"] * 3 + ["shared"] * 3 + ["missing", "immediate"])
+        )
         if not pending and kind in ("wffc", "missing", "immediate"):
             kind = "csi"  # a running pod's claims are bound
         if kind == "shared" and shared:
