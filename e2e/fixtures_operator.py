@@ -52,8 +52,18 @@ class OperatorProcess:
             str(self.port),
             *extra,
         ]
+        self.cmd = cmd
         self.log = log_path.open("w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def restart(self) -> None:
+        """Stop the process and start the same command again (same port, log appended)."""
+        self.stop()
+        self.log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            self.cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.wait_ready()
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         def ready() -> bool:

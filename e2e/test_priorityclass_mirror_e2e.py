@@ -179,3 +179,70 @@ def test_adopts_existing_class_and_keeps_it(operator_process: Any, kubectl: Kube
     assert released["value"] == 78
     assert MANAGED_BY_LABEL not in released["metadata"]["labels"]
     kubectl.delete("priorityclass", name)
+
+
+VALUE_MAXIMUM = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/value/maximum"
+CRD = "priorityclassmirrors.scheduling.policy-scheduler.io"
+
+
+def test_restart_with_an_invalid_stored_spec_serves_the_persisted_one(
+    operator_process: Any, kubectl: Kubectl
+) -> None:
+    """A spec the API server stored but the operator rejects (an older CRD without the maximum
+    allowed it); the restarted operator keeps the class on the spec persisted in status."""
+    name = "e2e-pcm-persisted"
+    kubectl.apply(mirror(name, 1500))
+    wait_until("mirror Synced", lambda: synced_status(kubectl, name, lastAcceptedGeneration=1), timeout=30)
+    patch = json.dumps([{"op": "remove", "path": VALUE_MAXIMUM}])
+    kubectl.run("patch", "crd", CRD, "--type=json", "-p", patch)
+    try:
+        wait_until(
+            "the loosened schema takes the value",
+            lambda: (
+                kubectl.run(
+                    "patch",
+                    "priorityclassmirror",
+                    name,
+                    "--type=merge",
+                    "-p",
+                    '{"spec":{"value":2000000000}}',
+                    check=False,
+                ).returncode
+                == 0
+            ),
+            timeout=30,
+        )
+    finally:
+        restore = json.dumps([{"op": "add", "path": VALUE_MAXIMUM, "value": 1_000_000_000}])
+        kubectl.run("patch", "crd", CRD, "--type=json", "-p", restore)
+
+    def rejected() -> dict[str, Any] | None:
+        obj = kubectl.get("priorityclassmirror", name)
+        accepted = condition(obj, "Accepted") or {}
+        status = obj.get("status") or {}
+        return obj if status.get("observedGeneration") == 2 and accepted.get("status") == "False" else None
+
+    obj = wait_until("generation 2 rejected", rejected, timeout=30)
+    assert "spec.value" in condition(obj, "Accepted")["message"]  # type: ignore[index]
+    assert obj["status"]["lastAcceptedGeneration"] == 1
+    assert obj["status"]["lastAcceptedSpec"]["value"] == 1500
+
+    operator_process.restart()
+
+    def restored() -> dict[str, Any] | None:
+        obj = kubectl.get("priorityclassmirror", name)
+        message = (condition(obj, "Stalled") or {}).get("message") or ""
+        return obj if "restored from status.lastAcceptedSpec" in message else None
+
+    obj = wait_until("the restarted operator serves the persisted spec", restored, timeout=30)
+    assert condition(obj, "Accepted")["status"] == "False"  # type: ignore[index]
+    # The class in force is repaired to the persisted spec, not left alone nor given 2000000000.
+    kubectl.delete("priorityclass", name, wait=True)
+    pc = wait_until("class recreated from the persisted spec", lambda: native(kubectl, name), timeout=30)
+    assert pc["value"] == 1500
+    header = kubectl.run("get", "priorityclassmirror", name).stdout.splitlines()[0].split()
+    assert header[:5] == ["NAME", "ACCEPTED", "GENERATION", "INFORCE", "VALUE"]
+    row = kubectl.run("get", "priorityclassmirror", name).stdout.splitlines()[1].split()
+    assert row[1:4] == ["False", "2", "1"]
+    kubectl.delete("priorityclassmirror", name)
+    wait_until("native class deleted", lambda: native(kubectl, name) is None, timeout=30)

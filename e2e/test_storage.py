@@ -396,19 +396,3 @@ def test_zonal_pv_steers_the_pod_and_csi_node_limit_keeps_a_third_volume_off(
     message = wait_until("csi-pod-2's reason", lambda: s.pending_message("csi-pod-2"), timeout=30)
     assert "node(s) exceed max volume count" in message
     assert s.node_of("csi-pod-2") is None
-
-
-def test_pod_with_a_resource_claim_waits_with_a_clear_reason(
-    scene: Callable[[str], Scene], kubectl: Kubectl
-) -> None:
-    s = scene("dra")
-    s.add_nodes(1)
-    kubectl.apply(
-        s.pod(
-            "dra-pod",
-            extra={"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]},
-        )
-    )
-    message = wait_until("dra-pod's reason", lambda: s.pending_message("dra-pod"), timeout=30)
-    assert "resource claims" in message or "resourceclaim" in message.lower()
-    assert s.node_of("dra-pod") is None

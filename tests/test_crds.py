@@ -158,6 +158,7 @@ def test_free_form_fields_are_only_plugin_args() -> None:
         ("SchedulingProfile", ".spec.pluginConfig[].args"),
         ("SchedulingProfile", ".status.lastAcceptedSpec"),
         ("EvictionPolicy", ".status.lastAcceptedSpec"),
+        ("PriorityClassMirror", ".status.lastAcceptedSpec"),
     ]
 
 

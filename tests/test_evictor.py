@@ -172,9 +172,10 @@ class Events(EventRecorder):
         action: str,
         note: str,
         related: ObjectRef | None = None,
+        controller: str | None = None,
     ) -> None:
         self.said.append((regarding, type_, reason, note))
-        super().event(regarding, type_, reason, action, note, related)
+        super().event(regarding, type_, reason, action, note, related, controller)
 
 
 class Policies:

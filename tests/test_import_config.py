@@ -235,3 +235,36 @@ def test_manifest_specs_parse_back_unchanged() -> None:
     for manifest in import_config(FULL):
         spec: dict[str, Any] = manifest["spec"]
         assert parse_profile_spec(spec).model_dump(mode="json", exclude_unset=True) == spec
+
+
+def test_coscheduling_profile_imports_with_upstream_arg_names() -> None:
+    text = textwrap.dedent(
+        """
+        apiVersion: kubescheduler.config.k8s.io/v1
+        kind: KubeSchedulerConfiguration
+        profiles:
+        - schedulerName: scheduler-plugins-scheduler
+          plugins:
+            multiPoint:
+              enabled: [{name: Coscheduling}]
+            queueSort:
+              disabled: [{name: PrioritySort}]
+          pluginConfig:
+          - name: Coscheduling
+            args:
+              apiVersion: kubescheduler.config.k8s.io/v1
+              kind: CoschedulingArgs
+              permitWaitingTimeSeconds: 10
+        """
+    )
+    [manifest] = import_config(text)
+    configs = compile_profile_objects([manifest])
+    assert configs[0].plugin_config["Coscheduling"] == {
+        "permitWaitingTimeSeconds": 10,
+        "podGroupBackoffSeconds": 0,
+    }
+    bad = text.replace("permitWaitingTimeSeconds: 10", "permitWaitingTimeSeconds: -1")
+    with pytest.raises(
+        PolicyError, match=r"profiles\[0\]\.pluginConfig\[0\]\.args\.permitWaitingTimeSeconds"
+    ):
+        import_config(bad)

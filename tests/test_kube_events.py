@@ -215,3 +215,22 @@ def test_series_start_patch_respects_global_limit(count: int) -> None:
     [series] = rec._series.values()
     assert series.dirty
     assert series.count == count
+
+
+def test_scheduling_events_report_the_profile_as_kube_scheduler_does() -> None:
+    """kube-scheduler records through one recorder per profile: reportingController is the
+    schedulerName and reportingInstance "<schedulerName>-<hostname>" (client-go's events)."""
+    from policy_scheduler.scheduler.model import Pod
+
+    recorder = EventRecorder(None, instance="op_1", hostname="host-a")
+    pod = Pod("web", uid="u1", scheduler_name="binpack")
+    recorder.failed_scheduling(pod, "0/3 nodes are available")
+    recorder.scheduled(pod, "n1")
+    bodies = [series.body for series in recorder._series.values()]
+    assert {b["reportingController"] for b in bodies} == {"binpack"}
+    assert {b["reportingInstance"] for b in bodies} == {"binpack-host-a"}
+    # Our own events (e.g. about policies) still report as the operator.
+    recorder.event(ObjectRef("Pod", "x", "ns", "u2"), "Normal", "R", "A", "note")
+    assert (
+        recorder._series[next(reversed(recorder._series))].body["reportingController"] == "policy-scheduler"
+    )

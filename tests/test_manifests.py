@@ -39,6 +39,10 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("", "nodes"): {"get", "list", "watch"},
     ("", "namespaces"): {"get", "list", "watch"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
+    ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
+    ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
     ("", "services"): {"get", "list", "watch"},
     ("", "replicationcontrollers"): {"get", "list", "watch"},
     ("apps", "replicasets"): {"get", "list", "watch"},
@@ -52,6 +56,9 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
         ("storage.k8s.io", r): {"get", "list", "watch"}
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
     },
+    # Gang scheduling: PodGroups read, their status reported.
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
     **{
         (GROUP, plural): {"get", "list", "watch"}
         for plural in ("schedulingprofiles", "evictionpolicies", "priorityclassmirrors")

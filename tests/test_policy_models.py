@@ -66,7 +66,7 @@ def aliases(model: type[BaseModel]) -> set[str]:
     return {field.alias or name for name, field in model.model_fields.items()}
 
 
-OURS = {"podInitialBackoffSeconds", "podMaxBackoffSeconds", "evictionPolicyName"}
+OURS = {"podInitialBackoffSeconds", "podMaxBackoffSeconds", "evictionPolicyName", "pendingSummaryAnnotation"}
 ARGS_META = {"apiVersion", "kind"}
 SCHEDULER_TYPES = [
     ("types.go", "KubeSchedulerProfile", SchedulingProfileSpec, OURS),
@@ -766,6 +766,7 @@ def test_eviction_policy_defaults() -> None:
         "budgetMode": "Enforce",
         "rateLimit": {"evictionsPerMinute": 60, "burst": 10, "maxInFlight": 10},
         "dryRun": False,
+        "gangDisruption": "Whole",
     }
 
 

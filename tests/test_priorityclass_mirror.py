@@ -501,3 +501,42 @@ async def test_invalid_update_keeps_the_last_accepted_spec_in_force(fake: FakeNa
         "True",
         "generation 2 was rejected; generation 1 stays in force",
     )
+
+
+async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored_one_is_invalid(
+    fake: FakeNative,
+) -> None:
+    status = FakeStatus()
+    first = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    first.on_mirror_event(None, mirror(1000))
+    await first.sync(NAME)
+    persisted = status.desired[("priorityclassmirrors", NAME)]
+    assert (persisted["lastAcceptedGeneration"], persisted["lastAcceptedSpec"]) == (1, {"value": 1000})
+
+    # The spec is then updated to an invalid one and the operator restarts: the new process only
+    # sees generation 2 (invalid) and the status the old one wrote.
+    fake.objects[NAME]["value"] = 5  # drifted while nobody watched: repaired to the persisted value
+    written = FakeStatus()
+    second = MirrorController(None, written, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    body = mirror(2000, generation=2, preemptionPolicy="Sometimes")
+    second.on_mirror_event(None, {**body, "status": persisted})
+    await second.sync(NAME)
+    assert fake.objects[NAME]["value"] == 1000
+    st = written.desired[("priorityclassmirrors", NAME)]
+    assert _types(st)["Accepted"] == ("False", "InvalidSpec")
+    assert _types(st)["Synced"] == ("True", "InSync")
+    assert st["lastAcceptedGeneration"] == 1
+    stalled = next(c for c in st["conditions"] if c["type"] == "Stalled")
+    assert stalled["message"] == (
+        "generation 2 was rejected; generation 1 stays in force (restored from status.lastAcceptedSpec)"
+    )
+
+
+async def test_a_persisted_spec_that_no_longer_validates_is_not_served(fake: FakeNative) -> None:
+    status = FakeStatus()
+    ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    garbage = {"lastAcceptedGeneration": 1, "lastAcceptedSpec": {"value": "high"}}
+    ctl.on_mirror_event(None, {**mirror(1000, generation=2, preemptionPolicy="Sometimes"), "status": garbage})
+    await ctl.sync(NAME)
+    assert fake.calls == []
+    assert "lastAcceptedGeneration" not in status.desired[("priorityclassmirrors", NAME)]

@@ -267,3 +267,17 @@ def test_our_kinds_need_our_api_group(capsys: pytest.CaptureFixture[str], tmp_pa
     code, _, err = run(capsys, str(path))
     assert code == 2
     assert "apiVersion: expected scheduling.policy-scheduler.io/v1alpha1" in err
+
+
+# ---- gangs -------------------------------------------------------------------------------------------
+
+
+def test_pod_groups_are_placed_whole_or_say_why_they_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    got = by_name(run_json(capsys, *fixture("gang.yaml")))
+    assert all(got[f"fits-{i}"]["node"] for i in range(3))
+    for name in ("toobig-0", "toobig-1", "toobig-2", "short-0", "short-1"):
+        assert got[name]["node"] is None, name
+    assert "PodGroup jobs/toobig gets rejected due to Pod toobig-2" in got["toobig-0"]["message"]
+    assert got["short-0"]["message"] == (
+        "pre-filter pod short-1 cannot find enough sibling pods, current pods number: 2, minMember of group: 3"
+    )

@@ -1,4 +1,4 @@
-"""`policy-scheduler` command line: run, simulate, validate, import-config, crds, dev-cluster, demo."""
+"""`policy-scheduler` command line: run, simulate, validate, explain, import-config, crds, dev tools."""
 
 from __future__ import annotations
 
@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     val.set_defaults(func=_validate)
 
+    from policy_scheduler.explain.command import add_parser as add_explain
+
+    add_explain(sub)
+
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
     imp.set_defaults(func=_import_config)
@@ -172,6 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(str(args.log_level), str(args.log_format))
     result: int = args.func(args)
     return result
+
+
+def kubectl_main() -> int:
+    """`kubectl policy-scheduler ...` (krew naming: the binary is kubectl-policy_scheduler)."""
+    return main(sys.argv[1:])
 
 
 if __name__ == "__main__":

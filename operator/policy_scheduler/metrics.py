@@ -1,4 +1,9 @@
-"""Prometheus metrics with kube-scheduler's names (plus a `profile` label) and our own."""
+"""Prometheus metrics with kube-scheduler v1.35's names, labels and buckets, and our own.
+
+Series that mirror queue and cache state (scheduler_cache_size, scheduler_unschedulable_pods,
+scheduler_queue_incoming_pods_total) are read from the engine at scrape time by
+scheduler_metrics.EngineCollector.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-_LATENCY_BUCKETS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10)
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """component-base's metrics.ExponentialBuckets."""
+    return tuple(start * factor**i for i in range(count))
+
 
 schedule_attempts = Counter(
     "scheduler_schedule_attempts_total",
@@ -18,7 +27,7 @@ scheduling_attempt_duration = Histogram(
     "scheduler_scheduling_attempt_duration_seconds",
     "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
     ["result", "profile"],
-    buckets=_LATENCY_BUCKETS,
+    buckets=exponential_buckets(0.001, 2, 15),
     registry=REGISTRY,
 )
 pending_pods = Gauge(
@@ -28,20 +37,49 @@ pending_pods = Gauge(
     registry=REGISTRY,
 )
 preemption_attempts = Counter(
-    "scheduler_preemption_attempts_total", "Total preemption attempts.", ["profile"], registry=REGISTRY
+    "scheduler_preemption_attempts_total",
+    "Total preemption attempts in the cluster till now",
+    registry=REGISTRY,
 )
 preemption_victims = Histogram(
     "scheduler_preemption_victims",
-    "Number of selected preemption victims.",
-    ["profile"],
-    buckets=(1, 2, 4, 8, 16, 32, 64),
+    "Number of selected preemption victims",
+    buckets=exponential_buckets(1, 2, 7),
+    registry=REGISTRY,
+)
+pod_scheduling_sli_duration = Histogram(
+    "scheduler_pod_scheduling_sli_duration_seconds",
+    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
+    "might involve multiple scheduling attempts.",
+    ["attempts"],
+    buckets=exponential_buckets(0.01, 2, 20),
+    registry=REGISTRY,
+)
+pod_scheduling_attempts = Histogram(
+    "scheduler_pod_scheduling_attempts",
+    "Number of attempts to successfully schedule a pod.",
+    buckets=exponential_buckets(1, 2, 5),
+    registry=REGISTRY,
+)
+plugin_execution_duration = Histogram(
+    "scheduler_plugin_execution_duration_seconds",
+    "Duration for running a plugin at a specific extension point.",
+    ["plugin", "extension_point", "status"],
+    buckets=exponential_buckets(0.00001, 1.5, 20),
+    registry=REGISTRY,
+)
+plugin_evaluation = Counter(
+    "scheduler_plugin_evaluation_total",
+    "Number of attempts to schedule pods by each plugin and the extension point "
+    "(available only in PreFilter, Filter, PreScore, and Score).",
+    ["plugin", "extension_point", "profile"],
     registry=REGISTRY,
 )
 extension_point_duration = Histogram(
     "scheduler_framework_extension_point_duration_seconds",
     "Latency for running all plugins of a specific extension point.",
     ["extension_point", "status", "profile"],
-    buckets=_LATENCY_BUCKETS,
+    buckets=exponential_buckets(0.0001, 2, 12),
     registry=REGISTRY,
 )
 evictions = Counter(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.apiobjects.podgroups import PODGROUPS_PATH, PodGroupObject, pod_group_from_api
+from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
@@ -29,18 +32,27 @@ from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.kube.dra_informers import DraInformers
+from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.eviction.evictor import Evictor
+from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
+from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
+from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
+from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
+from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler_metrics import MetricsObserver, register_engine
 
 log = logging.getLogger(__name__)
 
@@ -101,22 +113,45 @@ class Operator:
             is_leader=is_leader,
             on_preempt=self.evictor.on_preempt,
             writers=config.pod_status_writers,
+            summary_for=self._pending_summary,
         )
+        self.dra_store = DraStore()
         services = ClusterServices(
             list_pdbs=lambda: list(self.pdbs.store.values()),
             eviction_policy=self.policies.policy_for_scheduler,
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
+            dra=DraServices(self.dra_store, compile_selector, ApiClaimWriter(api)),
         )
         self.storage_changes = StorageChanges()
+        # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
+        self.explanations = DiagnosisRecorder()
+        cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
             binder=ApiBinder(api),
             observe=_observe_extension_point,
             services=services,
             volume_api=KubeVolumeAPI(api, self.storage_changes),
+            observer=Observers(self.explanations, cycle_metrics),
+            plugin_metrics=cycle_metrics,
         )
         self.evictor.attach(EnginePods(self.engine))
+        # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
+        # may be absent: its pods then wait with "PodGroup not found").
+        self.podgroups = Informer(
+            api,
+            PODGROUPS_PATH,
+            PodGroupObject,
+            pod_group_from_api,
+            on_add=self.engine.pod_group_set,
+            on_update=lambda _old, new: self.engine.pod_group_set(new),
+            on_delete=lambda group: self.engine.pod_group_deleted(group.key),
+            timings=config.informer,
+        )
+        self.podgroup_status = PodGroupStatusWriter(
+            api, self.engine.pod_groups, self.engine.table, is_leader=is_leader
+        )
         self.profiles = ProfileStore(
             compile_profile_spec,
             self.engine.set_profiles,
@@ -134,10 +169,16 @@ class Operator:
             pdbs=self.pdbs,
             timings=config.informer,
             storage_changes=self.storage_changes,
+            dra=DraInformers(api, self.dra_store, self.engine, config.informer),
         )
+
+    def _pending_summary(self, pod: Pod) -> str | None:
+        found = self.explanations.get(pod.namespace, pod.name)
+        return pending_summary(found) if found is not None else None
 
     def _pod_deleted(self, pod: Pod) -> None:
         self.engine.pod_deleted(pod)
+        self.explanations.forget(pod.namespace, pod.name)
         self.reporter.pod_gone(pod)
         self.evictor.pod_deleted(pod)
 
@@ -188,11 +229,19 @@ class Operator:
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
         server = None
+        unregister = register_engine(self.engine)
         if self.config.metrics_port:
-            server = await start_server(self.config.metrics_host, self.config.metrics_port, self.synced)
+            server = await start_server(
+                self.config.metrics_host,
+                self.config.metrics_port,
+                self.synced,
+                functools.partial(add_explain_routes, recorder=self.explanations),
+            )
         self.events.start()
         self.reporter.start()
         tasks.extend(self.cluster.start())
+        tasks.append(self.podgroups.start())
+        tasks.append(asyncio.create_task(self.podgroup_status.run(), name="podgroup-status"))
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         mirrors = MirrorController(
@@ -247,6 +296,7 @@ class Operator:
             await self.events.stop()
             if server is not None:
                 await server.cleanup()
+            unregister()
 
 
 async def _main(config: OperatorConfig) -> int:

@@ -70,9 +70,17 @@ def _quantities(values: Mapping[str, structs.Quantity] | None, path: str, errs: 
         return out
     for name, quantity in values.items():
         try:
-            out[name] = _canonical(name, quantity)
+            value = _canonical(name, quantity)
         except (QuantityError, TypeError):
             errs.append(ConversionError(f"{path}.{name}", f'invalid quantity "{quantity}"'))
+            continue
+        if value < 0:
+            # The API server refuses these (ValidateResourceQuantityValue); one that got through
+            # would free capacity on its node.
+            message = f'invalid quantity "{quantity}": must be greater than or equal to 0'
+            errs.append(ConversionError(f"{path}.{name}", message))
+            continue
+        out[name] = value
     return out
 
 
@@ -299,6 +307,9 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
         deletion_timestamp=_epoch(meta.deletion_timestamp),
         phase=status.phase or "Pending",
         resource_version=meta.resource_version,
+        resource_claim_statuses=tuple(
+            (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
+        ),
     )
 
 

@@ -210,6 +210,11 @@ class PodResourceClaim(_Base):
     resource_claim_template_name: str | None = None
 
 
+class PodResourceClaimStatus(_Base):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_Base):
     scheduler_name: str = ""
     node_name: str = ""
@@ -243,6 +248,7 @@ class PodStatus(_Base):
     nominated_node_name: str = ""
     start_time: datetime | None = None
     conditions: list[PodCondition] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_Base):

@@ -69,6 +69,7 @@ def to_settings(name: str, spec: EvictionPolicySpec) -> EvictionSettings:
         budget_mode=spec.budget_mode,
         dry_run=spec.dry_run,
         max_grace_period_seconds=spec.max_grace_period_seconds,
+        gang_disruption=spec.gang_disruption,
     )
     rate = spec.rate_limit
     limits = RateLimits(

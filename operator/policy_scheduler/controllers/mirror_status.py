@@ -110,6 +110,7 @@ def mirror_status(record: MirrorRecord, histogram: Mapping[int, int]) -> dict[st
         "conditions": [accepted, synced, ready, stalled],
         "podCount": total,
         "outdatedPodCount": outdated,
+        **record.last.status_fields(),
     }
     if sync is not None and sync.native_uid:
         status["nativeUid"] = sync.native_uid

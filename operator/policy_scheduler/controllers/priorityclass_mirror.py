@@ -126,6 +126,12 @@ class MirrorController:
             return  # a status write or a resync: nothing new in the spec
         if record is None or record.uid != uid:
             record = self.records[name] = MirrorRecord(name, uid, generation, LastAccepted())
+            # A restarted or newly elected operator keeps the spec it persisted as accepted.
+            if record.last.restore(body.get("status"), lambda spec: validate(name, spec)):
+                log.info(
+                    "priorityclassmirror restored from its status",
+                    extra={"mirror": name, "generation": record.last.generation},
+                )
         record.generation = generation
         self._validate(record, body.get("spec"))
         self._deleted.pop(name, None)

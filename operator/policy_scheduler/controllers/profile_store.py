@@ -48,7 +48,7 @@ class ProfileRecord:
     conflict: str | None = None  # why the accepted version is not in force
     policy_problem: PolicyProblem = None  # why its EvictionPolicy is unusable (it preempts nothing)
     transitions: Transitions = field(default_factory=dict)
-    spec: dict[str, Any] | None = None  # the latest spec
+    spec: Any = None  # the latest spec, as the API gave it (not necessarily an object)
 
     @property
     def accepted(self) -> ResolvedProfile | None:
@@ -89,7 +89,7 @@ class ProfileStore:
         uid: str,
         generation: int,
         created: str,
-        spec: dict[str, Any],
+        spec: Any,
         status: Any = None,
     ) -> ProfileRecord:
         """`status`: the object's status as read, to restore the persisted last accepted spec."""
@@ -110,7 +110,8 @@ class ProfileStore:
 
     def _validate(self, record: ProfileRecord) -> None:
         try:
-            resolved = self.compile_spec(record.spec or {})
+            # Only a missing spec means {}: an empty list or string is not an object.
+            resolved = self.compile_spec({} if record.spec is None else record.spec)
         except ValueError as exc:
             if record.last.reject(str(exc)):
                 metrics.policy_reloads.labels(KIND, "rejected").inc()

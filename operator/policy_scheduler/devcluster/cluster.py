@@ -62,6 +62,9 @@ CONTROLLERS: tuple[str, ...] = (
     "statefulset-controller",
     # Binds claims to PVs (the scheduler only pre-binds for WaitForFirstConsumer classes).
     "persistentvolume-binder-controller",
+    # DRA: creates claims from pods' ResourceClaimTemplates and drops reservations of pods that
+    # are gone (deallocating claims no pod uses any more).
+    "resourceclaim-controller",
 )
 # ServiceAccount: pods would need a token volume nobody mounts. TaintNodesByCondition: it
 # puts a not-ready taint on every new node that only the (absent) node lifecycle

@@ -1,6 +1,7 @@
 """The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets, the
-owners PodTopologySpread's default selectors need (Services and controllers) and the storage
-objects the volume plugins read."""
+owners PodTopologySpread's default selectors need (Services and controllers), the storage
+objects the volume plugins read and, when given, DRA's ResourceSlices, DeviceClasses and
+ResourceClaims."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from policy_scheduler.apiobjects.convert import (
 )
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
+from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
@@ -57,8 +59,10 @@ class ClusterInformers:
         pdbs: Informer[structs.PodDisruptionBudget, Any],
         timings: InformerTimings,
         storage_changes: StorageChanges | None = None,
+        dra: DraInformers | None = None,
     ) -> None:
         self.sink = sink
+        self.dra = dra
         # StorageChanges wakes VolumeBinding's PreBind waits (kube/volume_api.py).
         self.storage_changes = storage_changes or StorageChanges()
         self.storage = storage_informers(api, sink, self.storage_changes, timings)
@@ -125,7 +129,8 @@ class ClusterInformers:
 
     def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
         core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
-        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *self.storage]
+        dra = self.dra.all() if self.dra is not None else []
+        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *self.storage, *dra]
 
     def start(self) -> list[asyncio.Task[None]]:
         return [informer.start() for informer in self._all()]

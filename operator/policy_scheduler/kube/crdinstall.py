@@ -1,4 +1,4 @@
-"""Install (server-side apply) our CRDs and wait until the API server serves them."""
+"""Install (server-side apply) our CRDs and the PodGroup CRD; wait until the API server serves them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
 from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.client import ApiError, request
 from policy_scheduler.policy.crdgen import render_crds
@@ -24,8 +25,8 @@ FIELD_MANAGER = "policy-scheduler"
 async def install_crds(api: Any, timings: ApiTimings = DEFAULTS.api) -> list[str]:
     wait_seconds = timings.crd_served_wait
     names: list[str] = []
-    for text in render_crds().values():
-        crd = yaml.safe_load(text)
+    # Ours, and scheduler-plugins' PodGroup (gang scheduling reads it).
+    for crd in [*(yaml.safe_load(text) for text in render_crds().values()), podgroup_crd()]:
         name = crd["metadata"]["name"]
         status, body = await request(
             api,

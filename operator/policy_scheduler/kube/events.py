@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +71,11 @@ PodLike = model.Pod | ObjectRef
 
 def _ref(pod: PodLike) -> ObjectRef:
     return pod if isinstance(pod, ObjectRef) else ObjectRef.for_pod(pod)
+
+
+def _scheduler_of(pod: PodLike) -> str | None:
+    """The profile that reports about `pod`, as kube-scheduler's per-profile event recorders."""
+    return pod.scheduler_name if isinstance(pod, model.Pod) and pod.scheduler_name else None
 
 
 # (regarding, related, type, reason, action, note): events equal in all of these form a series.
@@ -161,9 +167,11 @@ class EventRecorder:
         controller: str = CONTROLLER,
         timings: EventTimings = DEFAULTS.events,
         clock: Callable[[], float] = time.time,
+        hostname: str | None = None,
     ) -> None:
         self.api = api
         self.instance = instance
+        self.hostname = hostname or socket.gethostname()
         self.controller = controller
         self.timings = timings
         self.series_window = timings.series_window
@@ -189,7 +197,10 @@ class EventRecorder:
         action: str,
         note: str,
         related: ObjectRef | None = None,
+        controller: str | None = None,
     ) -> None:
+        """`controller`: the reporting profile (its schedulerName), as kube-scheduler reports;
+        None reports as the operator itself."""
         now = self.clock()
         note = truncate_note(note)
         key = event_key(regarding, related, type_, reason, action, note)
@@ -215,8 +226,9 @@ class EventRecorder:
             action=action,
             note=note,
             now=now,
-            controller=self.controller,
-            instance=self.instance,
+            controller=controller or self.controller,
+            # client-go's events recorder: reportingInstance = reportingController + "-" + hostname
+            instance=f"{controller}-{self.hostname}" if controller else self.instance,
         )
         self._series[key] = _Series(name, body["metadata"]["namespace"], body, 1, now)
         self._enqueue(_Write("create", key), None)
@@ -224,15 +236,18 @@ class EventRecorder:
     def scheduled(self, pod: PodLike, node_name: str) -> None:
         ref = _ref(pod)
         note = f"Successfully assigned {ref.namespace}/{ref.name} to {node_name}"
-        self.event(ref, NORMAL, SCHEDULED, "Binding", note)
+        self.event(ref, NORMAL, SCHEDULED, "Binding", note, controller=_scheduler_of(pod))
 
     def failed_scheduling(self, pod: PodLike, message: str) -> None:
-        self.event(_ref(pod), WARNING, FAILED_SCHEDULING, "Scheduling", message)
+        self.event(
+            _ref(pod), WARNING, FAILED_SCHEDULING, "Scheduling", message, controller=_scheduler_of(pod)
+        )
 
     def preempted(self, victim: PodLike, preemptor: PodLike, node_name: str) -> None:
         by = _ref(preemptor)
         note = f"Preempted by pod {by.uid} on node {node_name}"
-        self.event(_ref(victim), NORMAL, PREEMPTED, "Preempting", note, related=by)
+        controller = _scheduler_of(preemptor)
+        self.event(_ref(victim), NORMAL, PREEMPTED, "Preempting", note, related=by, controller=controller)
 
     def _object_bucket(self, identity: str) -> TokenBucket:
         bucket = self._per_object.get(identity)

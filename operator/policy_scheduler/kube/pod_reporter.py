@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from policy_scheduler import metrics
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
+from policy_scheduler.kube.podstatus import patch_status, set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.stats import ProfileStats
 
 log = logging.getLogger(__name__)
+
+# Opt-in per profile (pendingSummaryAnnotation): nodes per reason, never a per-node dump.
+PENDING_SUMMARY_ANNOTATION = "policy-scheduler.io/pending-summary"
 
 
 @dataclass(slots=True)
@@ -31,6 +34,7 @@ class _Failure:
     reason: str
     message: str
     nominated: str | None
+    summary: str | None = None  # for the pending-summary annotation, when the profile wants it
 
 
 class PodReporter:
@@ -42,7 +46,9 @@ class PodReporter:
         is_leader: Callable[[], bool] = lambda: True,
         on_preempt: Callable[[Pod, PostFilterResult, Framework], None] | None = None,
         writers: int = DEFAULTS.pod_status_writers,
+        summary_for: Callable[[Pod], str | None] | None = None,
     ) -> None:
+        self.summary_for = summary_for
         self.writers = writers
         self.api = api
         self.events = events
@@ -66,29 +72,44 @@ class PodReporter:
         self._pending.pop(pod.key, None)
         self.stats_for(framework.scheduler_name).record_scheduled(pod.key)
         self.events.scheduled(pod, node_name)
+        if PENDING_SUMMARY_ANNOTATION in pod.annotations and self.is_leader():
+            self._spawn(self._annotate(pod, None))  # no longer pending: the summary would mislead
 
     def failed(
         self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
     ) -> None:
         if framework is not None:
             self.stats_for(framework.scheduler_name).record_failure(pod.key, message)
-        self._pending[pod.key] = _Failure(pod, reason, message, nominated_node)
+        summary = None
+        if framework is not None and framework.profile.pending_summary_annotation and self.summary_for:
+            summary = self.summary_for(pod)
+        self._pending[pod.key] = _Failure(pod, reason, message, nominated_node, summary)
         self._wake.set()
         self.events.failed_scheduling(pod, message)
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         stats = self.stats_for(framework.scheduler_name)
         stats.preemptions += 1
-        metrics.preemption_attempts.labels(framework.scheduler_name).inc()
-        metrics.preemption_victims.labels(framework.scheduler_name).observe(len(result.victims))
+        metrics.preemption_victims.observe(len(result.victims))  # attempts: MetricsObserver
         if self.on_preempt is not None:
             self.on_preempt(pod, result, framework)
 
     def nomination_cleared(self, pod: Pod) -> None:
         if self.is_leader():
-            task = asyncio.get_running_loop().create_task(self._clear_nomination(pod))
-            self._nomination_tasks.add(task)
-            task.add_done_callback(self._nomination_tasks.discard)
+            self._spawn(self._clear_nomination(pod))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._nomination_tasks.add(task)
+        task.add_done_callback(self._nomination_tasks.discard)
+
+    async def _annotate(self, pod: Pod, summary: str | None) -> None:
+        """Set (or, with None, remove) the pending-summary annotation; pods/status takes metadata."""
+        body = {"metadata": {"annotations": {PENDING_SUMMARY_ANNOTATION: summary}}}
+        try:
+            await patch_status(self.api, pod.namespace, pod.name, body)
+        except Exception as exc:  # the next attempt writes it again
+            log.warning("pending summary update failed", extra={"pod": pod.key, "error": str(exc)})
 
     async def _clear_nomination(self, pod: Pod) -> None:
         try:
@@ -140,5 +161,8 @@ class PodReporter:
                     nominated_node=failure.nominated,
                     uid=failure.pod.uid,
                 )
+                summary = failure.summary
+                if summary is not None and failure.pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
+                    await self._annotate(failure.pod, summary)
             except Exception as exc:  # the API said no for good: log, keep scheduling
                 log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})

@@ -99,8 +99,8 @@ PROFILE_SPECS: dict[str, dict[str, Any]] = {
 SCHEDULER_NAMES: tuple[str, ...] = tuple(PROFILE_SPECS)
 
 
-# DynamicResources is not implemented by our core; upstream it adds "no new claims to
-# deallocate" to every failure message, so the reference runs without it (docs/parity.md).
+# The generated scenarios have no resource claims: both sides run without DynamicResources,
+# whose PostFilter only adds "no new claims to deallocate" to messages (docs/parity.md).
 NOT_COMPARED: tuple[str, ...] = ("DynamicResources",)
 
 

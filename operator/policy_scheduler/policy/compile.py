@@ -17,6 +17,7 @@ from policy_scheduler.policy.errors import FieldError, PolicyError, join_path, p
 from policy_scheduler.policy.plugin_args import default_plugin_args
 from policy_scheduler.policy.scheduling_profile import PluginSet, SchedulingProfileSpec
 from policy_scheduler.scheduler import config as core
+from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import IMPLEMENTED_PLUGINS, ProfileError, resolve_profile
 
 # Plugins fields in the order of the upstream Plugins struct, by attribute name.
@@ -67,6 +68,7 @@ def compile_profile(spec: SchedulingProfileSpec, *, path: str = "spec") -> core.
         pod_initial_backoff_seconds=float(spec.pod_initial_backoff_seconds),
         pod_max_backoff_seconds=float(spec.pod_max_backoff_seconds),
         eviction_policy_name=spec.eviction_policy_name,
+        pending_summary_annotation=spec.pending_summary_annotation,
     )
 
 
@@ -149,13 +151,16 @@ def _queue_sort(
 def compile_profile_objects(
     objects: Sequence[Mapping[str, Any]],
     *,
-    implemented: frozenset[str] = IMPLEMENTED_PLUGINS,
+    implemented: frozenset[str] | None = None,
     eviction_policy_names: Collection[str] | None = None,
 ) -> list[core.ProfileConfig]:
     """SchedulingProfile objects (whole manifests) -> ProfileConfigs, fully validated.
 
+    `implemented` defaults to every registered plugin (out-of-tree ones included).
     Raises PolicyError whose paths start with the object (`SchedulingProfile "fast": spec...`).
     """
+    if implemented is None:
+        implemented = implemented_plugin_names()
     specs: dict[str, SchedulingProfileSpec] = {}
     errors: list[FieldError] = []
     for i, obj in enumerate(objects):

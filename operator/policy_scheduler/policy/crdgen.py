@@ -162,6 +162,9 @@ RESOURCES: tuple[Resource, ...] = (
         spec=PriorityClassMirrorSpec,
         status=PriorityClassMirrorStatus,
         columns=(
+            _condition(c.CONDITION_ACCEPTED, "Whether the latest spec is valid and in force."),
+            _GENERATION,
+            _IN_FORCE,
             Column("Value", "integer", ".spec.value", "Priority of pods using this class."),
             Column("GlobalDefault", "boolean", ".spec.globalDefault", "Whether it is the cluster default."),
             _condition(c.CONDITION_SYNCED, "Whether the native PriorityClass matches the spec."),

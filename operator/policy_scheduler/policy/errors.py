@@ -69,7 +69,11 @@ def errors_from_validation(exc: ValidationError, prefix: str) -> list[FieldError
 def _field_error(detail: ErrorDetails, prefix: str) -> FieldError:
     # Union and tagged-union branch names are not part of the user's document.
     loc = [part for part in detail["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
-    path = join_path(prefix, *loc)
+    if loc[-1:] == ["[key]"]:
+        # A bad map key: name the map, as Kubernetes does (the message quotes the key).
+        loc = loc[:-2]
+    # Every string in loc is a field or a key the user wrote, even one starting with "[".
+    path = "".join([prefix, *(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)]).lstrip(".")
     ctx: Mapping[str, Any] = detail.get("ctx") or {}
     if detail["type"] == FIELD_ERROR and ctx.get("field"):
         path = join_path(path, str(ctx["field"]))

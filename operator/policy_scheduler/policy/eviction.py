@@ -94,6 +94,7 @@ class RateLimit(SpecModel):
 
 
 BudgetMode = Literal["Enforce", "BestEffort"]
+GangDisruption = Literal["Whole", "Member"]
 
 
 class EvictionPolicySpec(SpecModel):
@@ -134,6 +135,12 @@ class EvictionPolicySpec(SpecModel):
         False,
         description="Only record what would be evicted (counters.wouldEvict, recentEvictions) without "
         "evicting; preemptors stay pending.",
+    )
+    gang_disruption: GangDisruption = Field(
+        "Whole",
+        description="How members of a PodGroup (gang) are disrupted. Whole: a member is chosen as a victim "
+        "only if its whole group may be, and then every member holding a node is evicted with it (a "
+        "partial gang would hold its nodes idle). Member: members are victims one by one, as any pod.",
     )
 
 

@@ -26,7 +26,7 @@ from policy_scheduler.policy.constants import (
 from policy_scheduler.policy.errors import FieldError, PolicyError, field_error, join_path, parse_model
 from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
-from policy_scheduler.scheduler.profile_resolution import IMPLEMENTED_PLUGINS
+from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 
 CARRIED_FIELDS = ("percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds")
 IGNORED_FIELDS = (
@@ -60,11 +60,15 @@ class _TopLevel(BaseModel):
         return self
 
 
-def import_config(text: str, *, implemented: frozenset[str] = IMPLEMENTED_PLUGINS) -> list[dict[str, Any]]:
+def import_config(text: str, *, implemented: frozenset[str] | None = None) -> list[dict[str, Any]]:
     """SchedulingProfile manifests for the profiles of a KubeSchedulerConfiguration YAML.
+
+    `implemented` defaults to every registered plugin (Coscheduling, installed out-of-tree ones).
 
     Raises PolicyError (a ValueError) naming the offending field, e.g. `profiles[0].plugins...`.
     """
+    if implemented is None:
+        implemented = implemented_plugin_names()
     doc = _load(text)
     errors: list[FieldError] = []
     carried = {key: doc[key] for key in CARRIED_FIELDS if doc.get(key) is not None}

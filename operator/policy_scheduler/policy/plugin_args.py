@@ -25,9 +25,11 @@ from policy_scheduler.policy.kube_types import (
     NodeAffinity,
     TopologySpreadConstraint,
 )
-from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.field_errors import ArgsError, Problem
 from policy_scheduler.scheduler.plugins import nodeaffinity
+from policy_scheduler.scheduler.plugins.coscheduling import args as coscheduling
 from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
+from policy_scheduler.scheduler.plugins.dynamicresources import args as dynamicresources
 from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
 from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
 from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
@@ -197,6 +199,20 @@ class DefaultPreemptionArgs(ArgsModel):
     min_candidate_nodes_absolute: int = Field(100, ge=0, description="Minimum candidates to dry-run.")
 
 
+class CoschedulingArgs(ArgsModel):
+    """scheduler-plugins' CoschedulingArgs (gang scheduling with PodGroups)."""
+
+    plugin = "Coscheduling"
+    core_args = coscheduling.CoschedulingArgs
+
+    permit_waiting_time_seconds: int = Field(
+        60, ge=0, description="How long assumed members wait at Permit for the rest of their group."
+    )
+    pod_group_backoff_seconds: int = Field(
+        0, ge=0, description="How long a group rejected at PostFilter is not retried (0: no backoff)."
+    )
+
+
 class VolumeBindingArgs(ArgsModel):
     plugin = "VolumeBinding"
 
@@ -224,6 +240,19 @@ class VolumeBindingArgs(ArgsModel):
         return self
 
 
+class DynamicResourcesArgs(ArgsModel):
+    plugin = "DynamicResources"
+    core_args = dynamicresources.DynamicResourcesArgs
+
+    filter_timeout: str | None = Field(
+        None,
+        description="Longest search of one node's devices in Filter (Go duration, default 10s; 0: none).",
+    )
+    binding_timeout: str | None = Field(
+        None, description="Needs the DRADeviceBindingConditions feature gate (off in v1.35)."
+    )
+
+
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
     model.plugin: model
     for model in (
@@ -233,7 +262,9 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         InterPodAffinityArgs,
         NodeAffinityArgs,
         DefaultPreemptionArgs,
+        CoschedulingArgs,
         VolumeBindingArgs,
+        DynamicResourcesArgs,
     )
 }
 
@@ -248,8 +279,27 @@ def default_plugin_args(name: str, args: Any, path: str) -> dict[str, Any]:
     if model is None:
         if args is not None and not isinstance(args, dict):
             raise PolicyError([FieldError(path, "must be an object")])
-        return dict(args or {})
+        return _out_of_tree_args(name, dict(args or {}), path)
     parsed = parse_model(model, args, path)
     if model.core_args is not None:
         return model.core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
     return parsed.json_args()
+
+
+def _out_of_tree_args(name: str, raw: dict[str, Any], path: str) -> dict[str, Any]:
+    """An installed plugin's args: its `args_type` (a CoreArgs) defaults and checks them."""
+    from policy_scheduler.scheduler.plugins.registry import out_of_tree_registry
+
+    plugin = out_of_tree_registry().get(name)
+    args_type: type[CoreArgs] | None = getattr(plugin, "args_type", None)
+    if args_type is None:
+        return raw
+    body = {k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}
+    try:
+        typed = args_type.defaulted(body)
+    except (ValueError, TypeError, ArgsError) as exc:
+        raise PolicyError([FieldError(path, str(exc))]) from exc
+    problems = typed.problems()
+    if problems:
+        raise PolicyError([FieldError(f"{path}.{p.path}" if p.path else path, p.message) for p in problems])
+    return typed.to_json()

@@ -10,7 +10,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from policy_scheduler.policy.base import SpecModel, StatusModel, cel_rule
+from policy_scheduler.policy.base import (
+    LastAcceptedGeneration,
+    LastAcceptedSpec,
+    SpecModel,
+    StatusModel,
+    cel_rule,
+)
 from policy_scheduler.policy.conditions import CONDITIONS_LIST, Conditions
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000  # scheduling.HighestUserDefinablePriority
@@ -69,3 +75,5 @@ class PriorityClassMirrorStatus(StatusModel):
     outdated_pod_count: int = Field(
         0, ge=0, description="Pods of this class whose priority differs from the current value."
     )
+    last_accepted_generation: LastAcceptedGeneration = None
+    last_accepted_spec: LastAcceptedSpec = None

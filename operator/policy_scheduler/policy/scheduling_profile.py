@@ -189,6 +189,14 @@ class SchedulingProfileSpec(SpecModel):
         "(protection, disruption budgets, rate limits, dry run). Unset: victims are deleted as "
         "kube-scheduler does.",
     )
+    pending_summary_annotation: bool = Field(
+        False,
+        description="Write a compact summary of why each pending pod of this profile does not fit "
+        "(nodes per reason, e.g. '3/10 nodes: Insufficient cpu; 7/10: node(s) didn't match Pod's "
+        "node affinity/selector') to its policy-scheduler.io/pending-summary annotation, capped at "
+        "512 bytes. Off by default: it costs one pod write per changed summary. "
+        "`policy-scheduler explain` gives the full answer either way.",
+    )
 
     @model_validator(mode="after")
     def _checks(self) -> SchedulingProfileSpec:

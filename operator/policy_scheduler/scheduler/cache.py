@@ -74,6 +74,11 @@ class Cache:
     def node_count(self) -> int:
         return len(self.table)
 
+    def sizes(self) -> dict[str, int]:
+        """Upstream's scheduler_cache_size: nodes, pods, and assumed pods."""
+        assumed = sum(1 for state in self._pods.values() if state.assumed)
+        return {"nodes": len(self.table), "pods": len(self._pods), "assumed_pods": assumed}
+
     # ---- pods --------------------------------------------------------------------------------
 
     def _place(self, pod: Pod) -> None:

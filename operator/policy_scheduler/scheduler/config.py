@@ -56,6 +56,8 @@ class ProfileConfig:
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
     eviction_policy_name: str | None = None
+    # Write a compact "why pending" annotation on the profile's pending pods.
+    pending_summary_annotation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +71,4 @@ class ResolvedProfile:
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
     eviction_policy_name: str | None
+    pending_summary_annotation: bool = False

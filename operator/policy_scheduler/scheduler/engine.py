@@ -18,13 +18,16 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
-from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
+from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
+from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
-from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.runtime import Framework, PluginMetrics
 from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore, group_key
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
-from policy_scheduler.scheduler.plugins.registry import in_tree_registry
+from policy_scheduler.scheduler.plugins.registry import plugin_registry
+from policy_scheduler.scheduler.queue.changes import EVENT_UNSCHEDULED_POD_ADD
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
@@ -83,15 +86,19 @@ class Engine:
         observe: Callable[[str, str, str, float], None] | None = None,
         storage: StorageLister | None = None,
         volume_api: VolumeBindingAPI | None = None,
+        observer: CycleObserver | None = None,
+        plugin_metrics: PluginMetrics | None = None,
     ) -> None:
         # observe(profile, extension point, status, seconds), e.g. a Prometheus histogram.
         self.observe = observe
+        self.clock = clock
+        self.plugin_metrics = plugin_metrics
         self.table = NodeTable()
         self.cache = Cache(self.table, clock=clock)
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
         # must find its pods without a relist.
         self.unassigned: dict[str, Pod] = {}
-        self.registry = dict(registry or in_tree_registry())
+        self.registry = dict(registry or plugin_registry())
         self.frameworks: dict[str, Framework] = {}
         self.nominator = PodNominator()
         self.queue = SchedulingQueue(lambda: self.frameworks, clock, nominator=self.nominator)
@@ -111,6 +118,7 @@ class Engine:
             lambda: self.frameworks,
             hooks=hooks,
             rng=np.random.default_rng(seed),
+            observer=observer,
         )
         # Every unassigned pod we saw, whatever its schedulerName: a profile created later
         # must find its pods without a relist.
@@ -131,8 +139,10 @@ class Engine:
                 frameworks[profile.scheduler_name] = current  # unchanged: keep its plugin state
                 continue
             framework = Framework(profile, self.registry, self.base_handle)
+            framework.clock = self.clock
             if self.observe is not None:
                 framework.observe = functools.partial(self.observe, profile.scheduler_name)
+            framework.plugin_metrics = self.plugin_metrics
             frameworks[profile.scheduler_name] = framework
         previous = set(self.frameworks)
         changed = {name for name, fw in frameworks.items() if self.frameworks.get(name) is not fw}
@@ -160,7 +170,12 @@ class Engine:
 
     # ---- cluster events ------------------------------------------------------------------------------
 
+    @property
+    def pod_groups(self) -> PodGroupStore:
+        return self.base_handle.services.pod_groups
+
     def pod_added(self, pod: Pod) -> None:
+        self.pod_groups.pod_seen(pod)
         if pod.node_name:
             self.unassigned.pop(pod.key, None)
             self.cache.add_pod(pod)
@@ -173,8 +188,12 @@ class Engine:
             self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
         if self.responsible_for(pod) and not pod.terminating:
             self.queue.add(pod)
+        if group_key(pod):
+            # A new member may complete its group: wake the siblings PreEnqueue held back.
+            self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
+        self.pod_groups.pod_seen(new)
         if new.node_name:
             if not old.node_name:
                 self.pod_added(new)  # just bound (by us or anyone): leaves the queue
@@ -198,6 +217,7 @@ class Engine:
             )
 
     def pod_deleted(self, pod: Pod) -> None:
+        self.pod_groups.pod_gone(pod)
         self.unassigned.pop(pod.key, None)
         self.nominator.delete_nominated_pod_if_exists(pod)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
@@ -223,6 +243,22 @@ class Engine:
         self.cache.remove_node(node.name)
         self.queue.node_deleted(node)
 
+    def pod_group_set(self, group: PodGroup) -> None:
+        """A PodGroup added or changed: its held-back or rejected members may go now."""
+        old = self.pod_groups.set_group(group)
+        action = Action.ADD if old is None else Action.UPDATE
+        if old is None or old.creation_timestamp != group.creation_timestamp:
+            self.queue.active.heap.rebuild()  # the members' place in the queue follows the group
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(Resource.POD_GROUP, action), old, group)
+
+    def pod_group_deleted(self, key: str) -> None:
+        self.pod_groups.delete_group(key)
+
+    def reject_expired_waiting_pods(self) -> None:
+        """Time out Permit waits by the engine's clock (tests with a fake clock call this)."""
+        for framework in self.frameworks.values():
+            framework.reject_expired_waiting_pods()
+
     def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None:
         """A PV/PVC/StorageClass/CSI object was added (old None), updated or deleted (new None).
 
@@ -235,6 +271,11 @@ class Engine:
             elif old is not None:
                 storage.delete(old)
         self.queue.move_all_to_active_or_backoff(storage_event(old, new), old, new)
+
+    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None:
+        """A ResourceSlice, DeviceClass or ResourceClaim changed; services.dra.store already has it."""
+        action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self.base_handle.namespace_labels = labels

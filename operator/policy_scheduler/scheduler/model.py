@@ -175,6 +175,8 @@ class Pod:
     resource_version: str = ""
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
+    # status.resourceClaimStatuses: (pod claim name, generated claim name or None).
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None

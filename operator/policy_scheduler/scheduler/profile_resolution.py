@@ -15,9 +15,8 @@ extension point (`ResolvedProfile`), in three steps that mirror upstream:
    then the other explicit plugins.
 3. Score weights (`getScoreWeights`): an explicit score entry wins over multiPoint; 0 means 1.
 
-DynamicResources is a hold (pods with resource claims wait; DRA is not implemented). Defaults
-that are not in the `implemented` set are dropped silently; naming an unimplemented plugin
-explicitly in an enabled list is an error, disabling one is fine.
+Defaults that are not in the `implemented` set are dropped silently; naming an unimplemented
+plugin explicitly in an enabled list is an error, disabling one is fine.
 
 Deliberate differences from upstream, all stricter and reported as `ProfileError`:
 - score weights must be within 0..MAX_SCORE_WEIGHT (upstream only guards int64 overflow);
@@ -205,6 +204,7 @@ def resolve_profile(
         pod_initial_backoff_seconds=profile.pod_initial_backoff_seconds,
         pod_max_backoff_seconds=profile.pod_max_backoff_seconds,
         eviction_policy_name=profile.eviction_policy_name,
+        pending_summary_annotation=profile.pending_summary_annotation,
     )
 
 
@@ -254,7 +254,7 @@ def _check_entry(point: str, ref: PluginRef, implemented: frozenset[str], path: 
     if problem:
         return [(f"{path}.name", problem)]
     errors: list[tuple[str, str]] = []
-    implements = PLUGIN_EXTENSION_POINTS[ref.name]
+    implements = points_of(ref.name)
     if point != MULTI_POINT and point not in implements:
         message = (
             f"plugin {_q(ref.name)} does not implement the {point} extension point "
@@ -267,6 +267,17 @@ def _check_entry(point: str, ref: PluginRef, implemented: frozenset[str], path: 
         message = f"{ref.weight} not in valid range [0, {MAX_SCORE_WEIGHT}] (0 means {DEFAULT_SCORE_WEIGHT})"
         errors.append((f"{path}.weight", message))
     return errors
+
+
+def points_of(name: str) -> frozenset[str]:
+    """Extension points of a plugin: upstream's table, else the registered class (Coscheduling,
+    out-of-tree plugins)."""
+    points = PLUGIN_EXTENSION_POINTS.get(name)
+    if points is not None:
+        return points
+    from policy_scheduler.scheduler.plugins.registry import plugin_points  # registry imports plugins
+
+    return plugin_points(name) or frozenset()
 
 
 def _unusable(name: str, implemented: frozenset[str]) -> str | None:
@@ -319,7 +330,7 @@ def _expand(point: str, explicit: PluginSet, multi: tuple[_Entry, ...]) -> tuple
     from_multi: list[str] = []
     for entry in multi:
         name = entry.ref.name
-        if point not in PLUGIN_EXTENSION_POINTS[name] or name in disabled:
+        if point not in points_of(name) or name in disabled:
             continue
         if name in explicit_names:  # explicit configuration of this point wins over multiPoint
             overridden.add(name)
@@ -337,7 +348,7 @@ def _score_weights(explicit: tuple[PluginRef, ...], multi: tuple[_Entry, ...]) -
     """getScoreWeights: first of explicit score entries, then merged multiPoint; 0 means 1."""
     weights: dict[str, int] = {}
     for ref in (*explicit, *(entry.ref for entry in multi)):
-        if "score" in PLUGIN_EXTENSION_POINTS.get(ref.name, frozenset()):
+        if "score" in points_of(ref.name):
             weights.setdefault(ref.name, ref.weight or DEFAULT_SCORE_WEIGHT)
     return weights
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -33,11 +34,15 @@ from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 
+if TYPE_CHECKING:
+    from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
+
 log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+PLUGIN_METRICS_SAMPLE_PERCENT = 10  # upstream's pluginMetricsSamplePercent
 
 CLEAR = ""  # nominated node value that clears a pod's nomination
 REASON_UNSCHEDULABLE = "Unschedulable"
@@ -207,8 +212,10 @@ class ScheduleOne:
         *,
         hooks: SchedulerHooks | None = None,
         rng: np.random.Generator | None = None,
+        observer: CycleObserver | None = None,
     ) -> None:
         self.cache = cache
+        self.observer = observer  # explain recorder, metrics: told about every attempt
         self.queue = queue
         self._frameworks = frameworks
         self.hooks: SchedulerHooks = hooks or NullHooks()
@@ -244,6 +251,8 @@ class ScheduleOne:
             return None
         started = time.monotonic()
         state = CycleState()
+        # Its own random source: sampling must not change which node ties are broken to.
+        state.record_plugin_metrics = random.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         if pod.malformed:
             self._fail(framework, info, REASON_UNSCHEDULABLE, pod.malformed, CLEAR, started, "unschedulable")
             return None
@@ -253,7 +262,9 @@ class ScheduleOne:
             nominated = self._post_filter(framework, state, pod, fit.diagnosis)
             info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             info.pending_plugins = set(fit.diagnosis.pending_plugins)
-            self._fail(framework, info, REASON_UNSCHEDULABLE, str(fit), nominated, started, "unschedulable")
+            self._fail(
+                framework, info, REASON_UNSCHEDULABLE, str(fit), nominated, started, "unschedulable", fit
+            )
             return None
         except NoNodesAvailableError as exc:
             self._fail(framework, info, REASON_UNSCHEDULABLE, str(exc), CLEAR, started, "unschedulable")
@@ -261,6 +272,16 @@ class ScheduleOne:
         except (SchedulingError, FrameworkError) as exc:
             self._fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), CLEAR, started, "error")
             return None
+        if self.observer is not None:
+            self.observer.node_chosen(
+                pod,
+                framework.scheduler_name,
+                result.node_name,
+                self.table,
+                result.feasible_rows,
+                result.scores,
+                result.evaluated_nodes,
+            )
         return self._assume_reserve_permit(framework, state, info, result.node_name, started)
 
     def _post_filter(
@@ -333,7 +354,13 @@ class ScheduleOne:
         nominated: str | None,
         started: float,
         result: str,
+        fit: FitError | None = None,
     ) -> None:
+        if self.observer is not None:
+            num_nodes, diagnosis = (fit.num_all_nodes, fit.diagnosis) if fit is not None else (0, None)
+            self.observer.attempt_failed(
+                info.pod, framework.scheduler_name, reason, message, num_nodes, diagnosis
+            )
         # upstream's NominatingInfo: None keeps the nomination, CLEAR ("") drops it, a name sets it.
         if nominated == CLEAR and not info.pod.nominated_node_name:
             nominated = None  # nothing to clear: no needless status write
@@ -517,6 +544,8 @@ class ScheduleOne:
         self.cache.finish_binding(pod)
         framework.run_post_bind(state, pod, node)
         self.queue.done(pod.uid)
+        if self.observer is not None:
+            self.observer.bound(task.info, framework.scheduler_name, node)
         self.hooks.scheduled(pod, node, framework)
         self.hooks.cycle_finished(framework, "scheduled", time.monotonic() - task.started)
 

@@ -12,8 +12,9 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
-from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.runtime import Framework, WaitingPod
 from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.gang import group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
 from policy_scheduler.scheduler.storage.lister import StorageObjects
@@ -167,6 +168,8 @@ async def _simulate(
     )
     hooks.engine = binder.engine = engine
     engine.set_profiles(profiles)
+    for group in scenario.pod_groups:
+        engine.pod_group_set(group)
     engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})
     for node in scenario.nodes:
         engine.node_added(node)
@@ -180,9 +183,16 @@ async def _simulate(
     while budget > 0:
         budget -= 1
         if engine.schedule_next():
-            await engine.scheduler.drain_binding()
+            await _settle(engine)
             if progress is not None:
                 progress(len(hooks.attempted), to_schedule)
+            continue
+        deadline = _earliest_permit_deadline(engine)
+        if deadline is not None:
+            # Gang members wait at Permit: simulated time runs to their timeout.
+            clock.advance(max(deadline - clock(), 0.0))
+            engine.reject_expired_waiting_pods()
+            await _settle(engine)
             continue
         counts = engine.queue.pending_counts()
         if counts["backoff"] == 0:
@@ -191,8 +201,43 @@ async def _simulate(
             engine.queue.backoff_remaining() if hasattr(engine.queue, "backoff_remaining") else 11.0
         )
         engine.queue.flush_backoff_completed()
+    while (deadline := _earliest_permit_deadline(engine)) is not None:  # out of budget: end the waits
+        clock.advance(max(deadline - clock(), 0.0))
+        engine.reject_expired_waiting_pods()
+        await _settle(engine)
     await engine.scheduler.drain_binding()
+    _explain_groups(engine, scenario, outcomes)
     return [outcomes[p.key] for p in scenario.pods]
+
+
+def _waiting(engine: Engine) -> list[WaitingPod]:
+    return [w for fw in engine.frameworks.values() for w in fw.waiting_pods.values() if w.outcome is None]
+
+
+def _earliest_permit_deadline(engine: Engine) -> float | None:
+    deadlines = [d for w in _waiting(engine) for d in w.deadlines.values()]
+    return min(deadlines) if deadlines else None
+
+
+async def _settle(engine: Engine) -> None:
+    """Let binding cycles run until every one left waits at Permit (those would block a drain)."""
+    for _ in range(1000):
+        if len(engine.scheduler.binding_tasks) <= len(_waiting(engine)):
+            return
+        await asyncio.sleep(0)
+
+
+def _explain_groups(engine: Engine, scenario: Scenario, outcomes: dict[str, PodOutcome]) -> None:
+    """A pending gang member says why its group waits (PreEnqueue holds pods without a failure)."""
+    store = engine.pod_groups
+    for pod in scenario.pods:
+        key = group_key(pod)
+        outcome = outcomes[pod.key]
+        if not key or outcome.node:
+            continue
+        reason = store.state(key).message
+        if reason and (outcome.message is None or reason not in outcome.message):
+            outcome.message = f"{outcome.message} (group: {reason})" if outcome.message else reason
 
 
 def simulate(

@@ -28,7 +28,10 @@ from policy_scheduler.apiobjects.convert import (
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.owners import KINDS as OWNER_KINDS
 from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
+from policy_scheduler.apiobjects.podgroups import GROUP as PODGROUP_GROUP
+from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
+from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
 
@@ -61,6 +64,8 @@ class Scenario:
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
     priority_class_mirrors: list[dict[str, Any]] = field(default_factory=list)
+    # scheduler-plugins PodGroups (gang scheduling).
+    pod_groups: list[PodGroup] = field(default_factory=list)
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     terminal_pods: int = 0
@@ -136,7 +141,14 @@ def _identity(doc: Document) -> tuple[str, str]:
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise ScenarioError(f"{doc.where()}: metadata.name: required")
     name = str(meta["name"])
-    if kind in ("Pod", "PodDisruptionBudget", "PersistentVolumeClaim", "CSIStorageCapacity", *OWNER_KINDS):
+    if kind in (
+        "Pod",
+        "PodDisruptionBudget",
+        "PodGroup",
+        "PersistentVolumeClaim",
+        "CSIStorageCapacity",
+        *OWNER_KINDS,
+    ):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
 
@@ -179,6 +191,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.eviction_policies.append(dict(doc.body))
         elif kind == "PriorityClassMirror" and _is_ours(doc):
             scenario.priority_class_mirrors.append(dict(doc.body))
+        elif kind == "PodGroup" and str(doc.body.get("apiVersion", "")).startswith(PODGROUP_GROUP + "/"):
+            scenario.pod_groups.append(pod_group_from_dict(dict(doc.body)))
     except ConversionError as exc:
         field_path = f"{exc.path}: " if exc.path else ""
         raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
@@ -192,6 +206,7 @@ USED_KINDS = frozenset(
         "PriorityClass",
         "PodDisruptionBudget",
         "Namespace",
+        "PodGroup",
         *OWNER_KINDS,
         *STORAGE_KINDS,
         *POLICY_KINDS,

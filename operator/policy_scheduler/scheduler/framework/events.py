@@ -16,6 +16,7 @@ class Resource(StrEnum):
     UNSCHEDULED_POD = "UnscheduledPod"
     NODE = "Node"
     PDB = "PodDisruptionBudget"
+    POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroups (gang scheduling)
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
@@ -24,6 +25,8 @@ class Resource(StrEnum):
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
     RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
     WILDCARD = "*"
 
 
@@ -40,6 +43,7 @@ class Action(IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_OTHER = 2048
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 4096
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -51,6 +55,7 @@ class Action(IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_OTHER
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
     )
     ALL = ADD | DELETE | UPDATE
 

@@ -28,7 +28,7 @@ from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObje
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
-    from policy_scheduler.scheduler.framework.runtime import FilterOutcome
+    from policy_scheduler.scheduler.framework.runtime import FilterOutcome, WaitingPod
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -154,8 +154,12 @@ class FrameworkHandle(Protocol):
     @property
     def table(self) -> NodeTable: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod
+    ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status: ...
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status: ...
+    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
 
 
 @dataclass(slots=True)

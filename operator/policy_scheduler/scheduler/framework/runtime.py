@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +94,15 @@ def go_duration(seconds: float) -> str:
     return sign + text
 
 
+class PluginMetrics(Protocol):
+    """Per-plugin counters and (sampled) durations: upstream's plugin_evaluation_total and
+    plugin_execution_duration_seconds, without a metrics library in the core."""
+
+    def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None: ...
+
+    def executed(self, plugin: str, point: str, code: str, seconds: float) -> None: ...
+
+
 @dataclass(slots=True)
 class FilterOutcome:
     """Batch filter result over `rows`: which passed and, for the others, the first failing status."""
@@ -151,14 +160,19 @@ class WaitingPod:
             return self.outcome
         self.result = asyncio.get_running_loop().create_future()
         while self.outcome is None:
-            plugin, deadline = min(self.deadlines.items(), key=lambda item: item[1])
+            deadline = min(self.deadlines.values())
             try:
                 return await asyncio.wait_for(asyncio.shield(self.result), max(0.0, deadline - clock()))
             except TimeoutError:
-                if plugin in self.deadlines and clock() >= self.deadlines[plugin]:
-                    waited = go_duration(self.waits.get(plugin, 0.0))
-                    self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
+                self.expire(clock())
         return self.outcome
+
+    def expire(self, now: float) -> None:
+        """Reject the pod if a plugin's wait is over at `now`."""
+        for plugin, deadline in list(self.deadlines.items()):
+            if self.outcome is None and now >= deadline:
+                waited = go_duration(self.waits.get(plugin, 0.0))
+                self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
 
 @dataclass(slots=True)
@@ -207,8 +221,11 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # Permit deadlines follow this clock (the Engine's: a fake one in tests).
+        self.clock: Callable[[], float] = time.monotonic
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
+        self.plugin_metrics: PluginMetrics | None = None
         for point, refs in profile.points.items():
             for ref in refs:
                 plugin = self._instance(ref.name, registry)
@@ -277,6 +294,17 @@ class Framework:
             code = "Success" if status is None else _CODE_NAMES[status.code]
             self.observe(point, code, time.perf_counter() - started)
 
+    def _plugin_ran(
+        self, state: CycleState, plugin: str, point: str, count: int, started: float, status: Status | None
+    ) -> None:
+        metrics = self.plugin_metrics
+        if metrics is None:
+            return
+        metrics.evaluated(self.profile.scheduler_name, plugin, point, count)
+        if state.record_plugin_metrics:
+            code = "Success" if status is None else _CODE_NAMES[status.code]
+            metrics.executed(plugin, point, code, time.perf_counter() - started)
+
     def run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status, set[str]]:
         started = time.perf_counter()
         result = self._run_pre_filter(state, pod)
@@ -290,7 +318,9 @@ class Framework:
         returned = SUCCESS
         state.skip_filter = set()
         for plugin in self.points.pre_filter:
+            started = time.perf_counter()
             narrowed, status = plugin.pre_filter(state, pod)
+            self._plugin_ran(state, plugin.name, "PreFilter", 1, started, status)
             if status.code == Code.SKIP:
                 state.skip_filter.add(plugin.name)
                 continue
@@ -326,8 +356,13 @@ class Framework:
         for plugin in self.points.filter:
             if plugin.name in state.skip_filter:
                 continue
-            result = plugin.filter(state, pod, rows if alive is None else rows[alive])
+            started = time.perf_counter()
+            batch = rows if alive is None else rows[alive]
+            result = plugin.filter(state, pod, batch)
             failed = ~result.passed
+            if self.plugin_metrics is not None:
+                first = result.statuses[0] if failed.any() and result.statuses else None
+                self._plugin_ran(state, plugin.name, "Filter", len(batch), started, first)
             if not failed.any():
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
@@ -361,7 +396,11 @@ class Framework:
             nominated = [
                 p
                 for p in nominator.nominated_pods_for_node(node_name)
-                if p.priority >= pod.priority and p.uid != pod.uid and p.key != pod.key
+                if p.priority >= pod.priority
+                and p.uid != pod.uid
+                and p.key != pod.key
+                # already on the node (a gang preemption's scratch placement): counted once
+                and p.key not in table.pods[int(row)]
             ]
             if not nominated:
                 continue
@@ -425,7 +464,9 @@ class Framework:
         """RunPostFilterPlugins: the first success wins; otherwise the rejection messages."""
         rejections: list[Status] = []
         for plugin in self.points.post_filter:
+            started = time.perf_counter()
             result, status = plugin.post_filter(state, pod, diagnosis)
+            self._plugin_ran(state, plugin.name, "PostFilter", 1, started, status)
             if status.is_success:
                 return result, status.with_plugin(plugin.name)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -442,7 +483,9 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
         state.skip_score = set()
         for plugin in self.points.pre_score:
+            started = time.perf_counter()
             status = plugin.pre_score(state, pod, rows)
+            self._plugin_ran(state, plugin.name, "PreScore", 1, started, status)
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
                 continue
@@ -456,7 +499,9 @@ class Framework:
         for plugin, weight in self.points.score:
             if plugin.name in state.skip_score:
                 continue
+            started = time.perf_counter()
             scores = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
+            self._plugin_ran(state, plugin.name, "Score", len(rows), started, None)
             if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
                 bad = int(scores[(scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)][0])
                 raise FrameworkError(  # upstream's text; the first bad score in node order
@@ -489,7 +534,7 @@ class Framework:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, MAX_PERMIT_WAIT_SECONDS)
-                deadlines[plugin.name] = time.monotonic() + waits[plugin.name]
+                deadlines[plugin.name] = self.clock() + waits[plugin.name]
             elif not status.is_success:
                 return plugin_failure(status, plugin.name, 'running Permit plugin "{plugin}": {error}')
         if deadlines:
@@ -500,12 +545,21 @@ class Framework:
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting_pods.get(uid)
 
+    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
+        return self.waiting_pods.values()
+
+    def reject_expired_waiting_pods(self) -> None:
+        """Reject the pods whose Permit wait is over by `clock` (a fake clock does not fire timers)."""
+        now = self.clock()
+        for waiting in list(self.waiting_pods.values()):
+            waiting.expire(now)
+
     async def wait_on_permit(self, pod: Pod) -> Status:
         waiting = self.waiting_pods.get(pod.uid or pod.key)
         if waiting is None:
             return SUCCESS
         try:
-            return await waiting.wait()
+            return await waiting.wait(self.clock)
         finally:
             self.waiting_pods.pop(pod.uid or pod.key, None)
 

@@ -8,9 +8,11 @@ owner selectors (PodTopologySpread's system defaults then match every pod).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 
 if TYPE_CHECKING:
@@ -57,3 +59,7 @@ class ClusterServices:
     preemption_in_progress: Callable[[Pod], bool] = no_preemption_in_progress
     # helper.DefaultSelector: the merged selector of the pod's Services and controllers.
     owner_selectors: Callable[[Pod], LabelSelector | None] = no_owner_selectors
+    # DRA: slices, classes and claims, the CEL selector compiler and the claim status writer.
+    dra: DraServices = field(default_factory=DraServices)
+    # PodGroups and their members (gang scheduling); the Engine feeds it pod events.
+    pod_groups: PodGroupStore = field(default_factory=PodGroupStore)

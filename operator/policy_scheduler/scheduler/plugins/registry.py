@@ -1,8 +1,19 @@
-"""The in-tree plugin registry: kube-scheduler plugin name -> implementation."""
+"""The plugin registry: kube-scheduler plugin name -> implementation.
+
+In-tree plugins, plus out-of-tree ones found through the Python entry point group
+`policy_scheduler.plugins` (each entry point names a Plugin subclass; see docs/core-contracts.md).
+"""
 
 from __future__ import annotations
 
-from policy_scheduler.scheduler.framework.interfaces import Plugin
+import logging
+from importlib.metadata import entry_points
+
+from policy_scheduler.scheduler.framework.interfaces import Plugin, implemented_points
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "policy_scheduler.plugins"
 
 
 def in_tree_registry() -> dict[str, type[Plugin]]:
@@ -57,5 +68,44 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     return {plugin.name: plugin for plugin in plugins}
 
 
+def bundled_registry() -> dict[str, type[Plugin]]:
+    """Plugins from kubernetes-sigs/scheduler-plugins that ship with policy-scheduler."""
+    from policy_scheduler.scheduler.plugins.coscheduling import Coscheduling
+
+    return {Coscheduling.name: Coscheduling}
+
+
+def out_of_tree_registry() -> dict[str, type[Plugin]]:
+    """Plugins installed as entry points; one that fails to load is left out (and logged), so a
+    profile naming it is refused as an unknown plugin rather than crashing the scheduler."""
+    found: dict[str, type[Plugin]] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            plugin = entry.load()
+        except Exception as exc:
+            log.error(
+                "out-of-tree plugin failed to load", extra={"entry_point": entry.value, "error": str(exc)}
+            )
+            continue
+        if not (isinstance(plugin, type) and issubclass(plugin, Plugin)) or not plugin.name:
+            log.error(
+                "out-of-tree entry point is not a named Plugin subclass", extra={"entry_point": entry.value}
+            )
+            continue
+        found[plugin.name] = plugin
+    return found
+
+
+def plugin_registry() -> dict[str, type[Plugin]]:
+    """Every plugin a profile may name; an installed plugin cannot replace a shipped one."""
+    return {**out_of_tree_registry(), **bundled_registry(), **in_tree_registry()}
+
+
 def implemented_plugin_names() -> frozenset[str]:
-    return frozenset(in_tree_registry())
+    return frozenset(plugin_registry())
+
+
+def plugin_points(name: str) -> frozenset[str] | None:
+    """The extension points a registered plugin implements (None if unknown)."""
+    plugin = plugin_registry().get(name)
+    return frozenset(implemented_points(plugin)) if plugin is not None else None

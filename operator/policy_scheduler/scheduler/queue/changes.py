@@ -80,6 +80,8 @@ def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
         actions.append(Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.tolerations) != len(old.tolerations):
         actions.append(Action.UPDATE_POD_TOLERATION)
+    if new.resource_claim_statuses != old.resource_claim_statuses:
+        actions.append(Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(Action.UPDATE)
     return [ClusterEvent(resource, action) for action in actions]

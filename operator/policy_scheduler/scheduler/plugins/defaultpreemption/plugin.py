@@ -7,7 +7,7 @@ Victims are restricted by the profile's eviction policy (see policy.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
@@ -33,6 +33,7 @@ from policy_scheduler.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
+from policy_scheduler.scheduler.gang import PodGroup, group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
@@ -41,8 +42,14 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     nodes_where_preemption_might_help,
     select_candidate,
 )
+from policy_scheduler.scheduler.plugins.defaultpreemption.gang import (
+    plan_group_preemption,
+    whole_group_eligible,
+    with_whole_groups,
+)
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     DEFAULT_POLICY,
+    GANG_WHOLE,
     EvictionPolicyConfig,
     may_be_victim,
 )
@@ -141,6 +148,15 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         table = self.table
         if len(table) == 0:
             return None, error("no nodes available")
+        store = self.handle.services.pod_groups
+        victim_ok: Callable[[Pod], bool] = lambda victim: self.is_eligible_victim(policy, victim, pod)  # noqa: E731
+        whole = policy.gang_disruption == GANG_WHOLE
+        if whole:
+            victim_ok = whole_group_eligible(store, table, victim_ok)
+        key = group_key(pod)
+        group = store.get(key) if key else None
+        if group is not None:
+            return self._preempt_for_group(pod, group, victim_ok, policy, whole)
         rows = nodes_where_preemption_might_help(table, diagnosis)
         node_to_status: dict[str, Status] = {}
         candidates = []
@@ -154,7 +170,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 self.handle.services.list_pdbs(),
                 self.handle.rng.randrange(len(rows)),
                 self.num_candidates(len(rows)),
-                lambda victim: self.is_eligible_victim(policy, victim, pod),
+                victim_ok,
                 now,
                 policy.enforce_budgets,
             )
@@ -163,8 +179,39 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             candidates, node_to_status = found.candidates, found.node_to_status
             best = select_candidate(candidates, now)
             if best is not None:
-                return PostFilterResult(best.name, tuple(best.victims)), SUCCESS
+                victims = with_whole_groups(store, table, best.victims) if whole else tuple(best.victims)
+                return PostFilterResult(best.name, victims), SUCCESS
 
         # A FitError of its own; the empty nomination clears the pod's nominatedNodeName.
         fit = Diagnosis(node_to_status=node_to_status, absent_nodes_status=unresolvable(NOT_HELPFUL))
         return PostFilterResult(""), unschedulable(fit_error_message(len(table), fit))
+
+    def _preempt_for_group(
+        self,
+        pod: Pod,
+        group: PodGroup,
+        eligible: Callable[[Pod], bool],
+        policy: EvictionPolicyConfig,
+        whole: bool,
+    ) -> tuple[PostFilterResult | None, Status]:
+        """The group preempts as one: victims for every member it lacks, or none at all."""
+        framework = self.handle.framework
+        assert framework is not None
+        store = self.handle.services.pod_groups
+        plan = plan_group_preemption(
+            framework,
+            store,
+            group,
+            pod,
+            self.handle.services.list_pdbs(),
+            eligible,
+            self.num_candidates,
+            self.handle.clock(),
+            policy.enforce_budgets,
+        )
+        if isinstance(plan, str):
+            return PostFilterResult(""), unschedulable(plan)
+        if not plan.victims:
+            return None, unschedulable(NOT_HELPFUL)
+        victims = with_whole_groups(store, self.table, plan.victims) if whole else plan.victims
+        return PostFilterResult(plan.node_name, victims), SUCCESS

@@ -20,6 +20,10 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 BUDGET_ENFORCE = "Enforce"
 BUDGET_BEST_EFFORT = "BestEffort"
 BUDGET_MODES = (BUDGET_ENFORCE, BUDGET_BEST_EFFORT)
+# gangDisruption: a PodGroup member is evicted only with its whole group, or on its own.
+GANG_WHOLE = "Whole"
+GANG_MEMBER = "Member"
+GANG_DISRUPTION_MODES = (GANG_WHOLE, GANG_MEMBER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +46,17 @@ class EvictionPolicyConfig:
     max_grace_period_seconds: int | None = None
     # Set when the profile's EvictionPolicy cannot be used: preempt nothing, and say why.
     unavailable_reason: str | None = None
+    gang_disruption: str = GANG_WHOLE
 
     def __post_init__(self) -> None:
         if self.budget_mode not in BUDGET_MODES:
             raise ValueError(
                 f"budgetMode: Unsupported value: {self.budget_mode!r}: supported values: {BUDGET_MODES}"
+            )
+        if self.gang_disruption not in GANG_DISRUPTION_MODES:
+            raise ValueError(
+                f"gangDisruption: Unsupported value: {self.gang_disruption!r}: "
+                f"supported values: {GANG_DISRUPTION_MODES}"
             )
 
     @property

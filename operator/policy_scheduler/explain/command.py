@@ -1,0 +1,93 @@
+"""`policy-scheduler explain NAMESPACE/NAME`: ask the operator, else recompute from the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_endpoint, ask_leader
+from policy_scheduler.explain.format import format_explanation
+from policy_scheduler.explain.recompute import NotExplainable, recompute
+from policy_scheduler.scheduler.diagnosis_recorder import Explanation
+from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("explain", help="why a pod is pending, or why its node won")
+    p.add_argument("pod", metavar="NAMESPACE/NAME", help="the pod (or NAME with -n)")
+    p.add_argument("-n", "--namespace", default="default", help="namespace when the pod is given as NAME")
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    p.add_argument(
+        "--endpoint",
+        help="the operator's HTTP address (e.g. http://127.0.0.1:10259) instead of the leader pod",
+    )
+    p.add_argument("--lease-namespace", default="policy-scheduler", help="where the operator's lease is")
+    p.add_argument("--lease-name", default="policy-scheduler")
+    p.add_argument(
+        "--recompute",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when the operator has no answer, recompute one from a live snapshot (default: on)",
+    )
+    p.set_defaults(func=explain_command)
+
+
+def parse_target(pod: str, namespace: str) -> tuple[str, str]:
+    if "/" in pod:
+        ns, _, name = pod.partition("/")
+        return ns, name
+    return namespace, pod
+
+
+def explain_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_explain(args))
+
+
+async def _ask(args: argparse.Namespace, api: Any, namespace: str, name: str) -> Answer:
+    if args.endpoint:
+        return await ask_endpoint(args.endpoint, namespace, name)
+    return await ask_leader(api, args.lease_namespace, args.lease_name, namespace, name)
+
+
+async def _explain(args: argparse.Namespace) -> int:
+    from policy_scheduler.kube.client import make_api_client
+
+    namespace, name = parse_target(args.pod, args.namespace)
+    api: Any = None
+    try:
+        if not args.endpoint:
+            api = await make_api_client(args.kubeconfig)
+        explanation: Explanation | None = None
+        try:
+            answer = await _ask(args, api, namespace, name)
+            if answer.status == 200:
+                explanation = Explanation.from_json(answer.body)
+                note = f"answered by {answer.via}"
+            else:
+                note = f"{answer.via} has no record of the pod"
+        except OperatorUnreachable as exc:
+            note = f"operator unreachable: {exc}"
+        if explanation is None:
+            if not args.recompute:
+                print(f"error: {namespace}/{name}: {note}", file=sys.stderr)
+                return 1
+            if api is None:
+                api = await make_api_client(args.kubeconfig)
+            scenario, _ = await read_snapshot(api_get(api), namespaces=[namespace])
+            explanation = recompute(scenario, namespace, name)
+            note += "; recomputed from a live snapshot of the cluster"
+    except (NotExplainable, SnapshotError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if api is not None:
+            await api.close()
+    if args.output == "json":
+        print(json.dumps({**explanation.to_json(), "note": note}, indent=2))
+    else:
+        sys.stdout.write(format_explanation(explanation, note))
+    return 0

@@ -1,0 +1,81 @@
+"""Batched PodGroup status writes: phase, counts, scheduleStartTime and why the group waits.
+
+Like crstatus.StatusWriter, at most one merge patch per group per interval and only when the
+status changed; the statuses come from the scheduler's PodGroupStore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from policy_scheduler.apiobjects.podgroups import API_VERSION, PLURAL, pod_group_status
+from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.scheduler.gang import PodGroupStore
+from policy_scheduler.scheduler.nodetable import NodeTable
+
+log = logging.getLogger(__name__)
+
+
+class PodGroupStatusWriter:
+    def __init__(
+        self,
+        api: Any,
+        store: PodGroupStore,
+        table: NodeTable,
+        *,
+        interval: float = DEFAULTS.status_interval,
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.api = api
+        self.store = store
+        self.table = table
+        self.interval = interval
+        self.is_leader = is_leader
+        self._written: dict[str, dict[str, Any]] = {}
+        self.writes = 0
+
+    def desired(self) -> dict[str, dict[str, Any]]:
+        statuses: dict[str, dict[str, Any]] = {}
+        for key, group in list(self.store.groups.items()):
+            members = [
+                pod
+                for pod_key, row in self.store.assigned(key).items()
+                if (pod := self.table.pods[row].get(pod_key)) is not None
+            ]
+            statuses[key] = pod_group_status(group, self.store.state(key), members)
+        return statuses
+
+    async def flush(self) -> None:
+        if not self.is_leader():
+            return
+        for key, status in self.desired().items():
+            if self._written.get(key) == status:
+                continue
+            namespace, _, name = key.partition("/")
+            path = f"/apis/{API_VERSION}/namespaces/{quote(namespace)}/{PLURAL}/{quote(name, safe='')}/status"
+            try:
+                code, body = await request(
+                    self.api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH
+                )
+            except CONNECTION_ERRORS as exc:
+                log.warning("podgroup status write failed", extra={"podgroup": key, "error": str(exc)})
+                continue
+            if code == 404:
+                self._written.pop(key, None)
+                continue
+            if not 200 <= code < 300:
+                error = ApiError.from_response(code, body)
+                log.warning("podgroup status write refused", extra={"podgroup": key, "error": str(error)})
+                continue
+            self.writes += 1
+            self._written[key] = status
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self.flush()

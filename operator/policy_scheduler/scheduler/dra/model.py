@@ -1,0 +1,184 @@
+"""resource.k8s.io/v1 objects as the scheduler sees them: ResourceSlice, DeviceClass, ResourceClaim.
+
+Only what allocation reads is kept. Attribute names are stored as the slice wrote them (qualified
+or not); capacities are quantities (Decimal, base units). CEL selectors stay expressions here: the
+core never parses CEL, a `SelectorCompiler` injected by the caller turns them into predicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Protocol
+
+from policy_scheduler.scheduler.model import NodeSelectorTerm
+
+ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
+ALLOCATION_MODE_ALL = "All"
+# resourceapi.AllocationResultsMaxSize, ResourceClaimReservedForMaxSize, FirstAvailableDeviceRequestMaxSize.
+ALLOCATION_RESULTS_MAX_SIZE = 32
+RESERVED_FOR_MAX_SIZE = 256
+FIRST_AVAILABLE_MAX_SIZE = 8
+# resourceapi.Finalizer: set on a claim the scheduler allocated.
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
+
+AttributeValue = str | int | bool
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAttribute:
+    """One of string/int/bool/version; `kind` tells which (matchAttribute compares kinds too)."""
+
+    kind: str  # "string" | "int" | "bool" | "version"
+    value: AttributeValue
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    name: str
+    attributes: Mapping[str, DeviceAttribute] = field(default_factory=dict)
+    capacity: Mapping[str, Decimal] = field(default_factory=dict)
+    # Partitionable devices and binding conditions are alpha/off by default: such devices are
+    # never allocated (upstream skips them the same way with those features off).
+    consumes_counters: bool = False
+    binding_conditions: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePool:
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSlice:
+    name: str
+    driver: str
+    pool: ResourcePool
+    devices: tuple[Device, ...] = ()
+    node_name: str = ""
+    # One of node_name / node_selector / all_nodes selects the nodes that can use the devices.
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None
+    all_nodes: bool = False
+    per_device_node_selection: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()  # CEL expressions
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSubRequest:
+    name: str
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ExactDeviceRequest:
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
+    count: int = 1
+    admin_access: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    name: str
+    exactly: ExactDeviceRequest | None = None
+    first_available: tuple[DeviceSubRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConstraint:
+    requests: tuple[str, ...] = ()
+    match_attribute: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequestAllocationResult:
+    request: str  # "<request>" or "<request>/<subrequest>"
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationResult:
+    results: tuple[DeviceRequestAllocationResult, ...] = ()
+    # None: usable on every node; else ORed terms (the allocator writes at most one).
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerReference:
+    resource: str  # "pods"
+    name: str
+    uid: str
+    api_group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
+    allocation: AllocationResult | None = None
+    reserved_for: tuple[ConsumerReference, ...] = ()
+    deletion_timestamp: float | None = None
+    # UID of the controlling owner (a pod, for claims generated from a template).
+    owner_pod_uid: str = ""
+    finalizers: tuple[str, ...] = ()
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def can_be_reserved(self) -> bool:
+        """resourceclaim.CanBeReserved."""
+        return len(self.reserved_for) < RESERVED_FOR_MAX_SIZE
+
+    def is_reserved_for(self, pod_uid: str) -> bool:
+        """resourceclaim.IsReservedForPod."""
+        return any(ref.uid == pod_uid for ref in self.reserved_for)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceId:
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+class DeviceSelector(Protocol):
+    """A compiled selector: does this device (of this driver) match? Raises SelectorError at runtime."""
+
+    def __call__(self, driver: str, device: Device) -> bool: ...
+
+
+class SelectorError(Exception):
+    """A selector that cannot be compiled or evaluated; the text names the cause."""
+
+
+# Compiles one CEL expression; raises SelectorError (e.g. naming an unsupported function).
+SelectorCompiler = Callable[[str], DeviceSelector]
+
+
+def no_cel_compiler(expression: str) -> DeviceSelector:
+    """The default when nobody injected a compiler: every selector is an error, never a pass."""
+    raise SelectorError("no CEL compiler configured for device selectors")

@@ -1,0 +1,93 @@
+"""What DynamicResources needs from outside the core: the store, a CEL compiler, a claim writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from policy_scheduler.scheduler.dra.model import (
+    CLAIM_FINALIZER,
+    AllocationResult,
+    ConsumerReference,
+    ResourceClaim,
+    SelectorCompiler,
+    no_cel_compiler,
+)
+from policy_scheduler.scheduler.dra.store import DraStore
+from policy_scheduler.scheduler.model import Pod
+
+
+class ClaimWriteError(Exception):
+    """Writing a claim failed; the text is what PreBind reports (upstream's wording)."""
+
+
+class ClaimWriter(Protocol):
+    async def bind_claim(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        """bindClaim: add the finalizer and allocation (if given) and reserve the claim for the pod."""
+        ...
+
+    def deallocate(self, claim: ResourceClaim) -> None:
+        """PostFilter: clear allocation and reservedFor (sent in the background, cycles never wait)."""
+        ...
+
+    def unreserve(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """Unreserve: drop the pod from reservedFor (sent in the background)."""
+        ...
+
+
+def reserved(claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
+    """The claim as bindClaim writes it; ClaimWriteError with upstream's text when it cannot."""
+    if claim.deletion_timestamp is not None:
+        raise ClaimWriteError(f"claim {claim.key} got deleted in the meantime")
+    finalizers = claim.finalizers
+    if allocation is not None:
+        if claim.allocation is not None:
+            raise ClaimWriteError(f"claim {claim.key} got allocated elsewhere in the meantime")
+        if CLAIM_FINALIZER not in finalizers:
+            finalizers = (*finalizers, CLAIM_FINALIZER)
+    return replace(
+        claim,
+        finalizers=finalizers,
+        allocation=allocation if allocation is not None else claim.allocation,
+        reserved_for=(*claim.reserved_for, ConsumerReference("pods", pod.name, pod.uid)),
+    )
+
+
+class StoreClaimWriter:
+    """Writes into the store only: simulations and tests, where the store is the cluster."""
+
+    def __init__(self, store: DraStore) -> None:
+        self.store = store
+
+    async def bind_claim(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        current = self.store.claim(claim.namespace, claim.name) or claim
+        updated = reserved(current, allocation, pod)
+        self.store.upsert_claim(updated)
+        return updated
+
+    def deallocate(self, claim: ResourceClaim) -> None:
+        self.store.upsert_claim(replace(claim, allocation=None, reserved_for=()))
+
+    def unreserve(self, claim: ResourceClaim, pod_uid: str) -> None:
+        kept = tuple(r for r in claim.reserved_for if r.uid != pod_uid)
+        self.store.upsert_claim(replace(claim, reserved_for=kept))
+
+
+def _store_writer(store: DraStore) -> ClaimWriter:
+    return StoreClaimWriter(store)
+
+
+@dataclass(frozen=True, slots=True)
+class DraServices:
+    store: DraStore = field(default_factory=DraStore)
+    # Compiles CEL device selectors; the default rejects every selector (never a silent pass).
+    compile_selector: SelectorCompiler = no_cel_compiler
+    # None: write into the store (StoreClaimWriter).
+    writer: ClaimWriter | None = None
+
+    def claim_writer(self) -> ClaimWriter:
+        return self.writer if self.writer is not None else _store_writer(self.store)

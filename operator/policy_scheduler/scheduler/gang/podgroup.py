@@ -1,0 +1,55 @@
+"""A PodGroup as the core sees it (scheduler-plugins' apis/scheduling/v1alpha1 PodGroup)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from policy_scheduler.scheduler.model import Pod
+
+# Pods join a group with this label; its value is the PodGroup's name in the pod's namespace.
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+# PodGroupPhase values (v1alpha1).
+PHASE_PENDING = "Pending"
+PHASE_SCHEDULING = "Scheduling"
+PHASE_SCHEDULED = "Scheduled"
+PHASE_RUNNING = "Running"
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_member: int = 1
+    # spec.minResources in base units (cpu in millicores), None when unset.
+    min_resources: Mapping[str, int] | None = None
+    schedule_timeout_seconds: int | None = None
+    creation_timestamp: float = 0.0
+    uid: str = ""
+    # Set on a group the core could not understand: its pods wait with this message.
+    malformed: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class GroupState:
+    """What the scheduler knows about a group beyond its spec: what its status reports."""
+
+    message: str = ""  # why the group waits, or "" once it is scheduled
+    schedule_start_time: float | None = None
+    scheduled: int = 0  # members bound or being bound
+    members: dict[str, Pod] = field(default_factory=dict)  # pod key -> latest pod
+
+
+def group_name(pod: Pod) -> str:
+    return pod.labels.get(POD_GROUP_LABEL, "")
+
+
+def group_key(pod: Pod) -> str:
+    """namespace/name of the pod's group, or "" for a pod in no group."""
+    name = group_name(pod)
+    return f"{pod.namespace}/{name}" if name else ""

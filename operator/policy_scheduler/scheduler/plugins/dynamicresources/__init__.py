@@ -1,0 +1,3 @@
+from policy_scheduler.scheduler.plugins.dynamicresources.plugin import DynamicResources
+
+__all__ = ["DynamicResources"]

@@ -1,0 +1,89 @@
+"""DynamicResourcesArgs: v1 defaults and ValidateDynamicResourcesArgs with v1.35's default gates.
+
+DRASchedulerFilterTimeout is beta and on: `filterTimeout` defaults to 10s (0 disables it).
+DRADeviceBindingConditions is alpha and off: `bindingTimeout` is forbidden.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.framework.runtime import go_duration
+
+DEFAULT_FILTER_TIMEOUT = 10.0  # DynamicResourcesFilterTimeoutDefault
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """time.ParseDuration (metav1.Duration's JSON form), in seconds."""
+    sign, body = (-1.0, text[1:]) if text.startswith("-") else (1.0, text.removeprefix("+"))
+    if body == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(body):
+        m = _PART.match(body, pos)
+        if m is None:
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if not body:
+        raise ValueError(f'time: invalid duration "{text}"')
+    return sign * total
+
+
+def _duration(raw: Mapping[str, Any], key: str) -> float | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: expected a duration string, got {value!r}")
+    return parse_go_duration(value)
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicResourcesArgs:
+    filter_timeout: float | None = DEFAULT_FILTER_TIMEOUT  # seconds; 0 means no timeout
+    binding_timeout: float | None = None
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> DynamicResourcesArgs:
+        """SetDefaults_DynamicResourcesArgs."""
+        timeout = _duration(raw, "filterTimeout")
+        return cls(DEFAULT_FILTER_TIMEOUT if timeout is None else timeout, _duration(raw, "bindingTimeout"))
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> DynamicResourcesArgs:
+        args = cls.defaulted(raw)
+        raise_problems(args.problems())
+        return args
+
+    def problems(self) -> list[Problem]:
+        """ValidateDynamicResourcesArgs."""
+        found: list[Problem] = []
+        if self.filter_timeout is not None and self.filter_timeout < 0:
+            found.append(
+                Problem("filterTimeout", go_duration(self.filter_timeout), "must be zero or positive")
+            )
+        if self.binding_timeout is not None:
+            found.append(
+                Problem(
+                    "bindingTimeout",
+                    go_duration(self.binding_timeout),
+                    "DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
+                    kind="Forbidden",
+                )
+            )
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.filter_timeout is not None:
+            out["filterTimeout"] = go_duration(self.filter_timeout)
+        if self.binding_timeout is not None:
+            out["bindingTimeout"] = go_duration(self.binding_timeout)
+        return out

@@ -1,0 +1,423 @@
+"""DynamicResources (pkg/scheduler/framework/plugins/dynamicresources, v1.35.4).
+
+Structured parameters only (no extended resources backed by DRA, no binding conditions, no
+consumable capacity: those features are alpha/off by default in v1.35). Claims the pod references
+must exist (PreEnqueue); PreFilter checks they are usable and builds the allocator; Filter allocates
+per group of nodes that see the same slices; Reserve records in-flight allocations so no device
+goes to two pods; PreBind writes allocation + reservedFor through the injected ClaimWriter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from policy_scheduler.scheduler.dra.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    FailedOnNode,
+)
+from policy_scheduler.scheduler.dra.model import (
+    CLAIM_FINALIZER,
+    FIRST_AVAILABLE_MAX_SIZE,
+    AllocationResult,
+    DeviceId,
+    ResourceClaim,
+)
+from policy_scheduler.scheduler.dra.podclaims import (
+    ClaimUnavailable,
+    check_for_pod,
+    claim_name,
+    has_claims,
+    pod_resource_claims,
+)
+from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
+from policy_scheduler.scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from policy_scheduler.scheduler.framework.interfaces import (
+    FilterPlugin,
+    FilterResult,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
+    default_normalize,
+)
+from policy_scheduler.scheduler.framework.status import (
+    SKIP,
+    SUCCESS,
+    Code,
+    Status,
+    unresolvable,
+    unschedulable,
+)
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
+from policy_scheduler.scheduler.selectors.node_matching import match_node_selector_terms
+
+STATE_KEY = "PreFilterDynamicResources"
+
+
+@dataclass(slots=True)
+class _State:
+    claims: list[ResourceClaim] = field(default_factory=list)
+    to_allocate: list[int] = field(default_factory=list)  # indices into claims
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    reserved: dict[int, AllocationResult] = field(default_factory=dict)  # Reserve's picks
+
+    def clone(self) -> _State:
+        # Filter adds node results and unavailable claims; dry runs must not leak into the cycle.
+        return replace(self, node_allocations=dict(self.node_allocations), unavailable=set(self.unavailable))
+
+
+def _error(message: str) -> Status:
+    return Status(Code.ERROR, (message,))
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    ScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+):
+    name = "DynamicResources"
+
+    def __init__(self, handle: Any, args: DynamicResourcesArgs | Mapping[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
+        self.typed_args = (
+            args if isinstance(args, DynamicResourcesArgs) else DynamicResourcesArgs.from_json(args or {})
+        )
+        self._index: tuple[int, SliceIndex] | None = None
+        # CEL results per (expression, device), valid while the slices do not change.
+        self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
+
+    @property
+    def dra(self) -> DraServices:
+        services: DraServices = self.handle.services.dra
+        return services
+
+    # ---- events ----------------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        node = Action.ADD | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_ALLOCATABLE
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, node)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD | Action.UPDATE), self._claim_hint
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM), self._pod_hint
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, Action.ADD | Action.UPDATE)),
+        ]
+
+    def _claim_hint(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """isSchedulableAfterClaimChange."""
+        if not isinstance(new, ResourceClaim):
+            return QueueingHint.QUEUE
+        try:
+            uses = any(c.uid == new.uid for c in self._claims(pod))
+        except ClaimUnavailable:
+            return QueueingHint.SKIP
+        if isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None:
+            return QueueingHint.QUEUE  # deallocated: devices may be free for anyone
+        if not uses:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if isinstance(old, ResourceClaim) and (old.allocation, old.reserved_for) == (
+            new.allocation,
+            new.reserved_for,
+        ):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    def _pod_hint(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """isSchedulableAfterPodChange."""
+        if not isinstance(new, Pod) or new.uid != pod.uid:
+            return QueueingHint.SKIP
+        try:
+            self._claims(new)
+        except ClaimUnavailable:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    # ---- claims ----------------------------------------------------------------------------------
+
+    def _claims(self, pod: Pod) -> list[ResourceClaim]:
+        """foreachPodResourceClaim: every claim must exist, not be deleted and (if generated) be ours."""
+        store = self.dra.store
+        found: list[ResourceClaim] = []
+        for pod_claim in pod_resource_claims(pod):
+            name, check_owner = claim_name(pod, pod_claim)
+            if name is None:
+                continue
+            claim = store.claim(pod.namespace, name)
+            if claim is None:
+                raise ClaimUnavailable(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if claim.deletion_timestamp is not None:
+                raise ClaimUnavailable(f'resourceclaim "{claim.name}" is being deleted')
+            if check_owner:
+                check_for_pod(pod, claim)
+            found.append(claim)
+        return found
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        if not has_claims(pod):
+            return SUCCESS
+        try:
+            self._claims(pod)
+        except ClaimUnavailable as e:
+            return unresolvable(str(e))
+        return SUCCESS
+
+    # ---- PreFilter / Filter ----------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
+        s = _State()
+        state.write(STATE_KEY, s)
+        if not has_claims(pod):
+            return None, SKIP
+        try:
+            s.claims = self._claims(pod)
+        except ClaimUnavailable as e:
+            return None, unresolvable(str(e))
+        if not s.claims:
+            return None, SKIP
+        store = self.dra.store
+        for i, claim in enumerate(s.claims):
+            if claim.allocation is not None:
+                if not claim.can_be_reserved() and not claim.is_reserved_for(pod.uid):
+                    return None, unresolvable("resourceclaim in use")
+                continue
+            s.to_allocate.append(i)
+            if store.has_pending_allocation(claim.uid):
+                return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
+            for request in claim.requests:
+                if request.exactly is not None:
+                    status = self._validate_class(request.exactly.device_class_name, request.name)
+                elif request.first_available:
+                    status = None
+                    for sub in request.first_available:
+                        status = self._validate_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                        if status is not None:
+                            break
+                else:
+                    status = unresolvable(
+                        f"resource claim {claim.key}, request {request.name}: unknown request type"
+                    )
+                if status is not None:
+                    return None, status
+        if s.to_allocate:
+            if self._evaluated[0] != store.slices_generation:
+                self._evaluated = (store.slices_generation, {})
+            s.allocator = Allocator(
+                store.allocated_devices(),
+                store.device_class,
+                store.slices(),
+                self.dra.compile_selector,
+                evaluated=self._evaluated[1],
+            )
+        return None, SUCCESS
+
+    def _validate_class(self, class_name: str, request_name: str) -> Status | None:
+        if not class_name:
+            return _error(f"request {request_name}: unsupported request type")
+        if self.dra.store.device_class(class_name) is None:
+            return unresolvable(f"request {request_name}: device class {class_name} does not exist")
+        return None
+
+    def _slice_index(self) -> SliceIndex:
+        store = self.dra.store
+        if self._index is None or self._index[0] != store.slices_generation:
+            self._index = (store.slices_generation, SliceIndex.build(store.slices()))
+        return self._index[1]
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        s: _State | None = state.read(STATE_KEY)
+        if s is None or not s.claims:
+            return FilterResult.all_pass(len(rows))
+        # Claims already allocated must be usable on the node (their allocation's node selector).
+        unavailable = np.zeros(len(rows), dtype=bool)
+        unavailable_claims: list[tuple[int, np.ndarray]] = []
+        for i, claim in enumerate(s.claims):
+            if claim.allocation is not None and claim.allocation.node_selector is not None:
+                miss = ~match_node_selector_terms(self.table, rows, claim.allocation.node_selector)
+                if miss.any():
+                    unavailable_claims.append((i, miss))
+                    unavailable |= miss
+        statuses: list[Status] = []
+        index = np.full(len(rows), -1, dtype=np.int32)
+        if s.allocator is not None:
+            claims = [s.claims[i] for i in s.to_allocate]
+            for group in group_rows(self._slice_index(), self.table, rows):
+                status = self._allocate(s, group.node_name, group.slices, claims, group.rows, rows)
+                if status is not None:
+                    index[group.rows] = len(statuses)
+                    statuses.append(status)
+        if unavailable_claims:
+            allocated_ok = index < 0
+            for i, miss in unavailable_claims:
+                if (miss & allocated_ok).any():
+                    s.unavailable.add(i)
+            hit = unavailable & allocated_ok
+            if hit.any():
+                index[hit] = len(statuses)
+                statuses.append(unresolvable("resourceclaim not available on the node"))
+        return (
+            FilterResult(index < 0, index, tuple(statuses)) if statuses else FilterResult.all_pass(len(rows))
+        )
+
+    def _allocate(
+        self,
+        s: _State,
+        node_name: str,
+        slices: Sequence[Any],
+        claims: list[ResourceClaim],
+        positions: list[int],
+        rows: Rows,
+    ) -> Status | None:
+        assert s.allocator is not None
+        timeout = self.typed_args.filter_timeout
+        clock = self.handle.clock
+        deadline = (clock, clock() + timeout) if timeout else None
+        try:
+            result = s.allocator.allocate(node_name, slices, claims, deadline)
+        except (FailedOnNode, AllocationTimeout) as e:
+            return unresolvable(str(e))
+        except AllocationError as e:
+            return _error(str(e))
+        if result is None or len(result) != len(claims):
+            return unresolvable("cannot allocate all claims")
+        for p in positions:
+            s.node_allocations[self.table.nodes[int(rows[p])].name] = result
+        return None
+
+    # ---- PostFilter ------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        s: _State | None = state.read(STATE_KEY)
+        if s is None or not s.claims:
+            return None, unschedulable("no new claims to deallocate")
+        for i in sorted(s.unavailable):
+            claim = s.claims[i]
+            refs = claim.reserved_for
+            if not refs or (len(refs) == 1 and refs[0].uid == pod.uid):
+                self.dra.claim_writer().deallocate(claim)
+                self.dra.store.assume_claim(replace(claim, allocation=None, reserved_for=()))
+                return None, unschedulable("deallocation of ResourceClaim completed")
+        return None, unschedulable("still not schedulable")
+
+    # ---- Score -----------------------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
+        out = np.zeros(len(rows), dtype=np.int64)
+        s: _State | None = state.read(STATE_KEY)
+        if s is None or not s.node_allocations:
+            return out
+        nodes = self.table.nodes
+        for p, row in enumerate(rows.tolist()):
+            allocation = s.node_allocations.get(nodes[row].name)
+            if allocation is not None:
+                out[p] = compute_score([s.claims[i] for i in s.to_allocate], allocation)
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
+        return default_normalize(scores)
+
+    # ---- Reserve / Unreserve ---------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        s: _State | None = state.read(STATE_KEY)
+        if s is None or not s.to_allocate:
+            return SUCCESS
+        allocation = s.node_allocations.get(node_name)
+        if allocation is None:
+            return _error("claim allocation not found for node")
+        if len(allocation) != len(s.to_allocate):
+            n = len(s.to_allocate)
+            return _error(
+                f"internal error, have {len(allocation)} allocations, {n} claims to allocate, want {n} claims"
+            )
+        store = self.dra.store
+        for i, result in zip(s.to_allocate, allocation, strict=True):
+            claim = s.claims[i]
+            s.reserved[i] = result
+            finalizers = (
+                claim.finalizers
+                if CLAIM_FINALIZER in claim.finalizers
+                else (*claim.finalizers, CLAIM_FINALIZER)
+            )
+            store.signal_pending_allocation(replace(claim, allocation=result, finalizers=finalizers))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        s: _State | None = state.read(STATE_KEY)
+        if s is None:
+            return
+        store = self.dra.store
+        for claim in s.claims:
+            store.remove_pending_allocation(claim.uid)
+            if claim.allocation is not None and claim.is_reserved_for(pod.uid):
+                self.dra.claim_writer().unreserve(claim, pod.uid)
+
+    # ---- PreBind ---------------------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        s: _State | None = state.read(STATE_KEY)
+        if s is None or not s.claims:
+            return SUCCESS
+        writer = self.dra.claim_writer()
+        store = self.dra.store
+        for i, claim in enumerate(s.claims):
+            if claim.is_reserved_for(pod.uid):
+                continue
+            allocation = s.reserved.get(i)
+            try:
+                updated = await writer.bind_claim(claim, allocation, pod)
+            except ClaimWriteError as e:
+                return _error(str(e))
+            finally:
+                if allocation is not None:
+                    store.remove_pending_allocation(claim.uid)
+            store.assume_claim(updated)
+            s.claims[i] = updated
+        return SUCCESS
+
+
+def compute_score(claims: Sequence[ResourceClaim], allocation: Sequence[AllocationResult]) -> int:
+    """computeScore: prefer nodes where earlier firstAvailable subrequests could be used."""
+    total = 0
+    for claim, result in zip(claims, allocation, strict=True):
+        picked = {r.request for r in result.results if "/" in r.request}
+        for request in claim.requests:
+            for k, sub in enumerate(request.first_available):
+                if f"{request.name}/{sub.name}" in picked:
+                    total += FIRST_AVAILABLE_MAX_SIZE - k
+    return total
