@@ -183,7 +183,9 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
-        return {e["reason"] for e in events_for(admin, name) if e.get("reportingInstance") == IDENTITY}
+        # Scheduling events name the profile's schedulerName as reportingController (instance
+        # <schedulerName>-<hostname>), as kube-scheduler's do.
+        return {e["reason"] for e in events_for(admin, name) if e.get("reportingController") == SCHEDULER}
 
     wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
     wait_until("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)
