@@ -35,11 +35,19 @@ def test_random_scenarios_agree_with_kube_scheduler(
 ) -> None:
     run_id = f"e{secrets.token_hex(2)}"
     tally = Tally()
+    with_dra = 0
+    api = ClusterApi.from_kubeconfig(kubeconfig)
     with KubeScheduler(kubeconfig, tmp_path) as log:
-        runner = Runner(ClusterApi.from_kubeconfig(kubeconfig), log)
+        runner = Runner(api, log)
         for k in range(SCENARIOS):
             scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
+            with_dra += bool(scenario.dra)
             tally.add(runner.run(scenario))
+    # DRA scenarios (claims of every shape, parity/dra_scenarios.py) are among them, and each
+    # cleans up its slices, classes and claims, so the next one starts from a clean claim state
+    assert with_dra >= 3
+    left = [o["metadata"] for o in api.dra_objects() if run_id in json.dumps(o["metadata"])]
+    assert not left
     report = "\n".join(describe(r, p) for r, p in tally.disagreements)
     assert tally.scenarios == SCENARIOS
     assert tally.judged >= SCENARIOS, tally.summary()

@@ -11,19 +11,13 @@ from pathlib import Path
 import pytest
 
 from policy_scheduler.devcluster import cli, hostnet
-from policy_scheduler.devcluster.cluster import (
-    ClusterStatus,
-    ComponentStatus,
-    DevCluster,
-    Ports,
-    apiserver_args,
-    controller_manager_args,
-    kubeconfig_document,
-    kwok_args,
-)
+from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.devcluster.credentials import kubeconfig_document
+from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
 from policy_scheduler.devcluster.kwokstages import STAGE_FILES, install_stages
 from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, node_ip, node_manifest
 from policy_scheduler.devcluster.procs import Component, log_tail, pid_runs, spawn, terminate
+from policy_scheduler.devcluster.status import ClusterStatus, ComponentStatus
 
 PORTS = Ports(etcd_client=1, etcd_peer=2, apiserver=3, controller_manager=4, kwok=5)
 

@@ -15,12 +15,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from policy_scheduler import metrics
+from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
-from policy_scheduler.scheduler.framework.runtime import ScoreOutcome
-from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 
 # plugin_evaluation_total covers these points only; upstream counts a preemption attempt each
 # time DefaultPreemption's PostFilter runs, whatever it finds.
@@ -33,30 +30,13 @@ def attempts_label(attempts: int) -> str:
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
 
 
-class MetricsObserver:
+class MetricsObserver(CycleObserver):
     """Per-attempt metrics: the SLI latency and attempts of bound pods, per-plugin counters."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock  # the queue's clock: initial_attempt_timestamp comes from it
         # Label lookups cost more than the increment: a cycle makes dozens, so keep the children.
         self._evaluations: dict[tuple[str, str, str], Any] = {}
-
-    def attempt_failed(
-        self, pod: Pod, profile: str, reason: str, message: str, num_nodes: int, diagnosis: Diagnosis | None
-    ) -> None:
-        pass
-
-    def node_chosen(
-        self,
-        pod: Pod,
-        profile: str,
-        node_name: str,
-        table: NodeTable,
-        feasible: Rows | None,
-        scores: ScoreOutcome | None,
-        evaluated: int,
-    ) -> None:
-        pass
 
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         metrics.pod_scheduling_attempts.observe(info.attempts)

@@ -6,6 +6,7 @@ allocation is also rendered back to JSON for the status the scheduler writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +16,7 @@ from policy_scheduler.apiobjects.structs import NodeSelector, ObjectMeta, Quanti
 from policy_scheduler.apiobjects.structs import Requirement as ReqStruct
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.dra import model as dra
+from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.resources import parse_quantity
 
 API = "/apis/resource.k8s.io/v1"
@@ -316,3 +318,21 @@ def allocation_to_json(a: dra.AllocationResult) -> dict[str, Any]:
             terms.append(term)
         out["nodeSelector"] = {"nodeSelectorTerms": terms}
     return out
+
+
+# ---- manifests (simulate, parity) ---------------------------------------------------------------
+
+
+def store_from_manifests(objects: Iterable[Mapping[str, Any]]) -> DraStore:
+    """A DraStore holding the DeviceClasses, ResourceSlices and ResourceClaims among `objects`
+    (other kinds are skipped), as the informers would fill it."""
+    store = DraStore()
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "ResourceSlice":
+            store.upsert_slice(slice_from_api(msgspec.convert(obj, ResourceSlice)))
+        elif kind == "DeviceClass":
+            store.upsert_class(class_from_api(msgspec.convert(obj, DeviceClass)))
+        elif kind == "ResourceClaim":
+            store.upsert_claim(claim_from_json(dict(obj)))
+    return store

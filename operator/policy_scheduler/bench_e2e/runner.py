@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from policy_scheduler.bench_e2e import contenders
+from policy_scheduler.bench_e2e import contenders, dra
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
 from policy_scheduler.bench_e2e.procstat import usage
 from policy_scheduler.bench_e2e.rates import throughput
@@ -190,13 +190,21 @@ async def run_one(client: Client, spec: RunSpec) -> RunResult:
         await _measure(client, spec, name, count, result)
     finally:
         await delete_namespace(client, name)
+        if w.objects is not None:
+            for path, params in dra.cluster_scoped(name):
+                with contextlib.suppress(ApiError):
+                    await client.delete(path, **params)
     return result
 
 
 async def _measure(client: Client, spec: RunSpec, name: str, count: int, result: RunResult) -> None:
     w = spec.workload
+    if w.objects is not None:
+        await gather_limited(client.create(dra.collection(obj), obj) for obj in w.objects(name, spec.nodes))
     await create_pods(client, w.init(name, name, spec.nodes))
     await create_pods(client, [w.measured(f"pod-{i}", name, name) for i in range(count)])
+    if w.claims:
+        await _claims_created(client, name, count, spec.timeout)
     listing = await client.get(f"/api/v1/namespaces/{name}/pods", limit="1")
     watch = BindWatch(client, name, count)
     tasks = [asyncio.create_task(watch.run(listing["metadata"]["resourceVersion"]))]
@@ -221,6 +229,16 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
                 await task
         await contenders.cleanup(spec.contender, client, name)
     _summarize(result, sorted(watch.bound.values()), started)
+
+
+async def _claims_created(client: Client, namespace: str, count: int, limit_seconds: float) -> None:
+    """The resource-claim controller creates a claim per measured pod; the scheduler starts
+    once all exist, so no contender is timed on the controller's pace."""
+    deadline = time.monotonic() + limit_seconds
+    while len((await client.get(dra.claims_path(namespace)))["items"]) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"claims of {namespace} not created after {limit_seconds:.0f}s")
+        await asyncio.sleep(0.5)
 
 
 async def _wait(watch: BindWatch, process: Component, limit_seconds: float, result: RunResult) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from policy_scheduler.bench_e2e.api import Client, Credentials
+from policy_scheduler.bench_e2e.contenders import NOOP
 from policy_scheduler.bench_e2e.report import chart, markdown, report
 from policy_scheduler.bench_e2e.runner import RunResult, RunSpec, install_cluster_objects, run_one
 from policy_scheduler.bench_e2e.workloads import NODE_CPU, NODE_MEMORY, NODE_PODS, Workload
@@ -31,6 +32,10 @@ async def run_size(
         await install_cluster_objects(client)
         for workload in workloads:
             for contender in names:
+                reason = not_applicable(workload, contender)
+                if reason:
+                    results.append(RunResult(workload.name, len(nodes), contender, 0, error=reason))
+                    continue
                 index = start_index + len(results)
                 spec = RunSpec(
                     workload,
@@ -57,6 +62,13 @@ async def run_size(
                 )
                 results.append(result)
     return results
+
+
+def not_applicable(workload: Workload, contender: str) -> str:
+    """Why `contender` cannot run `workload` ("" when it can)."""
+    if workload.claims and contender == NOOP:
+        return "n/a: the noop binder cannot allocate resource claims"
+    return ""
 
 
 def create_bench_nodes(cluster: DevCluster, count: int) -> list[str]:

@@ -64,6 +64,7 @@ HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 GREEN, BLUE, RED = {"color": "green"}, {"color": "blue"}, {"color": "red"}
 MeasuredFn = Callable[[str, str, str], JSON]  # (name, namespace, scheduler) -> pod
 InitFn = Callable[[str, str, Sequence[str]], list[JSON]]  # (namespace, scheduler, nodes) -> pods
+ObjectsFn = Callable[[str, Sequence[str]], list[JSON]]  # (namespace, nodes) -> other API objects
 
 
 def _bound(count: Callable[[int], int], **kwargs: Any) -> InitFn:
@@ -102,6 +103,10 @@ class Workload:
     max_measured: Callable[[int], int] = lambda nodes: 1 << 30
     churn: bool = False
     priority_classes: bool = False
+    # created before the pods (namespaced ones in the run's namespace); see bench_e2e/dra.py
+    objects: ObjectsFn | None = None
+    # the measured pods have resource claims: only a scheduler that allocates them can bind
+    claims: bool = False
 
 
 def _fifth(nodes: int) -> int:
@@ -213,7 +218,9 @@ CATALOGUE: tuple[Workload, ...] = (
 
 
 def catalogue() -> dict[str, Workload]:
-    return {w.name: w for w in CATALOGUE}
+    from policy_scheduler.bench_e2e.dra import DRA_WORKLOADS
+
+    return {w.name: w for w in (*CATALOGUE, *DRA_WORKLOADS)}
 
 
 def priority_classes() -> list[JSON]:

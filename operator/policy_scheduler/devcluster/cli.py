@@ -15,7 +15,8 @@ from pathlib import Path
 from types import FrameType
 
 from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries, versions_summary
-from policy_scheduler.devcluster.cluster import DevCluster, DevClusterError
+from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.devcluster.errors import DevClusterError
 from policy_scheduler.devcluster.versions import cache_root
 
 PROG = "policy-scheduler dev-cluster"
@@ -136,29 +137,32 @@ def _run_foreground(cluster: DevCluster) -> int:
         cluster.stop()
 
 
-def cmd_down(args: argparse.Namespace) -> int:
+def _recorded(workdir: Path, absent: str, absent_code: int) -> DevCluster | int:
+    """The cluster recorded in `workdir`, or the exit code after saying why there is none."""
     try:
-        cluster = DevCluster.from_state(args.workdir)
+        cluster = DevCluster.from_state(workdir)
     except DevClusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if cluster is None:
-        print(f"no dev cluster recorded in {args.workdir}")
-        return 0
+        print(absent)
+        return absent_code
+    return cluster
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    cluster = _recorded(args.workdir, f"no dev cluster recorded in {args.workdir}", 0)
+    if isinstance(cluster, int):
+        return cluster
     cluster.stop()
     print("dev cluster stopped")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    try:
-        cluster = DevCluster.from_state(args.workdir)
-    except DevClusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if cluster is None:
-        print(f"dev cluster: not running (no state in {args.workdir})")
-        return 1
+    cluster = _recorded(args.workdir, f"dev cluster: not running (no state in {args.workdir})", 1)
+    if isinstance(cluster, int):
+        return cluster
     status = cluster.status()
     print(status.describe())
     return 0 if status.running else 1

@@ -7,6 +7,7 @@ pods is the job of the scheduler under test.
 
 Each start is a fresh cluster (etcd data is wiped). The PIDs of the components are recorded
 in <workdir>/state.json so that another process (`dev-cluster down`) can stop them.
+Command lines are in flags.py, credentials in credentials.py, processes in procs.py.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ import logging
 import os
 import secrets
 import shutil
-import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,7 +29,21 @@ from typing import Any
 import yaml
 
 from policy_scheduler.devcluster.build import missing_binaries
-from policy_scheduler.devcluster.hostnet import LOOPBACK, advertise_address, free_ports
+from policy_scheduler.devcluster.credentials import (
+    ensure_service_account_keys,
+    kubeconfig_document,
+    write_private,
+    write_token_file,
+)
+from policy_scheduler.devcluster.errors import DevClusterError
+from policy_scheduler.devcluster.flags import (
+    Ports,
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+    kwok_args,
+)
+from policy_scheduler.devcluster.hostnet import LOOPBACK, advertise_address
 from policy_scheduler.devcluster.kubeapi import KubeApi, probe
 from policy_scheduler.devcluster.kwokstages import install_stages
 from policy_scheduler.devcluster.nodes import (
@@ -41,196 +54,14 @@ from policy_scheduler.devcluster.nodes import (
     node_ip,
     node_manifest,
 )
-from policy_scheduler.devcluster.procs import Component, log_tail, spawn, terminate
+from policy_scheduler.devcluster.procs import Component, spawn, terminate, wait_until
+from policy_scheduler.devcluster.status import ClusterStatus, ComponentStatus
 from policy_scheduler.devcluster.versions import bin_dir
 
 log = logging.getLogger(__name__)
 
-ADMIN_USER = "admin"
-CONTEXT_NAME = "policy-scheduler-dev"
-SERVICE_CIDR = "10.96.0.0/16"
-POD_CIDR = "10.0.0.0/16"  # kwok hands out pod IPs from here
-SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
-# Just what workloads and PodDisruptionBudgets need; no node lifecycle controller, so nothing
-# evicts pods or taints nodes behind the scheduler's back.
-CONTROLLERS: tuple[str, ...] = (
-    "disruption-controller",
-    "garbage-collector-controller",
-    "replicaset-controller",
-    "deployment-controller",
-    "namespace-controller",
-    "statefulset-controller",
-    # Binds claims to PVs (the scheduler only pre-binds for WaitForFirstConsumer classes).
-    "persistentvolume-binder-controller",
-    # DRA: creates claims from pods' ResourceClaimTemplates and drops reservations of pods that
-    # are gone (deallocating claims no pod uses any more).
-    "resourceclaim-controller",
-)
-# ServiceAccount: pods would need a token volume nobody mounts. TaintNodesByCondition: it
-# puts a not-ready taint on every new node that only the (absent) node lifecycle
-# controller would remove.
-DISABLED_ADMISSION = ("ServiceAccount", "TaintNodesByCondition")
-# `node_lifecycle=True` (fault tests): the node lifecycle controller taints nodes by their
-# conditions (memory pressure, not ready) and TaintNodesByCondition taints new nodes until then.
-NODE_LIFECYCLE_CONTROLLERS = ("node-lifecycle-controller",)
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-KWOK_NODE_LEASE_SECONDS = 40
 STATE_FILE = "state.json"
-
-
-class DevClusterError(RuntimeError):
-    """The dev cluster could not be started or reached; the message says why."""
-
-
-@dataclass(frozen=True)
-class Ports:
-    etcd_client: int
-    etcd_peer: int
-    apiserver: int
-    controller_manager: int
-    kwok: int
-
-    @classmethod
-    def pick(cls) -> Ports:
-        return cls(*free_ports(5))
-
-
-@dataclass(frozen=True)
-class ComponentStatus:
-    name: str
-    pid: int
-    alive: bool
-    log: Path
-
-
-@dataclass(frozen=True)
-class ClusterStatus:
-    workdir: Path
-    server: str | None
-    kubeconfig: Path
-    components: tuple[ComponentStatus, ...]
-    api_ready: bool
-
-    @property
-    def running(self) -> bool:
-        return bool(self.components) and self.api_ready and all(c.alive for c in self.components)
-
-    def describe(self) -> str:
-        if not self.components:
-            return f"dev cluster: not running (workdir {self.workdir})"
-        alive = sum(c.alive for c in self.components)
-        state = "running" if self.running else "DEAD (stale state)" if not alive else "DEGRADED"
-        lines = [
-            f"dev cluster: {state}",
-            f"  server:     {self.server} ({'ready' if self.api_ready else 'not ready'})",
-            f"  kubeconfig: {self.kubeconfig}",
-        ]
-        for c in self.components:
-            lines.append(f"  {c.name:<24} pid {c.pid:<8} {'up' if c.alive else 'DEAD':<5} log {c.log}")
-        return "\n".join(lines)
-
-
-# --- command lines -----------------------------------------------------------------------
-
-
-def etcd_args(binary: Path, data_dir: Path, ports: Ports) -> list[str]:
-    client, peer = f"http://{LOOPBACK}:{ports.etcd_client}", f"http://{LOOPBACK}:{ports.etcd_peer}"
-    return [
-        str(binary),
-        "--name=devcluster",
-        f"--data-dir={data_dir}",
-        f"--listen-client-urls={client}",
-        f"--advertise-client-urls={client}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=devcluster={peer}",
-        "--unsafe-no-fsync",  # throwaway data: durability only costs time
-        "--log-level=warn",
-    ]
-
-
-def apiserver_args(
-    binary: Path, pki: Path, ports: Ports, advertise: str | None, *, node_lifecycle: bool = False
-) -> list[str]:
-    disabled = [p for p in DISABLED_ADMISSION if not (node_lifecycle and p == "TaintNodesByCondition")]
-    args = [
-        str(binary),
-        f"--etcd-servers=http://{LOOPBACK}:{ports.etcd_client}",
-        f"--bind-address={LOOPBACK}",
-        f"--secure-port={ports.apiserver}",
-        f"--cert-dir={pki}",  # the apiserver writes a self-signed apiserver.crt/.key here
-        "--authorization-mode=Node,RBAC",
-        f"--token-auth-file={pki / 'tokens.csv'}",
-        f"--service-account-key-file={pki / 'sa.pub'}",
-        f"--service-account-signing-key-file={pki / 'sa.key'}",
-        f"--service-account-issuer={SA_ISSUER}",
-        f"--disable-admission-plugins={','.join(disabled)}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-    ]
-    if advertise is not None:
-        args.append(f"--advertise-address={advertise}")
-    return args
-
-
-def controller_manager_args(
-    binary: Path, kubeconfig: Path, ports: Ports, *, node_lifecycle: bool = False
-) -> list[str]:
-    controllers = CONTROLLERS + (NODE_LIFECYCLE_CONTROLLERS if node_lifecycle else ())
-    return [
-        str(binary),
-        f"--kubeconfig={kubeconfig}",
-        f"--controllers={','.join(controllers)}",
-        "--leader-elect=false",
-        f"--bind-address={LOOPBACK}",
-        f"--secure-port={ports.controller_manager}",
-        "--use-service-account-credentials=false",
-        "--kube-api-qps=100",
-        "--kube-api-burst=200",
-    ]
-
-
-def kwok_args(binary: Path, kubeconfig: Path, ports: Ports, stages: Sequence[Path]) -> list[str]:
-    return [
-        str(binary),
-        f"--kubeconfig={kubeconfig}",
-        "--manage-all-nodes=true",
-        f"--server-address={LOOPBACK}:{ports.kwok}",
-        f"--node-lease-duration-seconds={KWOK_NODE_LEASE_SECONDS}",
-        f"--cidr={POD_CIDR}",
-        "--v=WARN",  # INFO logs every lease renewal: a line per node every ~10s
-        *(f"--config={stage}" for stage in stages),
-    ]
-
-
-def kubeconfig_document(server: str, token: str, ca_pem: bytes) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": CONTEXT_NAME,
-                "cluster": {
-                    "server": server,
-                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
-                },
-            }
-        ],
-        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
-        "contexts": [{"name": CONTEXT_NAME, "context": {"cluster": CONTEXT_NAME, "user": ADMIN_USER}}],
-        "current-context": CONTEXT_NAME,
-    }
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file readable only by its owner, atomically (readers never see half of it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    tmp.replace(path)
-
-
-# --- the cluster ---------------------------------------------------------------------------
 
 
 class DevCluster:
@@ -510,10 +341,8 @@ class DevCluster:
         self._prepare_workdir()
         ports = Ports.pick()
         self._token = secrets.token_urlsafe(32)
-        _write_private(
-            self.pki_dir / "tokens.csv", f'{self._token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n'
-        )
-        self._ensure_service_account_keys()
+        write_token_file(self.pki_dir, self._token)
+        ensure_service_account_keys(self.pki_dir)
         stages = install_stages(self.workdir / "kwok" / "stages")
         advertise = advertise_address()
 
@@ -553,24 +382,9 @@ class DevCluster:
             directory.mkdir(parents=True, exist_ok=True)
         self.pki_dir.chmod(0o700)
 
-    def _ensure_service_account_keys(self) -> None:
-        key, pub = self.pki_dir / "sa.key", self.pki_dir / "sa.pub"
-        if key.is_file() and pub.is_file():
-            return
-        openssl = shutil.which("openssl")
-        if openssl is None:
-            raise DevClusterError("the `openssl` command is needed to create the service-account key pair")
-        for cmd in (
-            [openssl, "genrsa", "-out", str(key), "2048"],
-            [openssl, "rsa", "-in", str(key), "-pubout", "-out", str(pub)],
-        ):
-            result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if result.returncode != 0:
-                raise DevClusterError(f"{' '.join(cmd)} failed: {result.stderr.strip()}")
-
     def _write_kubeconfig(self) -> None:
         document = kubeconfig_document(self.server, self.token, self.ca_file.read_bytes())
-        _write_private(self.kubeconfig, yaml.safe_dump(document, sort_keys=False))
+        write_private(self.kubeconfig, yaml.safe_dump(document, sort_keys=False))
 
     def _write_state(self) -> None:
         state = {
@@ -582,7 +396,7 @@ class DevCluster:
             "kubeconfig": str(self.kubeconfig),
             "components": [c.to_json() for c in self._components],
         }
-        _write_private(self.state_file, json.dumps(state, indent=2) + "\n")
+        write_private(self.state_file, json.dumps(state, indent=2) + "\n")
 
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> Component:
         log.debug("starting %s: %s", name, " ".join(argv))
@@ -597,22 +411,4 @@ class DevCluster:
         return next((c for c in self._components if c.name == name), None)
 
     def _wait_until(self, component: Component | None, check: Callable[[], bool], what: str) -> None:
-        """Poll `check` until it holds; fail early, with the log tail, if `component` dies."""
-        deadline = time.monotonic() + self.timeout
-        delay = 0.05
-        while not check():
-            if component is not None and not component.alive():
-                raise DevClusterError(
-                    f"{component.name} exited (code {component.exit_code()}) before it was {what}"
-                    + _log_excerpt(component)
-                )
-            if time.monotonic() > deadline:
-                name = component.name if component is not None else "dev cluster"
-                excerpt = _log_excerpt(component) if component is not None else ""
-                raise DevClusterError(f"{name} not {what} after {self.timeout:.0f}s{excerpt}")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-
-def _log_excerpt(component: Component) -> str:
-    return f"; last lines of {component.log_path}:\n{log_tail(component.log_path)}"
+        wait_until(component, check, what, self.timeout)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from policy_scheduler.devcluster.errors import DevClusterError
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -141,3 +143,25 @@ def log_tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return f"(no log at {path})"
     return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_until(component: Component | None, check: Callable[[], bool], what: str, timeout: float) -> None:
+    """Poll `check` until it holds; fail early, with the log tail, if `component` dies."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not check():
+        if component is not None and not component.alive():
+            raise DevClusterError(
+                f"{component.name} exited (code {component.exit_code()}) before it was {what}"
+                + _log_excerpt(component)
+            )
+        if time.monotonic() > deadline:
+            name = component.name if component is not None else "dev cluster"
+            excerpt = _log_excerpt(component) if component is not None else ""
+            raise DevClusterError(f"{name} not {what} after {timeout:.0f}s{excerpt}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _log_excerpt(component: Component) -> str:
+    return f"; last lines of {component.log_path}:\n{log_tail(component.log_path)}"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 from urllib.parse import quote
 
 from policy_scheduler.config import DEFAULTS
@@ -63,31 +63,41 @@ class StatusWriter:
                 continue
             plural, name = key
             path = f"/apis/{GROUP}/{VERSION}/{plural}/{quote(name, safe='')}/status"
-            try:
-                code, body = await request(
-                    self.api,
-                    "PATCH",
-                    path,
-                    body={"status": replacing_patch(status, self._observed.get(key), self._written.get(key))},
-                    content_type=MERGE_PATCH,
-                )
-            except CONNECTION_ERRORS as exc:
-                log.warning("status write failed", extra={"object": f"{plural}/{name}", "error": str(exc)})
-                continue
-            if code == 404:
+            patch = replacing_patch(status, self._observed.get(key), self._written.get(key))
+            outcome = await patch_status(self.api, path, patch, f"{plural}/{name}")
+            if outcome == "gone":
                 self.forget(plural, name)
-                continue
-            if not 200 <= code < 300:
-                error = ApiError.from_response(code, body)
-                log.warning("status write refused", extra={"object": f"{plural}/{name}", "error": str(error)})
-                continue
-            self.writes += 1
-            self._written[key] = status
+            elif outcome == "written":
+                self.writes += 1
+                self._written[key] = status
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            await self.flush()
+        await flush_every(self.interval, self.flush)
+
+
+Outcome = Literal["written", "gone", "failed"]
+
+
+async def patch_status(api: Any, path: str, status: Any, what: str) -> Outcome:
+    """One merge patch of a status subresource; a failure is logged and left to the next flush."""
+    try:
+        code, body = await request(api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH)
+    except CONNECTION_ERRORS as exc:
+        log.warning("status write failed", extra={"object": what, "error": str(exc)})
+        return "failed"
+    if code == 404:
+        return "gone"
+    if not 200 <= code < 300:
+        error = ApiError.from_response(code, body)
+        log.warning("status write refused", extra={"object": what, "error": str(error)})
+        return "failed"
+    return "written"
+
+
+async def flush_every(interval: float, flush: Callable[[], Awaitable[None]]) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        await flush()
 
 
 def replacing_patch(new: Any, *olds: Any) -> Any:

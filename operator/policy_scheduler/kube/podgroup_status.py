@@ -6,19 +6,15 @@ status changed; the statuses come from the scheduler's PodGroupStore.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from policy_scheduler.apiobjects.podgroups import API_VERSION, PLURAL, pod_group_status
 from policy_scheduler.config import DEFAULTS
-from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.crstatus import flush_every, patch_status
 from policy_scheduler.scheduler.gang import PodGroupStore
 from policy_scheduler.scheduler.nodetable import NodeTable
-
-log = logging.getLogger(__name__)
 
 
 class PodGroupStatusWriter:
@@ -58,24 +54,12 @@ class PodGroupStatusWriter:
                 continue
             namespace, _, name = key.partition("/")
             path = f"/apis/{API_VERSION}/namespaces/{quote(namespace)}/{PLURAL}/{quote(name, safe='')}/status"
-            try:
-                code, body = await request(
-                    self.api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH
-                )
-            except CONNECTION_ERRORS as exc:
-                log.warning("podgroup status write failed", extra={"podgroup": key, "error": str(exc)})
-                continue
-            if code == 404:
+            outcome = await patch_status(self.api, path, status, f"{PLURAL}/{key}")
+            if outcome == "gone":
                 self._written.pop(key, None)
-                continue
-            if not 200 <= code < 300:
-                error = ApiError.from_response(code, body)
-                log.warning("podgroup status write refused", extra={"podgroup": key, "error": str(error)})
-                continue
-            self.writes += 1
-            self._written[key] = status
+            elif outcome == "written":
+                self.writes += 1
+                self._written[key] = status
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            await self.flush()
+        await flush_every(self.interval, self.flush)

@@ -21,6 +21,8 @@ _COLLECTIONS = {
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 STORAGE_LISTS = {
     **{k: _COLLECTIONS[k] for k in ("StorageClass", "PersistentVolume", "CSINode")},
@@ -62,6 +64,8 @@ class ClusterApi:
             return f"/api/v1/namespaces/{obj['metadata']['namespace']}/persistentvolumeclaims"
         if kind == "PodDisruptionBudget":
             return f"/apis/policy/v1/namespaces/{obj['metadata']['namespace']}/poddisruptionbudgets"
+        if kind == "ResourceClaim":
+            return f"/apis/resource.k8s.io/v1/namespaces/{obj['metadata']['namespace']}/resourceclaims"
         return _COLLECTIONS[kind]
 
     def create(self, obj: Mapping[str, Any], *, exist_ok: bool = False) -> JSON:
@@ -109,6 +113,30 @@ class ClusterApi:
             for item in self.api.get(path)["items"]:
                 out.append({**item, "kind": kind})
         return out
+
+    def dra_objects(self) -> list[JSON]:
+        """Every DeviceClass, ResourceSlice and ResourceClaim (claims with their status)."""
+        out: list[JSON] = []
+        for kind, path in (
+            ("DeviceClass", _COLLECTIONS["DeviceClass"]),
+            ("ResourceSlice", _COLLECTIONS["ResourceSlice"]),
+            ("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims"),
+        ):
+            out.extend({**item, "kind": kind} for item in self.api.get(path)["items"])
+        return out
+
+    def release_claim(self, claim: Mapping[str, Any]) -> None:
+        """Delete a claim now: drop the finalizer kube-scheduler added on allocation, so the
+        next scenario never waits for (or sees) the resource-claim controller's cleanup."""
+        self.delete(claim)
+        try:
+            current = self.get(claim)
+            if current["metadata"].get("finalizers"):
+                current["metadata"]["finalizers"] = []
+                self.api.request("PUT", f"{self.path(claim)}/{claim['metadata']['name']}", current)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         return {

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from policy_scheduler.parity import dra_scenarios
 from policy_scheduler.parity import podspec as ps
 from policy_scheduler.parity.podspec import chance, pick
 from policy_scheduler.parity.profiles import GPU, SCHEDULER_NAMES, scheduling_profile
@@ -43,6 +44,8 @@ class Scenario:
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     # StorageClasses, PVs, CSINodes and PersistentVolumeClaims (parity/storage.py)
     storage: list[dict[str, Any]] = field(default_factory=list)
+    # DeviceClasses, ResourceSlices and ResourceClaims (parity/dra_scenarios.py)
+    dra: list[dict[str, Any]] = field(default_factory=list)
 
     def manifests(self) -> list[dict[str, Any]]:
         """Everything `simulate` needs, in the order it reads best."""
@@ -52,6 +55,7 @@ class Scenario:
             scheduling_profile(self.scheduler_name),
             *self.nodes,
             *self.storage,
+            *self.dra,
             *self.pdbs,
             *self.running,
             *self.pending,
@@ -65,8 +69,12 @@ class Scenario:
         """The same scenario with every node and namespace name under a new prefix."""
         if not self.prefix:
             raise ValueError("only a prefixed scenario can be renamed")
-        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending, self.pdbs, self.storage])
-        namespaces, nodes, running, pending, pdbs, storage = json.loads(text.replace(self.prefix, prefix))
+        text = json.dumps(
+            [self.namespaces, self.nodes, self.running, self.pending, self.pdbs, self.storage, self.dra]
+        )
+        namespaces, nodes, running, pending, pdbs, storage, dra = json.loads(
+            text.replace(self.prefix, prefix)
+        )
         return replace(
             self,
             prefix=prefix,
@@ -76,6 +84,7 @@ class Scenario:
             pending=pending,
             pdbs=pdbs,
             storage=storage,
+            dra=dra,
         )
 
     def without(
@@ -129,6 +138,8 @@ def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario
         apps = rng.sample(ps.APPS, pick(rng, 1, 1, 2))
         scenario.pdbs = [_pdb(rng, f"pdb{i}", app, universe) for i, app in enumerate(apps)]
     scenario.storage = add_storage(seed, prefix, scenario.nodes, scenario.running, scenario.pending)
+    if dra_scenarios.wants_dra(seed):
+        scenario.dra = dra_scenarios.add_claims(seed, prefix, list(universe.node_names), scenario.pending)
     return scenario
 
 

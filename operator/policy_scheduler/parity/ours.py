@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.dra import store_from_manifests
 from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
+from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
@@ -57,12 +60,15 @@ def evaluate(
     pod: Mapping[str, Any],
     namespace_labels: Mapping[str, Mapping[str, str]],
     pdbs: Sequence[Mapping[str, Any]] = (),
+    dra: Sequence[Mapping[str, Any]] = (),
     storage: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
-    """Schedule `pod` (an API object) once, given `nodes`, the `bound` pods and the `storage`
-    objects (API objects, each with its kind)."""
+    """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects);
+    `storage` holds the cluster's storage objects and `dra` its DeviceClasses, ResourceSlices
+    and ResourceClaims (API objects, each with its kind)."""
     budgets = [pdb_from_dict(p) for p in pdbs]
-    services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets)
+    claims = DraServices(store_from_manifests(dra), compile_selector)
+    services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets, dra=claims)
     volumes = StorageObjects([storage_object_from_dict(o["kind"], o, defaults=False) for o in storage])
     engine = Engine(seed=0, services=services, storage=volumes)
     engine.set_profiles([profile])

@@ -99,15 +99,15 @@ PROFILE_SPECS: dict[str, dict[str, Any]] = {
 SCHEDULER_NAMES: tuple[str, ...] = tuple(PROFILE_SPECS)
 
 
-# The generated scenarios have no resource claims: both sides run without DynamicResources,
-# whose PostFilter only adds "no new claims to deallocate" to messages (docs/parity.md).
-NOT_COMPARED: tuple[str, ...] = ("DynamicResources",)
+# Plugins both sides run without (none: DynamicResources is compared, docs/parity.md).
+NOT_COMPARED: tuple[str, ...] = ()
 
 
 def profile_spec(scheduler_name: str) -> dict[str, Any]:
     spec = copy.deepcopy(PROFILE_SPECS[scheduler_name])
     plugins = spec.setdefault("plugins", {})
-    plugins["multiPoint"] = {"disabled": [{"name": name} for name in NOT_COMPARED]}
+    if NOT_COMPARED:
+        plugins["multiPoint"] = {"disabled": [{"name": name} for name in NOT_COMPARED]}
     return {"schedulerName": scheduler_name, "percentageOfNodesToScore": 100, **spec}
 
 

@@ -31,6 +31,8 @@ STORAGE_INFORMER_DELAY = 0.1  # kube-scheduler's storage informers have no log l
 # The PV controller may see a claim before the PV it names (two informers): it then binds at
 # its next resync (--pvclaimbinder-sync-period, 15 s).
 PV_BINDER_TIMEOUT = 40.0
+# kube-scheduler logs nothing when its DRA informers see a slice, class or claim
+DRA_INFORMER_DELAY = 0.3
 DECISION_TIMEOUT = 15.0
 REBIND_WINDOW = 2.0
 
@@ -116,6 +118,10 @@ class Runner:
         for node in scenario.nodes:
             self.api.create(node)
             self._created.add(node["metadata"]["name"])
+        for obj in scenario.dra:
+            self.api.create(obj)
+        if scenario.dra:
+            time.sleep(DRA_INFORMER_DELAY)
         names = set(self._created)
         self._wait("kube-scheduler to see the nodes", lambda: names <= self.log.nodes_added)
         self._setup_storage(scenario)
@@ -126,6 +132,7 @@ class Runner:
         self._nodes = self.api.nodes()
         self._namespace_labels = self.api.namespace_labels()
         self._pdbs: list[JSON] = []
+        self._dra: list[JSON] = []
 
     def _setup_storage(self, scenario: Scenario) -> None:
         """Create the storage objects; wait until the PV controller has completed the claims
@@ -159,6 +166,11 @@ class Runner:
     def _teardown(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
             self.api.delete_pods(ns["metadata"]["name"])
+        for obj in scenario.dra:
+            if obj["kind"] == "ResourceClaim":
+                self.api.release_claim(obj)
+            else:
+                self.api.delete(obj)
         for node in scenario.nodes:
             self.api.delete(node)
         for ns in scenario.namespaces:
@@ -195,12 +207,21 @@ class Runner:
         key = _key(pod)
         profile = self.profiles[scenario.scheduler_name]
         bound = self._state(scenario)
+        # claims as kube-scheduler finds them: read before it allocates them for this pod
+        self._dra = self.api.dra_objects() if scenario.dra else []
         api_pod = self.api.create(pod)  # the stored object (defaults, admission) is what we judge
         ref = self._reference(key)
         # kube-scheduler's cache order as it was when the pod entered its queue
         bound = self._in_cache_order(bound, self.log.pods[key].added_at, manifests)
         ours = evaluate(
-            profile, self._nodes, bound, api_pod, self._namespace_labels, self._pdbs, self._storage
+            profile,
+            self._nodes,
+            bound,
+            api_pod,
+            self._namespace_labels,
+            self._pdbs,
+            storage=self._storage,
+            dra=self._dra,
         )
         state = _frozen_state(bound, manifests)
         results = [PodResult(key, ref, ours, judge(ref, ours), state, _frozen_pdbs(self._pdbs))]
@@ -278,7 +299,17 @@ class Runner:
         bound = self._in_cache_order(bound, len(self.log.cache_ops), manifests)
         retry = copy.deepcopy(api_pod)
         retry.setdefault("status", {})["nominatedNodeName"] = podlog.attempts[0].preemption_node
-        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels, self._pdbs, self._storage)
+        # victims hold no claims (parity/dra_scenarios.py): the claims are as before the first attempt
+        ours = evaluate(
+            profile,
+            self._nodes,
+            bound,
+            retry,
+            self._namespace_labels,
+            self._pdbs,
+            storage=self._storage,
+            dra=self._dra,
+        )
         ref = Reference(
             final.outcome, final.node, final.feasible, dict(final.scores), final.plugin_scores, final.message
         )

@@ -9,22 +9,14 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
 
-class SpecModel(BaseModel):
-    """A user-written object: exact JSON names, unknown fields rejected, no type coercion.
-
-    Strict because the apiserver would not coerce either ("3" is not an integer), and
-    import-config must fail the same way kube-scheduler's strict decoder does. Python callers
-    may use the snake_case attribute names.
-    """
+class CamelModel(BaseModel):
+    """camelCase JSON names; Python callers may use the snake_case attribute names."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
-        extra="forbid",
-        strict=True,
-        frozen=True,
     )
 
     def to_json(self) -> dict[str, object]:
@@ -32,22 +24,23 @@ class SpecModel(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class StatusModel(BaseModel):
-    """A controller-written object: camelCase JSON names, tolerant of fields it does not know.
+class SpecModel(CamelModel):
+    """A user-written object: exact JSON names, unknown fields rejected, no type coercion.
+
+    Strict because the apiserver would not coerce either ("3" is not an integer), and
+    import-config must fail the same way kube-scheduler's strict decoder does.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class StatusModel(CamelModel):
+    """A controller-written object: tolerant of fields it does not know.
 
     Not strict, so timestamps read back from the apiserver as strings parse into datetimes.
     """
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        extra="ignore",
-    )
-
-    def to_json(self) -> dict[str, object]:
-        return self.model_dump(mode="json", exclude_none=True)
+    model_config = ConfigDict(extra="ignore")
 
 
 def cel_rule(rule: str, message: str, field_path: str | None = None) -> JsonDict:
@@ -63,6 +56,10 @@ def validations(*rules: JsonDict) -> JsonDict:
     items: list[JsonValue] = [*rules]
     return {"x-kubernetes-validations": items}
 
+
+ObservedGeneration = Annotated[
+    int | None, Field(ge=0, description="The metadata.generation this status was computed from.")
+]
 
 # The status fields that persist the last accepted version of a policy object, so a restarted or
 # newly elected operator serves it while the current generation is invalid.

@@ -11,6 +11,7 @@ from pydantic.config import JsonDict
 from policy_scheduler.policy.base import (
     LastAcceptedGeneration,
     LastAcceptedSpec,
+    ObservedGeneration,
     SpecModel,
     StatusModel,
     cel_rule,
@@ -173,9 +174,7 @@ class RecentEviction(StatusModel):
 class EvictionPolicyStatus(StatusModel):
     """What the policy has done."""
 
-    observed_generation: int | None = Field(
-        None, ge=0, description="The metadata.generation this status was computed from."
-    )
+    observed_generation: ObservedGeneration = None
     conditions: Conditions = Field(
         default_factory=list,
         description="Accepted: the spec is valid and in use.",

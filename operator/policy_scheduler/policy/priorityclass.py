@@ -13,6 +13,7 @@ from pydantic import Field
 from policy_scheduler.policy.base import (
     LastAcceptedGeneration,
     LastAcceptedSpec,
+    ObservedGeneration,
     SpecModel,
     StatusModel,
     cel_rule,
@@ -62,9 +63,7 @@ def name_problem(name: str) -> str | None:
 class PriorityClassMirrorStatus(StatusModel):
     """State of the native PriorityClass and of the pods using it."""
 
-    observed_generation: int | None = Field(
-        None, ge=0, description="The metadata.generation this status was computed from."
-    )
+    observed_generation: ObservedGeneration = None
     conditions: Conditions = Field(
         default_factory=list,
         description="Synced: the native PriorityClass matches the spec.",

@@ -16,6 +16,7 @@ from pydantic.config import JsonDict
 from policy_scheduler.policy.base import (
     LastAcceptedGeneration,
     LastAcceptedSpec,
+    ObservedGeneration,
     SpecModel,
     StatusModel,
     cel_rule,
@@ -225,9 +226,7 @@ class PendingReason(StatusModel):
 class SchedulingProfileStatus(StatusModel):
     """What the scheduler made of the profile and how scheduling with it is going."""
 
-    observed_generation: int | None = Field(
-        None, ge=0, description="The metadata.generation this status was computed from."
-    )
+    observed_generation: ObservedGeneration = None
     conditions: Conditions = Field(
         default_factory=list,
         description="Accepted: the spec is valid and was loaded. Ready: pods are being scheduled with this "

@@ -35,11 +35,15 @@ SCHEDULED = "scheduled"
 
 
 class CycleObserver(Protocol):
-    """What ScheduleOne tells observers about each attempt (the core's only explain hook)."""
+    """What ScheduleOne tells observers about each attempt (the core's only explain hook).
+
+    The hooks do nothing by default, so an observer that subclasses this states only those it uses.
+    """
 
     def attempt_failed(
         self, pod: Pod, profile: str, reason: str, message: str, num_nodes: int, diagnosis: Diagnosis | None
-    ) -> None: ...
+    ) -> None:
+        return None
 
     def node_chosen(
         self,
@@ -50,9 +54,11 @@ class CycleObserver(Protocol):
         feasible: Rows | None,
         scores: ScoreOutcome | None,
         evaluated: int,
-    ) -> None: ...
+    ) -> None:
+        return None
 
-    def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None: ...
+    def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
         }
         if o.preempted:
             entry["preempted"] = list(o.preempted)
+        if o.devices:
+            entry["devices"] = list(o.devices)
         if o.victims:
             entry["victims"] = [{"pod": key, "verdict": verdict} for key, verdict in o.victims.items()]
         pods.append(entry)

@@ -40,6 +40,7 @@ from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
 
+DRA_API = "/apis/resource.k8s.io/v1"
 # As the operator's pod informer: terminal pods hold nothing and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PAGE_SIZE = 500
@@ -113,6 +114,19 @@ def _add_mirror(scenario: Scenario, obj: Any) -> None:
     scenario.priority_class_mirrors.append(obj)
 
 
+def _dra_kind(kind: str) -> Callable[[Any], Any]:
+    """List items carry no kind; simulate/dra.py tells DRA objects apart by it."""
+
+    def convert(item: Any) -> Any:
+        return {**item, "kind": kind}
+
+    return convert
+
+
+def _add_dra(scenario: Scenario, obj: Any) -> None:
+    scenario.dra.append(obj)
+
+
 def _cr_path(plural: str) -> str:
     return f"/apis/{c.GROUP}/{c.VERSION}/{plural}"
 
@@ -150,7 +164,17 @@ def collections() -> list[Collection]:
         Collection(_cr_path(c.EVICTION_POLICY_PLURAL), raw, _same, _add_eviction_policy, optional=True),
         Collection(_cr_path(c.PRIORITY_CLASS_MIRROR_PLURAL), raw, _same, _add_mirror, optional=True),
     ]
-    return [*core, *owners, *storage, *policy]
+    # DRA objects stay plain dicts too (simulate/dra.py decodes them); absent API reads as empty.
+    dra = [
+        Collection(f"{DRA_API}/{plural}", raw, _dra_kind(kind), _add_dra, optional=True)
+        for plural, kind in (
+            ("deviceclasses", "DeviceClass"),
+            ("resourceslices", "ResourceSlice"),
+            ("resourceclaims", "ResourceClaim"),
+            ("resourceclaimtemplates", "ResourceClaimTemplate"),
+        )
+    ]
+    return [*core, *owners, *storage, *policy, *dra]
 
 
 def _meta_key(item: Any) -> str:

@@ -18,6 +18,7 @@ from policy_scheduler.scheduler.gang import group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
 from policy_scheduler.scheduler.storage.lister import StorageObjects
+from policy_scheduler.simulate import dra
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
@@ -50,6 +51,8 @@ class PodOutcome:
     dry_run: str | None = None  # what a dry-run EvictionPolicy would have evicted
     # victim key -> what the evictor would do with it (see simulate/verdicts.py), last attempt
     victims: dict[str, str] = field(default_factory=dict)
+    # DRA: the devices allocated to the pod's claims (claim, request, driver, pool, device)
+    devices: list[dict[str, str]] = field(default_factory=list)
 
 
 class _MemoryBinder:
@@ -144,6 +147,7 @@ async def _simulate(
     policy_for: PolicyFor | None,
 ) -> list[PodOutcome]:
     outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
+    claims, pods = dra.prepare(scenario.dra, scenario.pods)
     clock = FakeClock()
     hooks = _RecordingHooks(outcomes, list(scenario.pdbs))
     binder = _MemoryBinder()
@@ -154,6 +158,7 @@ async def _simulate(
         list_pdbs=lambda: hooks.pdbs,  # evictions use them up, as the Eviction API records
         eviction_policy=policy_for,
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
+        dra=claims,
     )
     storage = StorageObjects(scenario.storage)
     volumes = MemoryVolumeAPI(storage, lambda old, new: engine.storage_changed(old, new))
@@ -173,7 +178,7 @@ async def _simulate(
     engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})
     for node in scenario.nodes:
         engine.node_added(node)
-    for pod in scenario.pods:
+    for pod in pods:
         if not engine.responsible_for(pod) and not pod.node_name:
             outcomes[pod.key].message = f"no SchedulingProfile for schedulerName {pod.scheduler_name!r}"
         clock.advance(0.001)  # queue order follows input order among equal priorities
@@ -207,6 +212,9 @@ async def _simulate(
         await _settle(engine)
     await engine.scheduler.drain_binding()
     _explain_groups(engine, scenario, outcomes)
+    for pod in pods:
+        outcomes[pod.key].devices = dra.allocated_devices(claims.store, pod)
+        _gate_message(engine, pod, outcomes[pod.key])
     return [outcomes[p.key] for p in scenario.pods]
 
 
@@ -238,6 +246,17 @@ def _explain_groups(engine: Engine, scenario: Scenario, outcomes: dict[str, PodO
         reason = store.state(key).message
         if reason and (outcome.message is None or reason not in outcome.message):
             outcome.message = f"{outcome.message} (group: {reason})" if outcome.message else reason
+
+
+def _gate_message(engine: Engine, pod: Pod, outcome: PodOutcome) -> None:
+    """A pod PreEnqueue kept out of the queue (scheduling gates, a claim not created) was
+    never attempted: its reason is the gating plugin's message."""
+    if outcome.node or outcome.message:
+        return
+    framework = engine.frameworks.get(pod.scheduler_name)
+    status = framework.run_pre_enqueue(pod) if framework is not None else None
+    if status is not None and not status.is_success:
+        outcome.message = status.message
 
 
 def simulate(

@@ -34,6 +34,7 @@ from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_o
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
+from policy_scheduler.simulate import dra
 
 # Classes the API server always has (scheduling.k8s.io system classes).
 SYSTEM_PRIORITY_CLASSES = (
@@ -64,6 +65,8 @@ class Scenario:
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
     priority_class_mirrors: list[dict[str, Any]] = field(default_factory=list)
+    # DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates (simulate/dra.py)
+    dra: list[dict[str, Any]] = field(default_factory=list)
     # scheduler-plugins PodGroups (gang scheduling).
     pod_groups: list[PodGroup] = field(default_factory=list)
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
@@ -148,6 +151,7 @@ def _identity(doc: Document) -> tuple[str, str]:
         "PersistentVolumeClaim",
         "CSIStorageCapacity",
         *OWNER_KINDS,
+        *dra.CLAIM_KINDS,
     ):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
@@ -185,6 +189,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.owners.append(owner_from_dict(doc.body))
         elif kind in STORAGE_KINDS:
             scenario.storage.append(storage_object_from_dict(kind, doc.body))
+        elif kind in dra.KINDS:
+            scenario.dra.append(_dra_object(doc))
         elif kind == "SchedulingProfile" and _is_ours(doc):
             scenario.profiles.append(dict(doc.body))
         elif kind == "EvictionPolicy" and _is_ours(doc):
@@ -196,6 +202,17 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
     except ConversionError as exc:
         field_path = f"{exc.path}: " if exc.path else ""
         raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
+
+
+def _dra_object(doc: Document) -> dict[str, Any]:
+    obj = dict(doc.body)
+    if obj["kind"] in dra.CLAIM_KINDS:
+        obj["metadata"] = {"namespace": "default", **obj["metadata"]}
+    try:
+        dra.check(obj)
+    except dra.DraInputError as exc:
+        raise ScenarioError(f"{doc.where()}: {exc}") from None
+    return obj
 
 
 POLICY_KINDS = ("SchedulingProfile", "EvictionPolicy", "PriorityClassMirror")
@@ -210,6 +227,7 @@ USED_KINDS = frozenset(
         *OWNER_KINDS,
         *STORAGE_KINDS,
         *POLICY_KINDS,
+        *dra.KINDS,
     )
 )
 

@@ -94,3 +94,18 @@ class ClusterEventWithHint:
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")
+
+
+def taint_events(after_node: HintFn, after_pod_toleration: HintFn) -> list[ClusterEventWithHint]:
+    """What a taint-based filter waits for: a node added or its taints changed, the pod's tolerations
+    changed (the queueing-hint variant: SchedulerQueueingHints is GA and locked on in v1.35)."""
+    return [
+        ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), after_node),
+        ClusterEventWithHint(ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), after_pod_toleration),
+    ]
+
+
+def unexpected_objects(old: Any, new: Any, kind: type) -> bool:
+    """Whether a hint got objects other than `kind` (old may be None): upstream's conversion
+    error, on which it queues the pod."""
+    return not isinstance(new, kind) or not (old is None or isinstance(old, kind))

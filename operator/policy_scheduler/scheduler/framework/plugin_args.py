@@ -1,14 +1,17 @@
 """Reading JSON-shaped plugin args (kube-scheduler's camelCase names) into typed args dataclasses.
 
-Each plugin with args owns a frozen dataclass with `from_json` (SetDefaults_*Args of
-apis/config/v1) and `problems()` (Validate*Args of apis/config/validation); the policy layer
-calls the same two, so defaults and rules live once, in the core.
+Each plugin with args owns a frozen dataclass deriving PluginArgs, with `defaulted` (SetDefaults_*Args
+of apis/config/v1) and `problems()` (Validate*Args of apis/config/validation); `from_json` runs
+both. The policy layer calls the same, so defaults and rules live once, in the core.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self, cast
+
+from policy_scheduler.scheduler.field_errors import Problem, raise_problems
 
 
 def int_arg(raw: Mapping[str, Any], key: str, default: int) -> int:
@@ -27,3 +30,53 @@ def bool_arg(raw: Mapping[str, Any], key: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{key}: expected a boolean, got {value!r}")
     return value
+
+
+class PluginArgs:
+    """Base of every args dataclass: a type states its fields, `defaulted` and `problems`."""
+
+    __slots__ = ()
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
+        """SetDefaults_*Args: the typed args, before validation."""
+        raise NotImplementedError
+
+    def problems(self) -> list[Problem]:
+        """Validate*Args, as structured problems."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Self:
+        args = cls.defaulted(raw)
+        raise_problems(args.problems())
+        return args
+
+
+def json_name(field_name: str) -> str:
+    """The camelCase config key of a snake_case field: pod_group_backoff_seconds → podGroupBackoffSeconds."""
+    first, *rest = field_name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+class ScalarArgs(PluginArgs):
+    """Args whose fields are all integers or booleans, named as the camelCase config keys and
+    defaulted to the field defaults when unset."""
+
+    __slots__ = ()
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
+        values: list[int | bool] = []
+        for field in dataclasses.fields(cast(Any, cls)):
+            default = cast(int, field.default)  # every field of ScalarArgs has an int or bool default
+            key = json_name(field.name)
+            read = bool_arg(raw, key, default) if isinstance(default, bool) else int_arg(raw, key, default)
+            values.append(read)
+        return cls(*values)
+
+    def to_json(self) -> dict[str, Any]:
+        return {json_name(f.name): getattr(self, f.name) for f in dataclasses.fields(cast(Any, self))}

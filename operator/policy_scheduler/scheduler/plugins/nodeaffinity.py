@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from policy_scheduler.scheduler import model
-from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.field_errors import Problem
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -18,6 +18,7 @@ from policy_scheduler.scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
@@ -29,6 +30,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ScorePlugin,
     default_normalize,
 )
+from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable
 from policy_scheduler.scheduler.model import (
     Node,
@@ -112,20 +114,14 @@ def _term_json(term: NodeSelectorTerm) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeAffinityArgs:
+class NodeAffinityArgs(PluginArgs):
     added_affinity: model.NodeAffinity | None = None
 
     @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> NodeAffinityArgs:
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
         """NodeAffinityArgs has no v1 defaults."""
         added = raw.get("addedAffinity")
         return cls(None if added is None else parse_node_affinity(added))
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> NodeAffinityArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
 
     def problems(self) -> list[Problem]:
         """ValidateNodeAffinityArgs: NewNodeSelector and NewPreferredSchedulingTerms."""
@@ -246,8 +242,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         ]
 
     def _after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         if self.added_required is not None and not node_matches_terms(new, self.added_required):
             return QueueingHint.SKIP
         if not node_matches_required_affinity(new, pod):

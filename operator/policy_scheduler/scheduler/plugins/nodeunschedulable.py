@@ -6,11 +6,10 @@ from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
-    Action,
-    ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,
-    Resource,
+    taint_events,
+    unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
 from policy_scheduler.scheduler.framework.status import unresolvable
@@ -35,20 +34,12 @@ class NodeUnschedulable(FilterPlugin):
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNSCHEDULABLE))
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # The queueing-hint variant (SchedulerQueueingHints is GA and locked on in v1.35).
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), self._after_node_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), self._after_pod_toleration_change
-            ),
-        ]
+        return taint_events(self._after_node_change, self._after_pod_toleration_change)
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         if old is None:
             became_schedulable = not new.unschedulable
         else:
@@ -57,8 +48,8 @@ class NodeUnschedulable(FilterPlugin):
 
     @staticmethod
     def _after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Pod):
+            return QueueingHint.QUEUE
         if new.uid == pod.uid and tolerates_unschedulable(new):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP

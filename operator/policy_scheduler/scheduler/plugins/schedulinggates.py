@@ -10,6 +10,7 @@ from policy_scheduler.scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import PreEnqueuePlugin
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
@@ -36,6 +37,6 @@ class SchedulingGates(PreEnqueuePlugin):
     @staticmethod
     def _after_gates_eliminated(pod: Pod, old: Any, new: Any) -> QueueingHint:
         """Only the gated pod's own update can release it."""
-        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Pod):
+            return QueueingHint.QUEUE
         return QueueingHint.QUEUE if new.uid == pod.uid else QueueingHint.SKIP

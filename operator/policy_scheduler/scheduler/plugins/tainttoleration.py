@@ -13,11 +13,10 @@ import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
-    Action,
-    ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,
-    Resource,
+    taint_events,
+    unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
@@ -123,26 +122,18 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return default_normalize(scores, reverse=True)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # The queueing-hint variant (SchedulerQueueingHints is GA and locked on in v1.35).
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), self._after_node_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION), self._after_pod_toleration_change
-            ),
-        ]
+        return taint_events(self._after_node_change, self._after_pod_toleration_change)
 
     @staticmethod
     def _after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Node) or not (old is None or isinstance(old, Node)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Node):
+            return QueueingHint.QUEUE
         was_untolerated = old is None or has_untolerated_do_not_schedule_taint(old.taints, pod.tolerations)
         is_untolerated = has_untolerated_do_not_schedule_taint(new.taints, pod.tolerations)
         return QueueingHint.QUEUE if was_untolerated and not is_untolerated else QueueingHint.SKIP
 
     @staticmethod
     def _after_pod_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Pod) or not (old is None or isinstance(old, Pod)):
-            return QueueingHint.QUEUE  # unexpected object: upstream queues on the conversion error
+        if unexpected_objects(old, new, Pod):
+            return QueueingHint.QUEUE
         return QueueingHint.QUEUE if new.uid == pod.uid else QueueingHint.SKIP

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
 from policy_scheduler.scheduler.framework.runtime import go_duration
 
 DEFAULT_FILTER_TIMEOUT = 10.0  # DynamicResourcesFilterTimeoutDefault
@@ -46,21 +47,15 @@ def _duration(raw: Mapping[str, Any], key: str) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class DynamicResourcesArgs:
+class DynamicResourcesArgs(PluginArgs):
     filter_timeout: float | None = DEFAULT_FILTER_TIMEOUT  # seconds; 0 means no timeout
     binding_timeout: float | None = None
 
     @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> DynamicResourcesArgs:
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
         """SetDefaults_DynamicResourcesArgs."""
         timeout = _duration(raw, "filterTimeout")
         return cls(DEFAULT_FILTER_TIMEOUT if timeout is None else timeout, _duration(raw, "bindingTimeout"))
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> DynamicResourcesArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
 
     def problems(self) -> list[Problem]:
         """ValidateDynamicResourcesArgs."""

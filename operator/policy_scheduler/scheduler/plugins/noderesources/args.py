@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     LEAST_ALLOCATED,
@@ -25,19 +26,13 @@ def resources_json(resources: tuple[ResourceSpec, ...]) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeResourcesBalancedAllocationArgs:
+class NodeResourcesBalancedAllocationArgs(PluginArgs):
     resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
 
     @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> NodeResourcesBalancedAllocationArgs:
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
         """SetDefaults_NodeResourcesBalancedAllocationArgs: cpu and memory when empty, weight 0 → 1."""
         return cls(parse_resources(raw.get("resources"), "resources"))
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> NodeResourcesBalancedAllocationArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
 
     def problems(self) -> list[Problem]:
         """ValidateNodeResourcesBalancedAllocationArgs."""
@@ -71,13 +66,13 @@ class ScoringStrategy:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeResourcesFitArgs:
+class NodeResourcesFitArgs(PluginArgs):
     ignored_resources: tuple[str, ...] = ()
     ignored_resource_groups: tuple[str, ...] = ()
     scoring_strategy: ScoringStrategy = ScoringStrategy()
 
     @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> NodeResourcesFitArgs:
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
         """SetDefaults_NodeResourcesFitArgs: LeastAllocated; cpu and memory when empty, weight 0 → 1."""
         strategy = raw.get("scoringStrategy")
         if strategy is None:
@@ -96,12 +91,6 @@ class NodeResourcesFitArgs:
                 None if ratio is None else parse_shape(ratio.get("shape")),
             ),
         )
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> NodeResourcesFitArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
 
     def problems(self) -> list[Problem]:
         """ValidateNodeResourcesFitArgs. Ours: RequestedToCapacityRatio requires its shape (upstream

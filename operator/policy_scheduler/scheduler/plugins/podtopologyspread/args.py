@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
 from policy_scheduler.scheduler.model import TopologySpreadConstraint
 from policy_scheduler.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -51,23 +52,17 @@ def _constraint_json(c: TopologySpreadConstraint) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class PodTopologySpreadArgs:
+class PodTopologySpreadArgs(PluginArgs):
     default_constraints: tuple[TopologySpreadConstraint, ...] = ()
     defaulting_type: str = SYSTEM_DEFAULTING
 
     @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> PodTopologySpreadArgs:
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
         """SetDefaults_PodTopologySpreadArgs: defaultingType System when unset."""
         return cls(
             tuple(_constraint_from_json(c) for c in raw.get("defaultConstraints") or ()),
             str(raw.get("defaultingType") or SYSTEM_DEFAULTING),
         )
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> PodTopologySpreadArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
 
     def problems(self) -> list[Problem]:
         """ValidatePodTopologySpreadArgs."""

@@ -1,0 +1,202 @@
+"""DRA in parity scenarios: a test driver's ResourceSlices, DeviceClasses with CEL selectors,
+and ResourceClaims that some pending pods reference.
+
+Node-local slices sit on some nodes; one network-attached slice (allNodes) is visible
+everywhere. Claims cover one device, an exact count, All, matchAttribute constraints,
+firstAvailable, a claim shared by two pods and claims nothing can satisfy. Every name is
+under the scenario's prefix, so scenarios never share DRA objects.
+
+Pods with claims take the top priority: they are never preemption victims, whose claims
+the resource-claim controller would release at its own pace (kube-scheduler and our side
+could then see different claim states).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from policy_scheduler.parity.podspec import chance, pick
+
+DRIVER = "parity.example.com"
+RESOURCE_API = "resource.k8s.io/v1"
+DRA_PRIORITY = "parity-high"
+# The share of scenarios with DRA objects; a separate stream keeps the other scenarios as they were.
+DRA_SHARE = 0.35
+_STREAM = 0x0D5A
+
+_CLASSES: dict[str, str | None] = {
+    "gpu": f'device.attributes["{DRIVER}"].type == "gpu"',
+    "big-gpu": (
+        f'device.attributes["{DRIVER}"].type == "gpu" && '
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'
+    ),
+    "nic": f'device.attributes["{DRIVER}"].type == "nic"',
+    "fabric": f'device.attributes["{DRIVER}"].type == "fpga"',
+    "any": None,
+}
+_MODELS = ("a100", "h100", "l4")
+
+
+def dra_rng(seed: int) -> random.Random:
+    return random.Random(seed * 7919 + _STREAM)
+
+
+def wants_dra(seed: int) -> bool:
+    return chance(dra_rng(seed), DRA_SHARE)
+
+
+def device_classes(prefix: str) -> list[dict[str, Any]]:
+    out = []
+    for name, expression in _CLASSES.items():
+        selectors = [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]
+        if expression is not None:
+            selectors.append({"cel": {"expression": expression}})
+        out.append(
+            {
+                "apiVersion": RESOURCE_API,
+                "kind": "DeviceClass",
+                "metadata": {"name": f"{prefix}{name}"},
+                "spec": {"selectors": selectors},
+            }
+        )
+    return out
+
+
+def _device(rng: random.Random, name: str, kind: str, index: int) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"type": {"string": kind}, "index": {"int": index}}
+    capacity: dict[str, Any] = {}
+    if kind == "gpu":
+        attributes["model"] = {"string": pick(rng, *_MODELS)}
+        attributes["numa"] = {"int": rng.randint(0, 1)}
+        capacity["memory"] = {"value": pick(rng, "24Gi", "40Gi", "80Gi")}
+    if kind == "nic":
+        attributes["numa"] = {"int": rng.randint(0, 1)}
+    device: dict[str, Any] = {"name": name, "attributes": attributes}
+    if capacity:
+        device["capacity"] = capacity
+    return device
+
+
+def _slice(name: str, pool: str, devices: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": DRIVER,
+            "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+            **where,
+        },
+    }
+
+
+def resource_slices(rng: random.Random, prefix: str, node_names: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for node in node_names:
+        if not chance(rng, 0.6):
+            continue
+        devices = [_device(rng, f"gpu-{i}", "gpu", i) for i in range(rng.randint(1, 4))]
+        devices += [_device(rng, f"nic-{i}", "nic", i) for i in range(pick(rng, 0, 1, 2))]
+        out.append(_slice(f"{node}-{DRIVER}", node, devices, nodeName=node))
+    fabric = [_device(rng, f"fpga-{i}", "fpga", i) for i in range(rng.randint(1, 2))]
+    out.append(_slice(f"{prefix}fabric", f"{prefix}fabric", fabric, allNodes=True))
+    return out
+
+
+def _exact(prefix: str, cls: str, **extra: Any) -> dict[str, Any]:
+    return {"deviceClassName": f"{prefix}{cls}", **extra}
+
+
+def _cel(expression: str) -> list[dict[str, Any]]:
+    return [{"cel": {"expression": expression}}]
+
+
+def claim_spec(rng: random.Random, prefix: str) -> dict[str, Any]:
+    """One of the request shapes the brief lists."""
+    kind = pick(rng, "single", "count", "all", "match", "first", "fabric", "model", "impossible")
+    model = pick(rng, *_MODELS)
+    if kind == "single":
+        requests = [{"name": "r", "exactly": _exact(prefix, pick(rng, "gpu", "big-gpu", "nic", "any"))}]
+        return {"devices": {"requests": requests}}
+    if kind == "count":
+        requests = [{"name": "r", "exactly": _exact(prefix, "gpu", count=rng.randint(2, 3))}]
+        return {"devices": {"requests": requests}}
+    if kind == "all":
+        requests = [{"name": "r", "exactly": _exact(prefix, pick(rng, "nic", "gpu"), allocationMode="All")}]
+        return {"devices": {"requests": requests}}
+    if kind == "match":
+        second = pick(rng, "gpu", "nic")
+        requests = [
+            {"name": "a", "exactly": _exact(prefix, "gpu")},
+            {"name": "b", "exactly": _exact(prefix, second)},
+        ]
+        attribute = pick(rng, "model", "numa") if second == "gpu" else "numa"  # nics have no model
+        constraint = {"requests": ["a", "b"], "matchAttribute": f"{DRIVER}/{attribute}"}
+        return {"devices": {"requests": requests, "constraints": [constraint]}}
+    if kind == "first":
+        subrequests = [
+            {"name": "two", **_exact(prefix, "gpu", count=2, selectors=_cel(_model_is(model)))},
+            {"name": "big", **_exact(prefix, "big-gpu")},
+            {"name": "one", **_exact(prefix, "gpu")},
+        ]
+        return {"devices": {"requests": [{"name": "r", "firstAvailable": subrequests[rng.randint(0, 1) :]}]}}
+    if kind == "fabric":
+        requests = [{"name": "r", "exactly": _exact(prefix, "fabric")}]
+        if chance(rng, 0.5):
+            requests.append({"name": "g", "exactly": _exact(prefix, "gpu")})
+        return {"devices": {"requests": requests}}
+    if kind == "model":
+        requests = [{"name": "r", "exactly": _exact(prefix, "gpu", selectors=_cel(_model_is(model)))}]
+        return {"devices": {"requests": requests}}
+    # nothing matches: a model no driver publishes, or more devices than any node has
+    impossible = pick(
+        rng,
+        _exact(prefix, "gpu", selectors=_cel(_model_is("v100"))),
+        _exact(prefix, "gpu", count=9),
+    )
+    return {"devices": {"requests": [{"name": "r", "exactly": impossible}]}}
+
+
+def _model_is(model: str) -> str:
+    return f'device.attributes["{DRIVER}"].model == "{model}"'
+
+
+def _claim(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def _use(pod: dict[str, Any], claim: str) -> None:
+    spec = pod["spec"]
+    spec.setdefault("resourceClaims", []).append({"name": "dev", "resourceClaimName": claim})
+    spec["containers"][0].setdefault("resources", {})["claims"] = [{"name": "dev"}]
+    spec["priorityClassName"] = DRA_PRIORITY
+
+
+def add_claims(
+    seed: int, prefix: str, node_names: list[str], pending: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The DRA objects of scenario `seed`, and claim references on some of `pending` (in place)."""
+    rng = dra_rng(seed)
+    rng.random()  # the draw wants_dra made
+    objects = [*device_classes(prefix), *resource_slices(rng, prefix, node_names)]
+    users = [p for p in pending if chance(rng, 0.6)] or pending[:1]
+    i = 0
+    while users:
+        pod = users.pop(0)
+        namespace = pod["metadata"]["namespace"]
+        name = f"claim{i}"
+        i += 1
+        objects.append(_claim(name, namespace, claim_spec(rng, prefix)))
+        _use(pod, name)
+        partner = next((p for p in users if p["metadata"]["namespace"] == namespace), None)
+        if partner is not None and chance(rng, 0.3):  # a shared claim
+            users.remove(partner)
+            _use(partner, name)
+    return objects

@@ -1,0 +1,101 @@
+"""The parity harness's DRA scenarios: what they generate and that our side reads them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from policy_scheduler.apiobjects.dra import store_from_manifests
+from policy_scheduler.parity.dra_scenarios import DRA_PRIORITY, wants_dra
+from policy_scheduler.parity.generator import Scenario, generate
+from policy_scheduler.parity.ours import evaluate
+from policy_scheduler.parity.profiles import kube_scheduler_config, resolved_profiles
+
+SEEDS = range(200)
+
+
+def _dra_scenarios() -> list[Scenario]:
+    return [generate(seed, "t-") for seed in SEEDS if wants_dra(seed)]
+
+
+def _kinds(s: Scenario) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for obj in s.dra:
+        out.setdefault(obj["kind"], []).append(obj)
+    return out
+
+
+def test_some_scenarios_have_dra_and_others_are_unchanged() -> None:
+    dra = _dra_scenarios()
+    assert 40 < len(dra) < 120
+    plain = next(seed for seed in SEEDS if not wants_dra(seed))
+    assert generate(plain).dra == []
+    assert generate(dra[0].seed, "t-") == dra[0]  # deterministic
+
+
+def test_every_request_shape_is_generated() -> None:
+    claims = [c for s in _dra_scenarios() for c in _kinds(s)["ResourceClaim"]]
+    requests = [r for c in claims for r in c["spec"]["devices"]["requests"]]
+    assert any(r.get("exactly", {}).get("allocationMode") == "All" for r in requests)
+    assert any(r.get("exactly", {}).get("count", 1) > 1 for r in requests)
+    assert any("firstAvailable" in r for r in requests)
+    assert any(c["spec"]["devices"].get("constraints") for c in claims)
+    assert any(r.get("exactly", {}).get("deviceClassName", "").endswith("fabric") for r in requests)
+
+
+def test_slices_are_node_local_and_network_attached() -> None:
+    s = _dra_scenarios()[0]
+    slices = _kinds(s)["ResourceSlice"]
+    nodes = {n["metadata"]["name"] for n in s.nodes}
+    assert [x for x in slices if x["spec"].get("allNodes")]
+    assert all(x["spec"]["nodeName"] in nodes for x in slices if "nodeName" in x["spec"])
+
+
+def test_shared_claims_and_priority() -> None:
+    shared = 0
+    for s in _dra_scenarios():
+        users: dict[tuple[str, str], int] = {}
+        for pod in s.pending:
+            for ref in pod["spec"].get("resourceClaims", []):
+                key = (pod["metadata"]["namespace"], ref["resourceClaimName"])
+                users[key] = users.get(key, 0) + 1
+                assert pod["spec"]["priorityClassName"] == DRA_PRIORITY
+        shared += sum(1 for n in users.values() if n == 2)
+        claims = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in _kinds(s)["ResourceClaim"]}
+        assert set(users) == claims
+    assert shared > 0
+
+
+def test_renamed_scenarios_rename_dra_objects() -> None:
+    s = _dra_scenarios()[0]
+    other = s.renamed("u-")
+    assert all("t-" not in str(obj) for obj in other.dra)
+    assert len(other.dra) == len(s.dra)
+
+
+def test_profiles_run_dynamic_resources_on_both_sides() -> None:
+    config = kube_scheduler_config("/dev/null")
+    assert all("multiPoint" not in p.get("plugins", {}) for p in config["profiles"])
+    for profile in resolved_profiles().values():
+        assert "DynamicResources" in {ref.name for ref in profile.points["filter"]}
+
+
+def test_our_side_allocates_from_the_scenario_objects() -> None:
+    """Every claim shape is decoded and judged: some DRA pods bind, some cannot allocate."""
+    profiles = resolved_profiles()
+    outcomes: set[str] = set()
+    for s in _dra_scenarios()[:30]:
+        store = store_from_manifests(s.dra)
+        assert len(store.claims()) == len(_kinds(s)["ResourceClaim"])
+        labels: dict[str, dict[str, str]] = {ns["metadata"]["name"]: {} for ns in s.namespaces}
+        for pod in s.pending:
+            if "resourceClaims" not in pod["spec"]:
+                continue
+            api_pod = copy.deepcopy(pod)
+            api_pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"]
+            decision = evaluate(profiles[s.scheduler_name], s.nodes, [], api_pod, labels, (), s.dra)
+            assert decision.outcome != "error", decision.message
+            outcomes.add(decision.outcome)
+            if decision.outcome == "unschedulable" and "cannot allocate all claims" in decision.message:
+                outcomes.add("claims")
+    assert {"bound", "claims"} <= outcomes
