@@ -68,3 +68,16 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
     assert (
         "| SchedulingBasic | 20 | policy-scheduler |" in (tmp_path / "out" / "benchmarks-e2e.md").read_text()
     )
+
+
+def test_tiny_gang_runs_bind_every_gang_with_every_contender(tmp_path: Path) -> None:
+    assert not missing_binaries(), "build the control plane first: make controlplane"
+    with DevCluster(tmp_path / "cluster", nodes=0) as cluster:
+        nodes = create_bench_nodes(cluster, NODES)
+        workloads = [catalogue()["GangSmall"], catalogue()["GangLarge"]]
+        results = asyncio.run(run_size(cluster, nodes, workloads, contenders.ALL, PODS, run_seconds=120))
+    # 20 nodes: GangSmall is 4 gangs of 3, GangLarge 10 gangs of 2; policy-scheduler binds them
+    # through Coscheduling (its PodGroups exist), the others pod by pod.
+    assert [(r.workload, r.contender, r.measured, r.bound, r.error) for r in results] == [
+        (w, c, n, n, "") for w, n in (("GangSmall", 12), ("GangLarge", 20)) for c in contenders.ALL
+    ]

@@ -6,6 +6,8 @@ tolerate. The PodGroup CRD comes from --install-crds.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +20,7 @@ from polling import holds_for, wait_until
 PG_API = "scheduling.x-k8s.io/v1alpha1"
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
 NODE_LABEL = "e2e-gang"
+HOLD = "e2e-gang/hold"
 
 
 class Gang:
@@ -210,9 +213,29 @@ def test_high_priority_gang_preempts_a_lower_gang_as_a_whole(
     for i in range(4):
         g.member(f"low-{i}", "low", cpu="1", pc="e2e-gang-low")
     wait_until("the low gang bound", lambda: len(g.bound("low")) == 4 or None, timeout=60)
+    # A finalizer keeps each victim terminating, so the freed room stays promised for a while.
+    hold = json.dumps({"metadata": {"finalizers": [HOLD]}})
+    for i in range(4):
+        g.kubectl.run("patch", "pod", f"low-{i}", "-n", g.ns, "--type", "merge", "-p", hold)
     g.group("high", 4)
     for i in range(4):
         g.member(f"high-{i}", "high", cpu="1", pc="e2e-gang-high")
+
+    def nominations() -> dict[str, str] | None:
+        found = {
+            p["metadata"]["name"]: p["status"].get("nominatedNodeName", "")
+            for p in g.kubectl.items("pods", g.ns)
+            if p["metadata"]["name"].startswith("high-")
+        }
+        return found if len(found) == 4 and all(found.values()) else None
+
+    # Every member that will use the freed room is nominated to it, two per 2-cpu node.
+    nominated = wait_until("every high member nominated", nominations, timeout=60)
+    assert sorted(Counter(nominated.values()).values()) == [2, 2]
+    assert g.bound("high") == []
+    release = json.dumps({"metadata": {"finalizers": None}})
+    for i in range(4):
+        g.kubectl.run("patch", "pod", f"low-{i}", "-n", g.ns, "--type", "merge", "-p", release)
     wait_until("the high gang bound", lambda: len(g.bound("high")) == 4 or None, timeout=90)
     # The low gang went as a whole (gangDisruption Whole), through the Eviction API.
     wait_until("no low member left", lambda: not g.bound("low") or None, timeout=30)

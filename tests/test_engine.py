@@ -278,3 +278,25 @@ def test_engine_seed_makes_runs_repeatable(seed: int) -> None:
         return hooks.scheduled_on
 
     assert run() == run()
+
+
+# ---- leadership ---------------------------------------------------------------------------------
+
+
+async def test_standby_schedules_as_soon_as_it_leads() -> None:
+    """A paused loop waits for leadership itself (no polling): the first cycle follows it."""
+    engine, _, binder, _ = make_engine()
+    leading = asyncio.Event()
+    engine.pod_added(make_pod("p", cpu=100))
+    runner = asyncio.create_task(engine.run(leading.is_set, leading.wait))
+    for _ in range(20):  # the loop pops the pod, finds it is no leader and parks
+        await asyncio.sleep(0)
+    assert binder.bound == []
+    leading.set()
+    for _ in range(20):
+        await asyncio.sleep(0)
+        if binder.bound:
+            break
+    assert [name for name, _ in binder.bound] == ["p"]
+    engine.close()
+    await runner

@@ -592,25 +592,32 @@ def test_status_comes_from_the_pass_with_nominated_pods_when_both_fail() -> None
     assert outcome.status_at(0) == Status(Code.UNSCHEDULABLE, ("crowded",), "Crowded")
 
 
-def test_nominator_without_node_listing_is_asked_about_every_node() -> None:
-    class Plain:
+def test_only_nodes_holding_higher_or_equal_priority_nominations_are_asked() -> None:
+    class Counting(PodNominator):
         def __init__(self) -> None:
+            super().__init__()
             self.asked: list[str] = []
 
         def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
             self.asked.append(node_name)
-            return [cpu_pod("big", 900, priority=1)] if node_name == "n2" else []
+            return super().nominated_pods_for_node(node_name)
 
-    plain = Plain()
-    table = make_table("n1", "n2", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 10})
+    nominator = Counting()
+    table = make_table("n1", "n2", "n3", "n4", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 10})
     fit = in_tree_registry()["NodeResourcesFit"]
-    fw = make_framework(table, {"preFilter": [fit], "filter": [fit]}, plain)
+    fw = make_framework(table, {"preFilter": [fit], "filter": [fit]}, nominator)
+    nominator.add_nominated_pod(cpu_pod("big", 900, priority=1), "n2")
+    nominator.add_nominated_pod(cpu_pod("low", 900, priority=-1), "n3")
     pod = cpu_pod("p", 500)
     state = CycleState()
     fw.run_pre_filter(state, pod)
     outcome = fw.run_filters_with_nominated_pods(state, pod, all_rows(table))
-    assert outcome.passed.tolist() == [True, False]
-    assert sorted(plain.asked) == ["n1", "n2"]
+    assert outcome.passed.tolist() == [True, False, True, True]
+    assert nominator.asked == ["n2"]
+    # One row at a time (preemption's dry runs) takes the same decisions.
+    for row, want in enumerate([True, False, True, True]):
+        single = fw.run_filters_with_nominated_pods(state, pod, np.asarray([row], dtype=np.intp))
+        assert bool(single.passed[0]) is want
 
 
 # ---- Score ------------------------------------------------------------------------------------------------

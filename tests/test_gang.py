@@ -7,12 +7,13 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.interfaces import PostFilterResult, QueuedPodInfo
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup
@@ -20,6 +21,7 @@ from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import GANG_MEMBER, EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.queue.hints import Strategy, is_pod_worth_requeuing
 from tests.aio import settle
 from tests.fakeclock import FakeClock
 
@@ -227,6 +229,32 @@ def test_higher_priority_group_goes_first() -> None:
     assert w.bound_in("a") == []
 
 
+def test_a_new_member_is_offered_only_to_its_siblings_once_the_group_is_complete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w = world(1000)
+    for i in range(3):  # unrelated pods that fit nowhere sit in the unschedulable pool
+        w.engine.pod_added(
+            Pod(f"big-{i}", uid=f"big-{i}", containers=(Container("c", requests={"cpu": 9000}),))
+        )
+    w.run(rounds=1)
+    offered: list[str] = []
+
+    def spy(info: QueuedPodInfo, *args: Any) -> Strategy:
+        offered.append(info.pod.name)
+        return is_pod_worth_requeuing(info, *args)
+
+    monkeypatch.setattr("policy_scheduler.scheduler.queue.core.is_pod_worth_requeuing", spy)
+    w.group("g", 4)
+    offered.clear()  # the PodGroup's own event is offered to everyone, as upstream
+    for i in range(4):
+        w.member(f"g-{i}", "g")
+    # Members 1-3 wake nobody (PreEnqueue would hold every sibling again); the 4th its 3 siblings.
+    assert sorted(offered) == ["g-0", "g-1", "g-2"]
+    w.run()
+    assert sorted(w.bound_in("g")) == ["g-0", "g-1", "g-2", "g-3"]
+
+
 def test_pods_of_a_missing_group_wait_with_a_reason() -> None:
     w = world(1000)
     w.member("x-0", "missing")
@@ -266,6 +294,40 @@ def test_a_high_priority_gang_preempts_a_low_priority_gang_as_a_whole() -> None:
     w.run()
     assert len(w.bound_in("high")) == 4
     assert w.bound_in("low") == []
+
+
+def test_a_preempting_gang_nominates_every_member_that_uses_freed_room() -> None:
+    w = world(400, 400)
+    w.group("low", 4, created=1.0)
+    for i in range(4):
+        w.member(f"low-{i}", "low", cpu=200)
+    w.run()
+    w.group("high", 4, created=2.0)
+    for i in range(4):
+        w.member(f"high-{i}", "high", cpu=200, priority=100)
+
+    async def one_cycle() -> None:
+        assert w.engine.schedule_next()
+        await settle(4)
+
+    asyncio.run(one_cycle())  # the first member preempts; its siblings have not been tried yet
+    [(preemptor, node, victims)] = w.hooks.preemptions
+    nominator = w.engine.queue.nominator
+    nominated = {
+        name: nominator.nominated_node_name(w.engine.unassigned[f"default/{name}"])
+        for name in (f"high-{i}" for i in range(4))
+    }
+    assert nominated[preemptor] == node
+    # Each member holds one 200m half of a freed node: two per node, none left out.
+    assert Counter(nominated.values()) == {"n0": 2, "n1": 2}
+    evict(w, victims)
+    # A lower-priority pod arriving while the members back off must not take their room.
+    w.engine.pod_added(
+        Pod("intruder", uid="intruder", priority=50, containers=(Container("c", requests={"cpu": 200}),))
+    )
+    w.run()
+    assert len(w.bound_in("high")) == 4
+    assert "intruder" not in w.binder.bound
 
 
 def test_a_gang_preempts_for_every_member_or_for_none() -> None:

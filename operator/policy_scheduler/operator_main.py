@@ -274,7 +274,11 @@ class Operator:
             [asyncio.ensure_future(self.cluster.wait_synced()), asyncio.ensure_future(stop.wait())],
             return_when=asyncio.FIRST_COMPLETED,
         )
-        tasks.append(asyncio.create_task(self.engine.run(self.leader.is_leader), name="scheduler"))
+        tasks.append(
+            asyncio.create_task(
+                self.engine.run(self.leader.is_leader, self.leader.became_leader.wait), name="scheduler"
+            )
+        )
         tasks.append(asyncio.create_task(self._status_loop(), name="status"))
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})
         try:

@@ -136,6 +136,9 @@ class Nominations:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self.by_node.get(node_name, []))
 
+    def nominated_priorities(self) -> dict[str, int]:
+        return {node: max(p.priority for p in pods) for node, pods in self.by_node.items() if pods}
+
 
 class FalseFilter(FilterPlugin):
     """tf.NewFalseFilterPlugin: every node is unschedulable."""

@@ -4679,6 +4679,9 @@ class _Nominator:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self.nominated.get(node_name, []))
 
+    def nominated_priorities(self) -> dict[str, int]:
+        return {node: max(p.priority for p in pods) for node, pods in self.nominated.items() if pods}
+
 
 def test_through_the_framework_with_nominated_pods() -> None:
     """Framework run: nominated pods count through add_pod on a cloned state; scores stay in range."""

@@ -45,13 +45,14 @@ def kube_scheduler_config(kubeconfig: Path, scheduler_name: str) -> dict[str, An
     }
 
 
-def profile(scheduler_name: str) -> dict[str, Any]:
-    """kube-scheduler's default profile under `scheduler_name` (no plugins: the defaults)."""
+def profile(scheduler_name: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """kube-scheduler's default profile under `scheduler_name` (no plugins: the defaults), plus
+    what the workload needs (`extra` spec fields: Coscheduling for the gang workloads)."""
     return {
         "apiVersion": "scheduling.policy-scheduler.io/v1alpha1",
         "kind": "SchedulingProfile",
         "metadata": {"name": scheduler_name, "labels": {PROFILE_LABEL: scheduler_name}},
-        "spec": {"schedulerName": scheduler_name},
+        "spec": {"schedulerName": scheduler_name, **(extra or {})},
     }
 
 
@@ -92,9 +93,11 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
     raise ValueError(f"unknown contender {contender!r}; known: {', '.join(ALL)}")
 
 
-async def prepare(contender: str, client: Client, scheduler_name: str) -> None:
+async def prepare(
+    contender: str, client: Client, scheduler_name: str, extra: dict[str, Any] | None = None
+) -> None:
     if contender == POLICY:
-        await client.create(PROFILES, profile(scheduler_name), exist_ok=True)
+        await client.create(PROFILES, profile(scheduler_name, extra), exist_ok=True)
 
 
 async def cleanup(contender: str, client: Client, scheduler_name: str) -> None:

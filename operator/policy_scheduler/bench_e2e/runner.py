@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from policy_scheduler.bench_e2e import contenders, dra
+from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
+from policy_scheduler.bench_e2e import contenders, dra, gang
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
 from policy_scheduler.bench_e2e.procstat import usage
 from policy_scheduler.bench_e2e.rates import throughput
@@ -76,14 +77,16 @@ async def create_pods(client: Client, pods: Sequence[JSON]) -> None:
 
 
 async def install_cluster_objects(client: Client) -> None:
-    """CRDs (for the SchedulingProfile) and the PriorityClasses of PreemptionBasic, once."""
-    for text in render_crds().values():
-        await client.create(CRDS, yaml.safe_load(text), exist_ok=True)
+    """CRDs (ours for the SchedulingProfile, the PodGroup's for the gang workloads) and the
+    PriorityClasses of PreemptionBasic, once."""
+    crds = [*(yaml.safe_load(text) for text in render_crds().values()), podgroup_crd()]
+    for crd in crds:
+        await client.create(CRDS, crd, exist_ok=True)
     for pc in priority_classes():
         await client.create("/apis/scheduling.k8s.io/v1/priorityclasses", pc, exist_ok=True)
     deadline = time.monotonic() + 60
-    for text in render_crds().values():
-        name = yaml.safe_load(text)["metadata"]["name"]
+    for crd in crds:
+        name = crd["metadata"]["name"]
         while not _established(await client.get(f"{CRDS}/{name}")):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"CRD {name} not Established after 60s")
@@ -202,7 +205,11 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
     if w.objects is not None:
         await gather_limited(client.create(dra.collection(obj), obj) for obj in w.objects(name, spec.nodes))
     await create_pods(client, w.init(name, name, spec.nodes))
-    await create_pods(client, [w.measured(f"pod-{i}", name, name) for i in range(count)])
+    pods = [w.measured(f"pod-{i}", name, name) for i in range(count)]
+    if w.groups is not None:  # PodGroups before their pods, as a job controller creates them
+        groups = w.groups(name, pods, len(spec.nodes))
+        await gather_limited(client.create(gang.collection(name), g) for g in groups)
+    await create_pods(client, pods)
     if w.claims:
         await _claims_created(client, name, count, spec.timeout)
     listing = await client.get(f"/api/v1/namespaces/{name}/pods", limit="1")
@@ -210,7 +217,7 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
     tasks = [asyncio.create_task(watch.run(listing["metadata"]["resourceVersion"]))]
     if w.churn:
         tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
-    await contenders.prepare(spec.contender, client, name)
+    await contenders.prepare(spec.contender, client, name, w.profile)
     launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
     started = time.monotonic()
     process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)

@@ -65,6 +65,8 @@ GREEN, BLUE, RED = {"color": "green"}, {"color": "blue"}, {"color": "red"}
 MeasuredFn = Callable[[str, str, str], JSON]  # (name, namespace, scheduler) -> pod
 InitFn = Callable[[str, str, Sequence[str]], list[JSON]]  # (namespace, scheduler, nodes) -> pods
 ObjectsFn = Callable[[str, Sequence[str]], list[JSON]]  # (namespace, nodes) -> other API objects
+# (namespace, measured pods, node count) -> PodGroups; it labels the pods into their groups
+GroupsFn = Callable[[str, list[JSON], int], list[JSON]]
 
 
 def _bound(count: Callable[[int], int], **kwargs: Any) -> InitFn:
@@ -107,6 +109,9 @@ class Workload:
     objects: ObjectsFn | None = None
     # the measured pods have resource claims: only a scheduler that allocates them can bind
     claims: bool = False
+    # Gang workloads (bench_e2e/gang.py): the PodGroups, and what policy-scheduler's profile adds.
+    groups: GroupsFn | None = None
+    profile: JSON | None = None
 
 
 def _fifth(nodes: int) -> int:
@@ -218,9 +223,10 @@ CATALOGUE: tuple[Workload, ...] = (
 
 
 def catalogue() -> dict[str, Workload]:
-    from policy_scheduler.bench_e2e.dra import DRA_WORKLOADS
+    from policy_scheduler.bench_e2e.dra import DRA_WORKLOADS  # built on Workload, defined apart
+    from policy_scheduler.bench_e2e.gang import GANG_WORKLOADS
 
-    return {w.name: w for w in (*CATALOGUE, *DRA_WORKLOADS)}
+    return {w.name: w for w in (*CATALOGUE, *DRA_WORKLOADS, *GANG_WORKLOADS)}
 
 
 def priority_classes() -> list[JSON]:

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import aiohttp
 import msgspec
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
 from policy_scheduler.config import DEFAULTS
@@ -86,8 +87,30 @@ async def make_api_client(kubeconfig: str | None = None) -> Any:
             )
     api = k8s_client.ApiClient(configuration=configuration)
     api.user_agent = USER_AGENT
+    _resolve_proxy_once(api)
     log.info("api client ready", extra={"host": configuration.host})
     return api
+
+
+def _resolve_proxy_once(api: Any) -> None:
+    """Read the proxy environment (HTTPS_PROXY, NO_PROXY, ...) once, at start.
+
+    kubernetes_asyncio's session trusts the environment, so aiohttp would look the proxy up
+    again, in a worker thread, for every request (and read ~/.netrc too). A proxy from the
+    kubeconfig is kept; otherwise the environment's proxy for the API server, if any, becomes
+    the explicit proxy of every request, and the session stops reading the environment.
+    """
+    rest = api.rest_client
+    if not rest.proxy:
+        with suppress(LookupError):
+            proxy, proxy_auth = aiohttp.helpers.get_env_proxy_for_url(URL(api.configuration.host))
+            rest.proxy = str(proxy)
+            if proxy_auth is not None:
+                rest.proxy_headers = {
+                    **(rest.proxy_headers or {}),
+                    "Proxy-Authorization": proxy_auth.encode(),
+                }
+    rest.pool_manager._trust_env = False  # no public setter; aiohttp lists it among its attributes
 
 
 def _query(query: Query | None) -> dict[str, str] | None:

@@ -91,12 +91,17 @@ class PodReporter:
         stats = self.stats_for(framework.scheduler_name)
         stats.preemptions += 1
         metrics.preemption_victims.observe(len(result.victims))  # attempts: MetricsObserver
+        for member, node_name in result.nominations:  # a gang's other members (the preemptor's
+            self._nominate(member, node_name)  # own nomination goes with its failure)
         if self.on_preempt is not None:
             self.on_preempt(pod, result, framework)
 
     def nomination_cleared(self, pod: Pod) -> None:
+        self._nominate(pod, "")
+
+    def _nominate(self, pod: Pod, node_name: str) -> None:
         if self.is_leader():
-            self._spawn(self._clear_nomination(pod))
+            self._spawn(self._write_nomination(pod, node_name))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -111,11 +116,11 @@ class PodReporter:
         except Exception as exc:  # the next attempt writes it again
             log.warning("pending summary update failed", extra={"pod": pod.key, "error": str(exc)})
 
-    async def _clear_nomination(self, pod: Pod) -> None:
+    async def _write_nomination(self, pod: Pod, node_name: str) -> None:
         try:
-            await set_nominated_node(self.api, pod.namespace, pod.name, "")
+            await set_nominated_node(self.api, pod.namespace, pod.name, node_name)
         except Exception as exc:  # the next attempt of that pod fixes it anyway
-            log.warning("clearing nomination failed", extra={"pod": pod.key, "error": str(exc)})
+            log.warning("writing nomination failed", extra={"pod": pod.key, "error": str(exc)})
 
     def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
         profile = framework.scheduler_name

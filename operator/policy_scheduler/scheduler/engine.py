@@ -11,7 +11,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -189,8 +189,12 @@ class Engine:
         if self.responsible_for(pod) and not pod.terminating:
             self.queue.add(pod)
         if group_key(pod):
-            # A new member may complete its group: wake the siblings PreEnqueue held back.
-            self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
+            # A new member may complete its group: wake the siblings PreEnqueue held back. Only
+            # they can care, and only once minMember pods exist: offering every arrival to every
+            # unschedulable pod cost O(pods x unschedulable) hint calls (docs/gang.md).
+            siblings = self.pod_groups.siblings_to_wake(pod)
+            if siblings:
+                self.queue.move_to_active_or_backoff(siblings, EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
         self.pod_groups.pod_seen(new)
@@ -306,8 +310,14 @@ class Engine:
             await asyncio.sleep(interval)
             self.expire_assumed_pods()
 
-    async def run(self, should_schedule: Callable[[], bool] = lambda: True) -> None:
-        """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost."""
+    async def run(
+        self,
+        should_schedule: Callable[[], bool] = lambda: True,
+        until_leading: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        """Schedule until the queue is closed. `should_schedule` pauses when leadership is lost;
+        `until_leading` returns once it is (re)gained, so a standby's first cycle follows the
+        lease at once (without it, a paused loop polls twice a second)."""
         loop = asyncio.get_running_loop()
         flushers = loop.create_task(self.queue.run_flushers())
         expiry = loop.create_task(self._expire_assumed_periodically())
@@ -321,7 +331,10 @@ class Engine:
                     # Not the leader: put it back untouched and wait.
                     self.queue.done(info.pod.uid)
                     self.queue.add(info.pod)
-                    await asyncio.sleep(0.5)
+                    if until_leading is None:
+                        await asyncio.sleep(0.5)
+                    else:
+                        await until_leading()
                     continue
                 task = self.scheduler.schedule_one(info)
                 if task is not None:

@@ -183,10 +183,15 @@ class Pod:
     # Caches, not init fields: dataclasses.replace(pod, containers=...) must not copy stale values.
     _requests: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _non_zero: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)
+    _host_ports: tuple[ContainerPort, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        # Cached: asked for on every table change and nomination lookup (preemption's hot path).
+        if self._key is None:
+            self._key = f"{self.namespace}/{self.name}"
+        return self._key
 
     @property
     def terminating(self) -> bool:
@@ -211,8 +216,12 @@ class Pod:
 
         Ordinary init containers have exited before the pod runs, so upstream ignores theirs.
         """
-        sidecars = [c for c in self.init_containers if c.restart_policy == "Always"]
-        return [p for c in (*sidecars, *self.containers) for p in c.ports if p.host_port > 0]
+        if self._host_ports is None:
+            sidecars = [c for c in self.init_containers if c.restart_policy == "Always"]
+            self._host_ports = tuple(
+                p for c in (*sidecars, *self.containers) for p in c.ports if p.host_port > 0
+            )
+        return list(self._host_ports)
 
     def images(self) -> list[str]:
         return [c.image for c in (*self.init_containers, *self.containers) if c.image]

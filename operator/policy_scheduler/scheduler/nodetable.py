@@ -55,6 +55,9 @@ class PodListener:
 
     on_add: Callable[[Pod, int], None]
     on_remove: Callable[[Pod, int], None]
+    # The filter plugin that reads this index ("" if unknown): while that plugin is skipped or
+    # absent, a trial placement that is undone before anything else runs may bypass the index.
+    reader: str = ""
 
 
 @dataclass(slots=True)

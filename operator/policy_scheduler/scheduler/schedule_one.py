@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.cache import Cache
+from policy_scheduler.scheduler.framework.batch import Signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
@@ -47,6 +48,18 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10  # upstream's pluginMetricsSamplePercent
 CLEAR = ""  # nominated node value that clears a pod's nomination
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(slots=True)
+class _BatchHint:
+    """What findNodesThatFitPod hands schedulePod for opportunistic batching."""
+
+    signature: Signature | None = None
+    node: str = ""
+
+
+def _one_row(table: NodeTable, name: str) -> Rows:
+    return np.asarray([table.row(name)], dtype=np.intp)
 
 
 class SchedulingError(RuntimeError):
@@ -300,7 +313,10 @@ class ScheduleOne:
             return None  # upstream's ModeNoop: a nomination stays as it is
         if result.nominated_node_name:
             self._clear_lower_nominations(pod, result.nominated_node_name)
-            self.hooks.preempting(pod, result, framework)
+            for member, node_name in result.nominations:
+                self._clear_lower_nominations(member, node_name)
+                self.queue.activate_nominated(member, node_name)
+            self.hooks.preempting(pod, result, framework)  # writes the members' nominations too
         return result.nominated_node_name  # "" clears a stale nomination
 
     def _clear_lower_nominations(self, pod: Pod, node_name: str) -> None:
@@ -374,13 +390,16 @@ class ScheduleOne:
         table = self.cache.table
         if len(table) == 0:
             raise NoNodesAvailableError(NO_NODES_AVAILABLE)
-        feasible, diagnosis, rejected = self._find_nodes_that_fit(framework, state, pod)
+        hint = _BatchHint()
+        feasible, diagnosis, rejected = self._find_nodes_that_fit(framework, state, pod, hint)
         if len(feasible) == 0:
             rejected.fill(diagnosis, table)
             raise FitError(pod.key, len(table), diagnosis)
         evaluated = len(feasible) + rejected.count()
         if len(feasible) == 1:
-            return ScheduleResult(table.nodes[int(feasible[0])].name, evaluated, 1, None, feasible)
+            name = table.nodes[int(feasible[0])].name
+            framework.batch.store(hint.signature, hint.node, name, None, self.scheduling_cycle)
+            return ScheduleResult(name, evaluated, 1, None, feasible)
         started = time.perf_counter()
         status = framework.run_pre_score(state, pod, feasible)
         framework.timed("PreScore", started, status)
@@ -392,9 +411,19 @@ class ScheduleOne:
             framework.timed("Score", started)
         else:
             scores = ScoreOutcome(np.ones(len(feasible), dtype=np.int64), {})
-        best = np.flatnonzero(scores.total == scores.total.max())
-        chosen = int(feasible[best[int(self.rng.integers(len(best)))]])
-        return ScheduleResult(table.nodes[chosen].name, evaluated, len(feasible), scores, feasible)
+        others: list[str] | None = None
+        if hint.signature is None:
+            best = np.flatnonzero(scores.total == scores.total.max())
+            chosen = int(feasible[best[int(self.rng.integers(len(best)))]])
+        else:
+            # newSortedNodeScores: by score, ties by a random key; the rest is the batch's ranking.
+            randomizer = self.rng.random(len(feasible))
+            ranked = feasible[np.lexsort((-randomizer, -scores.total))]
+            chosen = int(ranked[0])
+            others = table.names_of(ranked[1:].tolist())
+        name = table.nodes[chosen].name
+        framework.batch.store(hint.signature, hint.node, name, others, self.scheduling_cycle)
+        return ScheduleResult(name, evaluated, len(feasible), scores, feasible)
 
     def find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: Pod
@@ -404,9 +433,10 @@ class ScheduleOne:
         return feasible, diagnosis
 
     def _find_nodes_that_fit(
-        self, framework: Framework, state: CycleState, pod: Pod
+        self, framework: Framework, state: CycleState, pod: Pod, hint: _BatchHint | None = None
     ) -> tuple[Rows, Diagnosis, _Rejections]:
-        """findNodesThatFitPod; the per-node statuses stay in `_Rejections` until a FitError needs them."""
+        """findNodesThatFitPod; the per-node statuses stay in `_Rejections` until a FitError needs them.
+        With `hint`, the opportunistic batch is asked for a node (and `hint` filled in)."""
         table = self.cache.table
         diagnosis = Diagnosis()
         rejected = _Rejections()
@@ -421,8 +451,20 @@ class ScheduleOne:
             diagnosis.add_plugin_status(status)
             return empty, diagnosis, rejected
 
-        if pod.nominated_node_name and pod.nominated_node_name in table:
-            row = np.asarray([table.row(pod.nominated_node_name)], dtype=np.intp)
+        if hint is not None:
+            hint.signature = framework.sign_pod(pod)
+            hint.node = framework.batch.node_hint(
+                hint.signature,
+                self.scheduling_cycle,
+                lambda name: (
+                    name in table
+                    and framework.run_filters(state, pod, _one_row(table, name)).status_at(0).is_rejected
+                ),
+            )
+        # A nominated node (from preemption) is tried first, else the batch's hint.
+        first = pod.nominated_node_name or (hint.node if hint is not None else "")
+        if first and first in table:
+            row = _one_row(table, first)
             outcome = framework.run_filters_with_nominated_pods(state, pod, row)
             if outcome.passed[0]:
                 return row, diagnosis, rejected

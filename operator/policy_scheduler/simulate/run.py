@@ -97,14 +97,15 @@ class _RecordingHooks:
             if current is not None:
                 self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=""))
         if nominated_node:
-            outcome.nominated_node = nominated_node
-            # The API server would record status.nominatedNodeName; the next attempt sees it.
-            assert self.engine is not None
-            current = self.engine.unassigned.get(pod.key)
-            if current is not None:
-                self.engine.pod_updated(
-                    current, dataclasses.replace(current, nominated_node_name=nominated_node)
-                )
+            self._nominate(pod, nominated_node)
+
+    def _nominate(self, pod: Pod, node_name: str) -> None:
+        self.outcomes[pod.key].nominated_node = node_name
+        # The API server would record status.nominatedNodeName; the next attempt sees it.
+        assert self.engine is not None
+        current = self.engine.unassigned.get(pod.key)
+        if current is not None:
+            self.engine.pod_updated(current, dataclasses.replace(current, nominated_node_name=node_name))
 
     def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
         assert self.engine is not None
@@ -112,6 +113,8 @@ class _RecordingHooks:
         verdicts = victim_verdicts(policy, result.victims, self.pdbs)
         outcome = self.outcomes[pod.key]
         outcome.victims = {victim.key: verdict for victim, verdict in verdicts}
+        for member, node_name in result.nominations:  # a preempting gang's other members
+            self._nominate(member, node_name)
         if policy.dry_run:
             # Dry run: report what would be evicted, evict nothing (as the operator does).
             would = ", ".join(v.key for v in result.victims)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -84,6 +85,9 @@ class PostFilterResult:
     nominated_node_name: str = ""
     # Filled by preemption: victims chosen on the nominated node (for the caller to evict).
     victims: tuple[Pod, ...] = ()
+    # Gang preemption: the preemptor's group members that will use the freed room, each with its
+    # node; they are nominated there too, so no other pod takes that room meanwhile.
+    nominations: tuple[tuple[Pod, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -140,10 +144,16 @@ class Binder(Protocol):
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    # Node -> highest nominated priority; the same object until the nominations change.
+    def nominated_priorities(self) -> Mapping[str, int]: ...
+
 
 class _NoNominations:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return []
+
+    def nominated_priorities(self) -> Mapping[str, int]:
+        return {}
 
 
 class FrameworkHandle(Protocol):
@@ -153,6 +163,9 @@ class FrameworkHandle(Protocol):
     def scheduler_name(self) -> str: ...
     @property
     def table(self) -> NodeTable: ...
+    @property
+    def node_only_filters(self) -> frozenset[str]: ...
+    def trial_placements(self, state: CycleState) -> AbstractContextManager[None]: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
     def run_pre_filter(
         self, state: CycleState, pod: Pod
@@ -183,6 +196,10 @@ class Handle:
 # ---- plugin bases ------------------------------------------------------------------------------
 
 
+# (key, value) pairs a plugin contributes to a pod's signature; values only need ==.
+SignFragments = tuple[tuple[str, object], ...]
+
+
 class Plugin:
     name: ClassVar[str] = ""
 
@@ -198,6 +215,15 @@ class Plugin:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
         return []
+
+    # SignPlugin (opportunistic batching, KEP-5598): a profile batches only when every PreFilter,
+    # Filter, PreScore and Score plugin signs pods.
+    signs_pods: ClassVar[bool] = False
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        """The parts of the pod this plugin's results depend on, as (key, value) pairs; None when
+        this pod cannot be signed (its results depend on more than the pod and its node)."""
+        return None
 
 
 class PreEnqueuePlugin(Plugin):
@@ -226,6 +252,10 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    # True when the verdict depends only on the pod and the node object, never on the pods
+    # placed on the node: preemption then need not ask again while it adds victims back.
+    node_only: ClassVar[bool] = False
+
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         raise NotImplementedError
 

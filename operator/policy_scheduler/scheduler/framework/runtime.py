@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.framework.batch import OpportunisticBatch, Signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
@@ -221,6 +223,8 @@ class Framework:
         self.plugins: dict[str, Plugin] = {}
         self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # (nominated priorities object, table rows_generation, highest nominated priority per row)
+        self._nominated_cache: tuple[Mapping[str, int], int, npt.NDArray[np.int64]] | None = None
         # Permit deadlines follow this clock (the Engine's: a fake one in tests).
         self.clock: Callable[[], float] = time.monotonic
         # observe(extension point, status code name, seconds): metrics without a metrics library.
@@ -238,6 +242,16 @@ class Framework:
                 if not isinstance(plugin, base):
                     raise FrameworkError(f"plugin {ref.name} does not implement {point}")
                 getattr(self.points, attr).append(plugin)
+        # computeBatchablePlugins: signatures only if every (pre)filter/(pre)score plugin signs.
+        candidates = [*self.points.pre_filter, *self.points.filter, *self.points.pre_score]
+        candidates += [plugin for plugin, _ in self.points.score]
+        self.signers: list[Plugin] = list({p.name: p for p in candidates}.values())
+        if not all(p.signs_pods for p in self.signers):
+            self.signers = []
+            self.signatures_enabled = False
+        else:
+            self.signatures_enabled = True
+        self.batch = OpportunisticBatch(time.monotonic)
         if len(self.points.queue_sort) != 1:
             raise FrameworkError("a profile needs exactly one queueSort plugin")
         if not self.points.bind:
@@ -260,6 +274,11 @@ class Framework:
     @property
     def table(self) -> NodeTable:
         return self.handle.table
+
+    @property
+    def node_only_filters(self) -> frozenset[str]:
+        """Filter plugins whose verdict ignores the pods on the node (see FilterPlugin.node_only)."""
+        return frozenset(p.name for p in self.points.filter if p.node_only)
 
     @property
     def has_filter_plugins(self) -> bool:
@@ -286,6 +305,21 @@ class Framework:
 
     def queue_sort_key(self, info: QueuedPodInfo) -> tuple[Any, ...]:
         return self.points.queue_sort[0].sort_key(info)
+
+    # ---- batching --------------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> Signature | None:
+        """SignPod: pods with equal signatures get the same filter and score results on the same
+        nodes. None when signatures are off for this profile or a plugin cannot sign the pod."""
+        if not self.signatures_enabled:
+            return None
+        signature: dict[str, object] = {"SchedulerName": pod.scheduler_name}
+        for plugin in self.signers:
+            fragments = plugin.sign_pod(pod)
+            if fragments is None:
+                return None
+            signature.update(fragments)
+        return signature
 
     # ---- filtering -------------------------------------------------------------------------------
 
@@ -388,42 +422,111 @@ class Framework:
         node's status even if the pass without them failed too.
         """
         outcome = self.run_filters(state, pod, rows)
+        positions = self._rows_with_nominations(rows, pod)
+        if not positions:
+            return outcome
         nominator = self.handle.nominator
-        table = self.handle.table
-        for i in self._rows_with_nominations(rows):
-            row = rows[i]
-            node_name = table.nodes[int(row)].name
+        nodes, on_node = self.handle.table.nodes, self.handle.table.pods
+        added: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods to add there)
+        for i in positions:
+            row = int(rows[i])
             nominated = [
                 p
-                for p in nominator.nominated_pods_for_node(node_name)
+                for p in nominator.nominated_pods_for_node(nodes[row].name)
                 if p.priority >= pod.priority
                 and p.uid != pod.uid
                 and p.key != pod.key
                 # already on the node (a gang preemption's scratch placement): counted once
-                and p.key not in table.pods[int(row)]
+                and p.key not in on_node[row]
             ]
-            if not nominated:
-                continue
-            status = self._filter_with_added_pods(state, pod, int(row), nominated)
+            if nominated:
+                added.append((i, row, nominated))
+        if not self._has_active_extensions(state):
+            statuses = self._filter_rows_with_added_pods(state, pod, added)
+        else:
+            statuses = [self._filter_with_added_pods(state, pod, row, pods) for _, row, pods in added]
+        for (i, _, _), status in zip(added, statuses, strict=True):
             if not status.is_success:
                 outcome.statuses.append(status)
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
 
-    def _rows_with_nominations(self, rows: Rows) -> list[int]:
-        """Positions of rows whose node may have nominated pods, in row order.
+    def _rows_with_nominations(self, rows: Rows, pod: Pod) -> list[int]:
+        """Positions of rows whose node holds a nominated pod of priority >= the pod's, in row
+        order (upstream's addGENominatedPods adds nothing elsewhere).
 
-        Only nodes with nominations need the second pass; asking the nominator about each of
-        thousands of nodes per cycle would cost more than the filters themselves.
+        Few rows (preemption's one-node dry runs) are looked up by name; many rows go through
+        a per-row array of the highest nominated priority, rebuilt only when the nominations
+        or the rows change.
         """
-        list_nodes = getattr(self.handle.nominator, "nominated_node_names", None)
-        if list_nodes is None:  # a nominator that cannot list its nodes: ask about every row
-            return list(range(len(rows)))
-        index = self.handle.table.index
-        nominated = [index[name] for name in list_nodes() if name in index]
-        if not nominated:
+        tops = self.handle.nominator.nominated_priorities()
+        if not tops:
             return []
-        return np.flatnonzero(np.isin(rows, nominated)).tolist()
+        if len(rows) <= len(tops):
+            nodes = self.handle.table.nodes
+            return [
+                i
+                for i, row in enumerate(rows.tolist())
+                if tops.get(nodes[row].name, pod.priority - 1) >= pod.priority
+            ]
+        top_by_row = self._top_by_row(tops)
+        positions: list[int] = np.flatnonzero(top_by_row[rows] >= pod.priority).tolist()
+        return positions
+
+    def _top_by_row(self, tops: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        table = self.handle.table
+        cached = self._nominated_cache
+        if cached is not None and cached[0] is tops and cached[1] == table.rows_generation:
+            return cached[2]
+        # Below any int32 priority: rows without nominations never qualify.
+        top_by_row = np.full(len(table), np.iinfo(np.int64).min, dtype=np.int64)
+        for name, priority in tops.items():
+            row = table.index.get(name)
+            if row is not None:
+                top_by_row[row] = priority
+        self._nominated_cache = (tops, table.rows_generation, top_by_row)
+        return top_by_row
+
+    def _has_active_extensions(self, state: CycleState) -> bool:
+        """Whether a PreFilter plugin with AddPod/RemovePod extensions runs for this pod: then the
+        cycle state depends on which pods are added and each node needs its own state."""
+        return any(p.has_extensions and p.name not in state.skip_filter for p in self.points.pre_filter)
+
+    def _filter_rows_with_added_pods(
+        self, state: CycleState, pod: Pod, added: list[tuple[int, int, list[Pod]]]
+    ) -> list[Status]:
+        """The pass with nominated pods for many nodes at once. Without active PreFilter
+        extensions the cycle state does not depend on the added pods, and filters read only
+        their own row of the table, so placing every node's nominated pods together and
+        filtering those rows in one batch gives each node the status it would get alone."""
+        table = self.handle.table
+        placed: list[tuple[Pod, int]] = []
+        with self.trial_placements(state):
+            try:
+                for _, row, pods in added:
+                    for other in pods:
+                        table.add_pod(other, row)
+                        placed.append((other, row))
+                rows = np.asarray([row for _, row, _ in added], dtype=np.intp)
+                batch = self.run_filters(state.clone(), pod, rows)
+                return [batch.status_at(j) for j in range(len(added))]
+            finally:
+                for other, row in placed:
+                    table.remove_pod(other, row)
+
+    @contextlib.contextmanager
+    def trial_placements(self, state: CycleState) -> Iterator[None]:
+        """A block whose pod placements are all undone before it ends (dry runs): indexes whose
+        only reader does not filter this pod skip them, adds and removes alike, so they come
+        out unchanged. Everything in the block must be synchronous."""
+        table = self.handle.table
+        running = {p.name for p in self.points.filter if p.name not in state.skip_filter}
+        listeners = table.listeners
+        table.listeners = [entry for entry in listeners if not entry.reader or entry.reader in running]
+        try:
+            yield
+        finally:
+            table.listeners = listeners
 
     def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
         table = self.handle.table

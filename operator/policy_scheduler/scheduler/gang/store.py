@@ -65,6 +65,15 @@ class PodGroupStore:
         state = self.states.get(key)
         return len(state.members) if state is not None else 0
 
+    def siblings_to_wake(self, pod: Pod) -> list[str]:
+        """The other members a new member `pod` may unblock (keys): none while its group lacks a
+        PodGroup or minMember pods, since PreEnqueue would hold every one of them again."""
+        key = group_key(pod)
+        group = self.groups.get(key) if key else None
+        if group is None or group.malformed or self.member_count(key) < group.min_member:
+            return []
+        return [k for k in self.states[key].members if k != pod.key]
+
     # ---- assigned members (a PodListener on the node table) ----------------------------------
 
     def attach(self, table: NodeTable) -> None:

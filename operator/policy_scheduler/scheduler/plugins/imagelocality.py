@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScorePlugin
+from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScorePlugin, SignFragments
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows, normalize_image_name
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import go_div
@@ -80,10 +80,15 @@ def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
 
 class ImageLocality(ScorePlugin):
     name = "ImageLocality"
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
         super().__init__(handle, args)
         self._sizes = ImageSizeColumns()
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        names = sorted({normalize_image_name(c.image) for c in (*pod.containers, *pod.init_containers)})
+        return (("ImageNames", tuple(names)),)
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
         table = self.table

@@ -28,6 +28,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
     default_normalize,
 )
 from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
@@ -171,6 +172,8 @@ def _node_names_of_required(terms: Sequence[NodeSelectorTerm]) -> set[str] | Non
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
+    node_only = True  # reads the node object only
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeAffinityArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -182,6 +185,10 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         )
 
     # ---- filtering -----------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        node_affinity = pod.affinity.node_affinity if pod.affinity is not None else None
+        return (("NodeAffinity", node_affinity), ("NodeSelector", pod.node_selector))
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         terms = required_terms(pod)

@@ -6,7 +6,7 @@ import numpy as np
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
-from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, SignFragments
 from policy_scheduler.scheduler.framework.status import unresolvable
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, Rows
@@ -16,6 +16,11 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name = "NodeName"
+    node_only = True  # reads the node object only
+    signs_pods = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return (("NodeName", pod.node_name),)
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         if not pod.node_name:

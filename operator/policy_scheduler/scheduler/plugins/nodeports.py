@@ -20,6 +20,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     FilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error, unschedulable
 from policy_scheduler.scheduler.model import ContainerPort, Pod
@@ -63,6 +64,11 @@ def fits_ports(want: Iterable[ContainerPort], in_use: set[HostPort]) -> bool:
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = "NodePorts"
+    signs_pods = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        ports = {p.host_port for c in (*pod.containers, *pod.init_containers) for p in c.ports if p.host_port}
+        return (("HostPorts", tuple(sorted(ports))),)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         ports = wanted_host_ports(pod)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from policy_scheduler.scheduler.framework.batch import TOLERATIONS_SIGNER, tolerations_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     ClusterEventWithHint,
@@ -11,7 +12,7 @@ from policy_scheduler.scheduler.framework.events import (
     taint_events,
     unexpected_objects,
 )
-from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, SignFragments
 from policy_scheduler.scheduler.framework.status import unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import Rows
@@ -26,6 +27,11 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
+    node_only = True  # reads the node object only
+    signs_pods = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((TOLERATIONS_SIGNER, tolerations_signature(pod)),)
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         if tolerates_unschedulable(pod):

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import TOLERATIONS_SIGNER, tolerations_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     ClusterEventWithHint,
@@ -24,6 +25,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     Handle,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
     default_normalize,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
@@ -90,10 +92,15 @@ class _PerTaintSet:
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "TaintToleration"
+    node_only = True  # reads the node object only
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
         super().__init__(handle, args)
         self._per_taint_set = _PerTaintSet()
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((TOLERATIONS_SIGNER, tolerations_signature(pod)),)
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         lut = self._per_taint_set.lookup(

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import VOLUMES_SIGNER, volumes_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -21,6 +22,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     FilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import (
     SKIP,
@@ -70,7 +72,11 @@ def is_volume_conflict(volume: Volume, existing: Volume) -> bool:
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     name = "VolumeRestrictions"
+    signs_pods = True
     has_extensions = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
     @property
     def usage(self) -> VolumeUsage:

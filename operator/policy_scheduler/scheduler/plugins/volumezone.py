@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import VOLUMES_SIGNER, volumes_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -21,6 +22,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     FilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable
 from policy_scheduler.scheduler.model import Pod
@@ -63,6 +65,10 @@ def pv_topologies(pv: PersistentVolume) -> list[PVTopology]:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = "VolumeZone"
+    signs_pods = True
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
     def _pod_topologies(self, pod: Pod) -> list[PVTopology] | Status:
         storage = self.handle.storage

@@ -383,6 +383,16 @@ class PriorityQueue:
         infos = [i for i in self.unschedulable if precheck is None or precheck(i.pod)]
         self._move_pods(infos, event, old, new)
 
+    def move_to_active_or_backoff(
+        self, pod_keys: Iterable[str], event: ClusterEvent, old: Any, new: Any
+    ) -> None:
+        """As move_all_to_active_or_backoff, offered only to these pods: for an event the caller
+        knows no other unschedulable pod can care about (one gang member's arrival)."""
+        if not is_event_of_interest(event, self._all_hint_maps()):
+            return
+        infos = [info for key in pod_keys if (info := self.unschedulable.get(key)) is not None]
+        self._move_pods(infos, event, old, new)
+
     def _move_pods(self, infos: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         activated = False
         for info in infos:

@@ -8,7 +8,7 @@ Pod object is stored directly; the queue refreshes it on every update it sees.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.queue.types import pod_uid
@@ -24,6 +24,9 @@ class PodNominator:
         self.pod_lister = pod_lister
         self._by_node: dict[str, list[Pod]] = {}
         self._node_of: dict[str, str] = {}
+        # node -> highest priority nominated to it; rebuilt lazily, a new object per change so
+        # that callers may cache what they derive from it by identity.
+        self._top: Mapping[str, int] | None = None
 
     def add_nominated_pod(self, pod: Pod, node_name: str | None = None) -> None:
         """node_name None: ModeNoop (use pod.nominated_node_name); a string: ModeOverride.
@@ -44,6 +47,7 @@ class PodNominator:
                 return
         self._node_of[pod_uid(pod)] = target
         self._by_node.setdefault(target, []).append(pod)
+        self._top = None
 
     def update_nominated_pod(self, old: Pod, new: Pod) -> None:
         """Keep an in-memory nomination when an update arrives before the status shows it."""
@@ -62,13 +66,22 @@ class PodNominator:
         pods[:] = [p for p in pods if pod_uid(p) != uid]
         if not pods:
             self._by_node.pop(node_name, None)
+        self._top = None
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self._by_node.get(node_name, ()))
 
     def nominated_node_names(self) -> list[str]:
-        """Nodes with at least one nominated pod (the framework checks only these)."""
+        """Nodes with at least one nominated pod."""
         return list(self._by_node)
+
+    def nominated_priorities(self) -> Mapping[str, int]:
+        """Node -> the highest priority among the pods nominated to it (nodes without any are
+        absent): the framework re-filters only nodes holding a pod of priority >= the pod's.
+        The same object is returned until the nominations change."""
+        if self._top is None:
+            self._top = {node: max(p.priority for p in pods) for node, pods in self._by_node.items()}
+        return self._top
 
     def nominated_node_name(self, pod: Pod) -> str | None:
         return self._node_of.get(pod_uid(pod))

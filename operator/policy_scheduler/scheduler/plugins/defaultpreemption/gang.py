@@ -81,6 +81,8 @@ class _Scratch:
 class GangPlan:
     node_name: str  # where the preemptor goes
     victims: tuple[Pod, ...]
+    # The other members placed where victims free room, each with its node: to nominate.
+    nominations: tuple[tuple[Pod, str], ...] = ()
 
 
 def plan_group_preemption(
@@ -107,6 +109,8 @@ def plan_group_preemption(
         return f"PodGroup {key} has {present} members, fewer than minMember {group.min_member}"
     scratch = _Scratch(table)
     victims: dict[str, Pod] = {}
+    freed: set[int] = set()  # rows where the plan evicts
+    nominations: list[tuple[Pod, str]] = []
     preemptor_node = ""
     try:
         for member in members:
@@ -136,12 +140,15 @@ def plan_group_preemption(
                 if best is None:
                     return f"PodGroup {key}: no room for member {member.name} even with preemption"
                 row = table.index[best.name]
+                freed.add(row)
                 for victim in best.victims:
                     victims.setdefault(victim.key, victim)
                     scratch.remove(victim, row)
             scratch.place(member, row)
             if member is preemptor:
                 preemptor_node = table.nodes[row].name
+            elif row in freed:
+                nominations.append((member, table.nodes[row].name))
     finally:
         scratch.close()
-    return GangPlan(preemptor_node, tuple(victims.values()))
+    return GangPlan(preemptor_node, tuple(victims.values()), tuple(nominations))

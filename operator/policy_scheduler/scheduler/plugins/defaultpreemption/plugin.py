@@ -214,4 +214,4 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not plan.victims:
             return None, unschedulable(NOT_HELPFUL)
         victims = with_whole_groups(store, self.table, plan.victims) if whole else plan.victims
-        return PostFilterResult(plan.node_name, victims), SUCCESS
+        return PostFilterResult(plan.node_name, victims, plan.nominations), SUCCESS

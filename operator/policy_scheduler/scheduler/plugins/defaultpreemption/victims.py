@@ -144,11 +144,12 @@ def select_victims_on_node(
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` must be a clone: the PreFilter extensions update it."""
     table: NodeTable = framework.table
-    dry = _DryRunRow(table, row)
-    try:
-        return _select(framework, state, pod, row, pdbs, eligible, now, dry)
-    finally:
-        dry.close()
+    with framework.trial_placements(state):
+        dry = _DryRunRow(table, row)
+        try:
+            return _select(framework, state, pod, row, pdbs, eligible, now, dry)
+        finally:
+            dry.close()
 
 
 def _select(
@@ -181,6 +182,8 @@ def _select(
     status = _filter(framework, state, pod, row)
     if not status.is_success:
         return NodeVictims([], 0, status)
+    # Adding victims back cannot change what filters reading only the node decided: they passed.
+    state.skip_filter |= framework.node_only_filters
 
     importance = more_important_key(now)
     potential.sort(key=importance)

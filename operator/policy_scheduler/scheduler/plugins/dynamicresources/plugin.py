@@ -56,6 +56,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     ReservePlugin,
     ScorePlugin,
+    SignFragments,
     default_normalize,
 )
 from policy_scheduler.scheduler.framework.status import (
@@ -103,6 +104,7 @@ class DynamicResources(
     PreBindPlugin,
 ):
     name = "DynamicResources"
+    signs_pods = True
 
     def __init__(self, handle: Any, args: DynamicResourcesArgs | Mapping[str, Any] | None = None) -> None:
         super().__init__(handle, args)
@@ -113,6 +115,9 @@ class DynamicResources(
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return None if pod.resource_claims else ()  # "pods with dra resource claims are not signable"
 
     @property
     def dra(self) -> DraServices:

@@ -136,7 +136,7 @@ class AffinityIndex:
         self.required_anti_affinity = TermGroups()
         self.preferred_affinity = TermGroups()
         self.preferred_anti_affinity = TermGroups()
-        self.listener = PodListener(self.on_add, self.on_remove)
+        self.listener = PodListener(self.on_add, self.on_remove, reader="InterPodAffinity")
         table.listeners.append(self.listener)
         for row in range(table.n):
             for pod in table.pods_on(row):

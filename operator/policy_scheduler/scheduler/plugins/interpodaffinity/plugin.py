@@ -25,6 +25,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable
 from policy_scheduler.scheduler.model import Node, Pod
@@ -65,6 +66,7 @@ def _not_found(key: str) -> str:
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+    signs_pods = True
     has_extensions = True
 
     def __init__(self, handle: Handle, args: InterPodAffinityArgs | Mapping[str, Any]) -> None:
@@ -73,6 +75,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.hard_pod_affinity_weight = typed.hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = typed.ignore_preferred_terms_of_existing_pods
         self.index = AffinityIndex.of(handle.table)
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        affinity = pod.affinity
+        if affinity is not None and (
+            affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+        ):
+            return None  # "pods with InterPodAffinity are not signable"
+        if self.ignore_preferred_terms_of_existing_pods:
+            return ()
+        return (("Labels", pod.labels),)
 
     def _ns_labels(self, namespace: str) -> Mapping[str, str] | None:
         """GetNamespaceLabelsSnapshot: unknown namespaces have no labels."""

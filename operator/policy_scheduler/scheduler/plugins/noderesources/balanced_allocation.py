@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import RESOURCES_SIGNER
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status
 from policy_scheduler.scheduler.model import Pod
@@ -76,6 +78,7 @@ def balanced_resource_scorer(requested: IntArray, allocatable: IntArray) -> IntA
 
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -85,6 +88,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             else NodeResourcesBalancedAllocationArgs.from_json(args)
         )
         self.resources = typed.resources
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((RESOURCES_SIGNER, pod.requests),)
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         return tuple(pod_resource_requests(pod, self.resources, True))

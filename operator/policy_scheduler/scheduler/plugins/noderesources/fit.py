@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.framework.batch import RESOURCES_SIGNER
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -29,6 +30,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
@@ -119,6 +121,7 @@ def _scorer(strategy: ScoringStrategy) -> Scorer:
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: NodeResourcesFitArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -130,6 +133,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # ---- filter ----------------------------------------------------------------------------------
 
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((RESOURCES_SIGNER, pod.requests),)
+
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_KEY, PodRequest.of(pod))
         return None, SUCCESS
@@ -140,6 +146,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return FilterResult.reject_all(
                 len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
             )
+        if len(rows) == 1:
+            return self._filter_row(request, int(rows[0]))
         table = self.table
         reasons = [TOO_MANY_PODS]
         too_many = table.pod_count[rows] + 1 > resource_column(table, table.allocatable, PODS, rows)
@@ -155,6 +163,30 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 # Even an empty node is too small: preemption cannot help.
                 unresolvable |= short & (quantity > allocatable)
         return _result(reasons, insufficient, unresolvable)
+
+    def _filter_row(self, request: PodRequest, row: int) -> FilterResult:
+        """The same checks on one row with plain ints: preemption's dry runs filter one node at a
+        time, where numpy's per-call cost would dominate."""
+        table = self.table
+
+        def value(matrix: IntArray, resource: str) -> int:
+            index = table.resource_index.get(resource)
+            return 0 if index is None else int(matrix[index, row])
+
+        reasons = [TOO_MANY_PODS] if int(table.pod_count[row]) + 1 > value(table.allocatable, PODS) else []
+        unresolvable = False
+        if not request.empty:
+            for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
+                allocatable = value(table.allocatable, resource)
+                if quantity > allocatable - value(table.requested, resource):
+                    reasons.append(_reason(resource))
+                    unresolvable |= quantity > allocatable
+        if not reasons:
+            return FilterResult.all_pass(1)
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return FilterResult(
+            np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32), (Status(code, tuple(reasons)),)
+        )
 
     # ---- score -----------------------------------------------------------------------------------
 
@@ -193,10 +225,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
 def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: BoolArray) -> FilterResult:
     """One Status per distinct combination of failed checks present among the rows."""
-    matrix = np.stack([unresolvable, *insufficient])
-    failed: BoolArray = np.any(matrix[1:], axis=0)
+    failed: BoolArray = np.logical_or.reduce(insufficient)
     if not failed.any():
         return FilterResult.all_pass(len(unresolvable))
+    matrix = np.stack([unresolvable, *insufficient])
     status_index = np.zeros(len(failed), dtype=np.int32)
     combos: npt.NDArray[np.bool_]
     if len(matrix) <= 62:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import VOLUMES_SIGNER, volumes_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
     Action,
@@ -23,6 +24,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import (
     SKIP,
@@ -45,6 +47,7 @@ NO_LIMIT = -1
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = "NodeVolumeLimits"
+    signs_pods = True
 
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -52,6 +55,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         self.random_volume_id_prefix = secrets.token_hex(16)
         self._limits_key: tuple[int, int, int] | None = None
         self._limits: dict[str, IntArray] = {}
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         # In-tree inline volumes are not translated to CSI (see docs/differences.md).

@@ -199,7 +199,7 @@ class PodIndex:
         for row in range(table.n):
             for pod in table.pods_on(row):
                 self._on_add(pod, row)
-        table.listeners.append(PodListener(self._on_add, self._on_remove))
+        table.listeners.append(PodListener(self._on_add, self._on_remove, reader="PodTopologySpread"))
 
     def _on_add(self, pod: Pod, row: int) -> None:
         pods = self.by_namespace.setdefault(pod.namespace, {})

@@ -31,6 +31,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
@@ -68,6 +69,7 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+    signs_pods = True
     has_extensions = True
 
     def __init__(self, handle: Handle, args: PodTopologySpreadArgs | Mapping[str, Any]) -> None:
@@ -80,6 +82,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.index = pod_index(handle.table)
 
     # ---- constraints ---------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        if pod.topology_spread_constraints or self.default_constraints:
+            return None  # "pods with (default) topology constraints are not signable"
+        return ()
 
     def _build_default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """buildDefaultConstraints: the defaults with `action`, selecting the pod's owners' pods."""

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from policy_scheduler.scheduler.framework.batch import VOLUMES_SIGNER, volumes_signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.framework.interfaces import (
@@ -22,6 +23,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error, unresolvable
 from policy_scheduler.scheduler.model import Pod
@@ -64,6 +66,7 @@ class _State:
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin):
     name = "VolumeBinding"
+    signs_pods = True
     # The StorageCapacityScoring feature gate (alpha, off in v1.35): Score does nothing without it.
     storage_capacity_scoring: ClassVar[bool] = False
 
@@ -79,6 +82,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         self.binder = VolumeBinder(
             self.cache, handle.storage, handle.volume_api, float(timeout), self._node_labels
         )
+
+    def sign_pod(self, pod: Pod) -> SignFragments | None:
+        return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
     def _node_labels(self, node_name: str) -> dict[str, str] | None:
         row = self.table.index.get(node_name)
