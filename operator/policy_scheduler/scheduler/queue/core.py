@@ -388,7 +388,7 @@ class PriorityQueue:
     ) -> None:
         """As move_all_to_active_or_backoff, offered only to these pods: for an event the caller
         knows no other unschedulable pod can care about (one gang member's arrival)."""
-        if not is_event_of_interest(event, self._all_hint_maps()):
+        if not self._event_of_interest(event):
             return
         infos = [info for key in pod_keys if (info := self.unschedulable.get(key)) is not None]
         self._move_pods(infos, event, old, new)
