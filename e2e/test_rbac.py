@@ -103,6 +103,11 @@ ALLOWED = [
     ("create", "pods", "--subresource=eviction", "-n", "default"),
     ("delete", "pods", "-n", "default"),
     ("list", "poddisruptionbudgets.policy", "-A"),
+    ("watch", "persistentvolumeclaims", "-A"),
+    ("patch", "persistentvolumeclaims", "-n", "default"),
+    ("patch", "persistentvolumes"),
+    ("list", "csistoragecapacities.storage.k8s.io", "-A"),
+    ("watch", "csinodes.storage.k8s.io"),
     ("create", "priorityclasses.scheduling.k8s.io"),
     ("delete", "priorityclasses.scheduling.k8s.io"),
     ("create", "events.events.k8s.io", "-n", "default"),
@@ -129,6 +134,9 @@ DENIED = [
     ("patch", "schedulingprofiles.scheduling.policy-scheduler.io"),
     ("delete", "priorityclassmirrors.scheduling.policy-scheduler.io"),
     ("update", "priorityclasses.scheduling.k8s.io"),
+    ("delete", "persistentvolumes"),
+    ("create", "persistentvolumeclaims", "-n", "default"),
+    ("patch", "storageclasses.storage.k8s.io"),
     ("create", "events", "-n", "default"),  # core/v1 events: only events.k8s.io is used
     ("create", "leases.coordination.k8s.io", "-n", "default"),
     ("update", "leases.coordination.k8s.io/someone-else", "-n", NS),
@@ -175,7 +183,9 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
-        return {e["reason"] for e in events_for(admin, name) if e.get("reportingInstance") == IDENTITY}
+        # Scheduling events name the profile's schedulerName as reportingController (instance
+        # <schedulerName>-<hostname>), as kube-scheduler's do.
+        return {e["reason"] for e in events_for(admin, name) if e.get("reportingController") == SCHEDULER}
 
     wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
     wait_until("FailedScheduling event", lambda: "FailedScheduling" in reasons("too-big"), timeout=60)

@@ -50,6 +50,12 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch", "create", "patch", "delete"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+    ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
+    ("", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},
+    **{
+        ("storage.k8s.io", r): {"get", "list", "watch"}
+        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+    },
     # Gang scheduling: PodGroups read, their status reported.
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
@@ -76,6 +82,13 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("apps", "statefulsets"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
+    # Storage informers, and VolumeBinding's PreBind writes (merge patches).
+    ("", "persistentvolumes"): {"list", "watch", "patch"},
+    ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
+    **{
+        ("storage.k8s.io", r): {"list", "watch"}
+        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+    },
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch", "create", "patch", "delete"},
     **{
         (GROUP, plural): {"list", "watch"}

@@ -42,6 +42,8 @@ from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
+from policy_scheduler.kube.storage_informers import StorageChanges
+from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
@@ -121,6 +123,7 @@ class Operator:
             owner_selectors=self.owners.owner_selectors,
             dra=DraServices(self.dra_store, compile_selector, ApiClaimWriter(api)),
         )
+        self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
         self.explanations = DiagnosisRecorder()
         cycle_metrics = MetricsObserver()
@@ -129,6 +132,7 @@ class Operator:
             binder=ApiBinder(api),
             observe=_observe_extension_point,
             services=services,
+            volume_api=KubeVolumeAPI(api, self.storage_changes),
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
@@ -164,6 +168,7 @@ class Operator:
             owners=self.owners,
             pdbs=self.pdbs,
             timings=config.informer,
+            storage_changes=self.storage_changes,
             dra=DraInformers(api, self.dra_store, self.engine, config.informer),
         )
 

@@ -19,6 +19,9 @@ CONTROLLERS: tuple[str, ...] = (
     "replicaset-controller",
     "deployment-controller",
     "namespace-controller",
+    "statefulset-controller",
+    # Binds claims to PVs (the scheduler only pre-binds for WaitForFirstConsumer classes).
+    "persistentvolume-binder-controller",
     # DRA: creates claims from pods' ResourceClaimTemplates and drops reservations of pods that
     # are gone (deallocating claims no pod uses any more).
     "resourceclaim-controller",

@@ -1,6 +1,7 @@
 """The informers that feed the scheduler: Pods, Nodes, Namespaces, PodDisruptionBudgets, the
-owners PodTopologySpread's default selectors need (Services and controllers) and, when given,
-DRA's ResourceSlices, DeviceClasses and ResourceClaims."""
+owners PodTopologySpread's default selectors need (Services and controllers), the storage
+objects the volume plugins read and, when given, DRA's ResourceSlices, DeviceClasses and
+ResourceClaims."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
+from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.storage.lister import StorageObject
 
 # As kube-scheduler: terminal pods hold no resources and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -42,6 +45,8 @@ class ClusterSink(Protocol):
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
 
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
+
 
 class ClusterInformers:
     def __init__(
@@ -53,10 +58,14 @@ class ClusterInformers:
         owners: DefaultSelectorIndex,
         pdbs: Informer[structs.PodDisruptionBudget, Any],
         timings: InformerTimings,
+        storage_changes: StorageChanges | None = None,
         dra: DraInformers | None = None,
     ) -> None:
         self.sink = sink
         self.dra = dra
+        # StorageChanges wakes VolumeBinding's PreBind waits (kube/volume_api.py).
+        self.storage_changes = storage_changes or StorageChanges()
+        self.storage = storage_informers(api, sink, self.storage_changes, timings)
         self.pdbs = pdbs
         self.owners: list[Informer[Any, Any]] = [
             Informer(
@@ -121,7 +130,7 @@ class ClusterInformers:
     def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
         core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
         dra = self.dra.all() if self.dra is not None else []
-        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *dra]
+        return [*core, *([self.pdbs] if pdbs else []), *self.owners, *self.storage, *dra]
 
     def start(self) -> list[asyncio.Task[None]]:
         return [informer.start() for informer in self._all()]

@@ -18,8 +18,15 @@ _COLLECTIONS = {
     "Node": "/api/v1/nodes",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "SchedulingProfile": "/apis/scheduling.policy-scheduler.io/v1alpha1/schedulingprofiles",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+}
+STORAGE_LISTS = {
+    **{k: _COLLECTIONS[k] for k in ("StorageClass", "PersistentVolume", "CSINode")},
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
 }
 
 
@@ -53,6 +60,8 @@ class ClusterApi:
         kind = obj["kind"]
         if kind == "Pod":
             return f"/api/v1/namespaces/{obj['metadata']['namespace']}/pods"
+        if kind == "PersistentVolumeClaim":
+            return f"/api/v1/namespaces/{obj['metadata']['namespace']}/persistentvolumeclaims"
         if kind == "PodDisruptionBudget":
             return f"/apis/policy/v1/namespaces/{obj['metadata']['namespace']}/poddisruptionbudgets"
         if kind == "ResourceClaim":
@@ -96,6 +105,14 @@ class ClusterApi:
     def pods(self, namespace: str) -> list[JSON]:
         items: list[JSON] = self.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         return items
+
+    def storage(self) -> list[JSON]:
+        """Every StorageClass, PV, CSINode and claim, each with its kind set."""
+        out: list[JSON] = []
+        for kind, path in STORAGE_LISTS.items():
+            for item in self.api.get(path)["items"]:
+                out.append({**item, "kind": kind})
+        return out
 
     def dra_objects(self) -> list[JSON]:
         """Every DeviceClass, ResourceSlice and ResourceClaim (claims with their status)."""

@@ -18,6 +18,7 @@ from policy_scheduler.parity import dra_scenarios
 from policy_scheduler.parity import podspec as ps
 from policy_scheduler.parity.podspec import chance, pick
 from policy_scheduler.parity.profiles import GPU, SCHEDULER_NAMES, scheduling_profile
+from policy_scheduler.parity.storage import add_storage
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -41,6 +42,8 @@ class Scenario:
     running: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
+    # StorageClasses, PVs, CSINodes and PersistentVolumeClaims (parity/storage.py)
+    storage: list[dict[str, Any]] = field(default_factory=list)
     # DeviceClasses, ResourceSlices and ResourceClaims (parity/dra_scenarios.py)
     dra: list[dict[str, Any]] = field(default_factory=list)
 
@@ -51,6 +54,7 @@ class Scenario:
             *priority_class_manifests(),
             scheduling_profile(self.scheduler_name),
             *self.nodes,
+            *self.storage,
             *self.dra,
             *self.pdbs,
             *self.running,
@@ -65,8 +69,12 @@ class Scenario:
         """The same scenario with every node and namespace name under a new prefix."""
         if not self.prefix:
             raise ValueError("only a prefixed scenario can be renamed")
-        text = json.dumps([self.namespaces, self.nodes, self.running, self.pending, self.pdbs, self.dra])
-        namespaces, nodes, running, pending, pdbs, dra = json.loads(text.replace(self.prefix, prefix))
+        text = json.dumps(
+            [self.namespaces, self.nodes, self.running, self.pending, self.pdbs, self.storage, self.dra]
+        )
+        namespaces, nodes, running, pending, pdbs, storage, dra = json.loads(
+            text.replace(self.prefix, prefix)
+        )
         return replace(
             self,
             prefix=prefix,
@@ -75,6 +83,7 @@ class Scenario:
             running=running,
             pending=pending,
             pdbs=pdbs,
+            storage=storage,
             dra=dra,
         )
 
@@ -128,6 +137,7 @@ def generate(seed: int, prefix: str = "", *, pod_level: bool = True) -> Scenario
         # budgets that select a pod up to date, so overlapping budgets go stale
         apps = rng.sample(ps.APPS, pick(rng, 1, 1, 2))
         scenario.pdbs = [_pdb(rng, f"pdb{i}", app, universe) for i, app in enumerate(apps)]
+    scenario.storage = add_storage(seed, prefix, scenario.nodes, scenario.running, scenario.pending)
     if dra_scenarios.wants_dra(seed):
         scenario.dra = dra_scenarios.add_claims(seed, prefix, list(universe.node_names), scenario.pending)
     return scenario

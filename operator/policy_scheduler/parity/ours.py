@@ -12,6 +12,7 @@ from typing import Any
 
 from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
 from policy_scheduler.apiobjects.dra import store_from_manifests
+from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
 from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.dra.services import DraServices
@@ -26,6 +27,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     EvictionPolicyConfig,
 )
 from policy_scheduler.scheduler.schedule_one import SchedulingError
+from policy_scheduler.scheduler.storage.lister import StorageObjects
 
 # kube-scheduler may pick victims that violate a budget (as a last resort); our default
 # EvictionPolicy (budgetMode Enforce) never does. BestEffort is upstream's behaviour.
@@ -59,13 +61,16 @@ def evaluate(
     namespace_labels: Mapping[str, Mapping[str, str]],
     pdbs: Sequence[Mapping[str, Any]] = (),
     dra: Sequence[Mapping[str, Any]] = (),
+    storage: Sequence[Mapping[str, Any]] = (),
 ) -> Decision:
     """Schedule `pod` (an API object) once, given `nodes` and the `bound` pods (API objects);
-    `dra` holds the cluster's DeviceClasses, ResourceSlices and ResourceClaims."""
+    `storage` holds the cluster's storage objects and `dra` its DeviceClasses, ResourceSlices
+    and ResourceClaims (API objects, each with its kind)."""
     budgets = [pdb_from_dict(p) for p in pdbs]
     claims = DraServices(store_from_manifests(dra), compile_selector)
     services = ClusterServices(list_pdbs=lambda: budgets, eviction_policy=_upstream_budgets, dra=claims)
-    engine = Engine(seed=0, services=services)
+    volumes = StorageObjects([storage_object_from_dict(o["kind"], o, defaults=False) for o in storage])
+    engine = Engine(seed=0, services=services, storage=volumes)
     engine.set_profiles([profile])
     engine.set_namespace_labels(namespace_labels)
     for node in nodes:

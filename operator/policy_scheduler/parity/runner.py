@@ -23,9 +23,14 @@ from policy_scheduler.parity.ours import Decision, evaluate
 from policy_scheduler.parity.pdbsync import settled
 from policy_scheduler.parity.profiles import resolved_profiles
 from policy_scheduler.parity.schedlog import SchedulerLog
+from policy_scheduler.parity.storage import CLUSTER_SCOPED
 
 POLL = 0.005
 PDB_INFORMER_DELAY = 0.05
+STORAGE_INFORMER_DELAY = 0.1  # kube-scheduler's storage informers have no log line either
+# The PV controller may see a claim before the PV it names (two informers): it then binds at
+# its next resync (--pvclaimbinder-sync-period, 15 s).
+PV_BINDER_TIMEOUT = 40.0
 # kube-scheduler logs nothing when its DRA informers see a slice, class or claim
 DRA_INFORMER_DELAY = 0.3
 DECISION_TIMEOUT = 15.0
@@ -64,6 +69,9 @@ def wait_until(what: str, check: Callable[[], bool], log: SchedulerLog, timeout:
         if time.monotonic() > deadline:
             raise HarnessError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(POLL)
+
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -116,6 +124,7 @@ class Runner:
             time.sleep(DRA_INFORMER_DELAY)
         names = set(self._created)
         self._wait("kube-scheduler to see the nodes", lambda: names <= self.log.nodes_added)
+        self._setup_storage(scenario)
         for pod in scenario.running:
             self.api.create(pod)
         keys = {_key(p) for p in scenario.running}
@@ -124,6 +133,35 @@ class Runner:
         self._namespace_labels = self.api.namespace_labels()
         self._pdbs: list[JSON] = []
         self._dra: list[JSON] = []
+
+    def _setup_storage(self, scenario: Scenario) -> None:
+        """Create the storage objects; wait until the PV controller has completed the claims
+        bound ahead of time (kube-scheduler would otherwise judge them half bound)."""
+        self._storage: list[JSON] = []
+        # PVs before their claims: a claim synced while its PV is missing waits for the PV
+        # controller's periodic resync (15 s) to be bound.
+        for obj in sorted(scenario.storage, key=lambda o: o["kind"] == "PersistentVolumeClaim"):
+            self.api.create(obj)
+        prebound = {
+            _key(o)
+            for o in scenario.storage
+            if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName")
+        }
+
+        def completed() -> bool:
+            objects = self.api.storage()
+            claims = {_key(o): o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+            return all(
+                k in claims
+                and (claims[k].get("status") or {}).get("phase") == "Bound"
+                and BIND_COMPLETED in (claims[k]["metadata"].get("annotations") or {})
+                for k in prebound
+            )
+
+        if prebound:
+            self._wait("the PV controller to bind the pre-bound claims", completed, PV_BINDER_TIMEOUT)
+        if scenario.storage:
+            time.sleep(STORAGE_INFORMER_DELAY)
 
     def _teardown(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
@@ -137,6 +175,9 @@ class Runner:
             self.api.delete(node)
         for ns in scenario.namespaces:
             self.api.delete(ns)
+        for obj in scenario.storage:
+            if obj["kind"] in CLUSTER_SCOPED:
+                self.api.delete(obj)
         names = set(self._created)  # a failed setup may have created fewer
         self._wait("kube-scheduler to forget the nodes", lambda: names <= self.log.nodes_deleted)
 
@@ -153,6 +194,8 @@ class Runner:
             if started and all(settled(pdb, members) for pdb in self._pdbs):
                 if self._pdbs:
                     time.sleep(PDB_INFORMER_DELAY)  # kube-scheduler's PDB informer has no log line
+                if scenario.storage:
+                    self._storage = self.api.storage()
                 return pods
             if time.monotonic() > deadline:
                 raise HarnessError("pods not started or budgets not settled after 10s")
@@ -170,7 +213,16 @@ class Runner:
         ref = self._reference(key)
         # kube-scheduler's cache order as it was when the pod entered its queue
         bound = self._in_cache_order(bound, self.log.pods[key].added_at, manifests)
-        ours = evaluate(profile, self._nodes, bound, api_pod, self._namespace_labels, self._pdbs, self._dra)
+        ours = evaluate(
+            profile,
+            self._nodes,
+            bound,
+            api_pod,
+            self._namespace_labels,
+            self._pdbs,
+            storage=self._storage,
+            dra=self._dra,
+        )
         state = _frozen_state(bound, manifests)
         results = [PodResult(key, ref, ours, judge(ref, ours), state, _frozen_pdbs(self._pdbs))]
         if ref.outcome == "preempt":
@@ -248,7 +300,16 @@ class Runner:
         retry = copy.deepcopy(api_pod)
         retry.setdefault("status", {})["nominatedNodeName"] = podlog.attempts[0].preemption_node
         # victims hold no claims (parity/dra_scenarios.py): the claims are as before the first attempt
-        ours = evaluate(profile, self._nodes, bound, retry, self._namespace_labels, self._pdbs, self._dra)
+        ours = evaluate(
+            profile,
+            self._nodes,
+            bound,
+            retry,
+            self._namespace_labels,
+            self._pdbs,
+            storage=self._storage,
+            dra=self._dra,
+        )
         ref = Reference(
             final.outcome, final.node, final.feasible, dict(final.scores), final.plugin_scores, final.message
         )

@@ -5,8 +5,8 @@ retry policy, decoded and converted exactly as the operator's informers do (apio
 put into the same Scenario the YAML reader fills: one path into the scheduling core. Nothing
 here can write: the only request it makes is GET.
 
-A kind the scheduler learns to use later (storage: PVCs, PVs, StorageClasses, CSINodes) is one
-more Collection in `collections()` and one more Scenario field.
+A kind the scheduler learns to use later is one more Collection in `collections()` and one
+more Scenario field.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from policy_scheduler.kube.informer import (
     object_key,
 )
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
+from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
 
@@ -97,6 +98,10 @@ def _add_owner(scenario: Scenario, owner: Any) -> None:
     scenario.owners.append(owner)
 
 
+def _add_storage(scenario: Scenario, obj: Any) -> None:
+    scenario.storage.append(obj)
+
+
 def _add_profile(scenario: Scenario, obj: Any) -> None:
     scenario.profiles.append(obj)
 
@@ -149,6 +154,9 @@ def collections() -> list[Collection]:
     owners = [
         Collection(path, item_type, convert, _add_owner) for path, item_type, convert in OWNER_RESOURCES
     ]
+    storage = [
+        Collection(path, item_type, convert, _add_storage) for path, item_type, convert in STORAGE_RESOURCES
+    ]
     # Our CRs stay plain dicts, status included (the last accepted spec lives there).
     raw = dict[str, Any]
     policy = [
@@ -166,7 +174,7 @@ def collections() -> list[Collection]:
             ("resourceclaimtemplates", "ResourceClaimTemplate"),
         )
     ]
-    return [*core, *owners, *policy, *dra]
+    return [*core, *owners, *storage, *policy, *dra]
 
 
 def _meta_key(item: Any) -> str:

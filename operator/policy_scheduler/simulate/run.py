@@ -17,10 +17,12 @@ from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
+from policy_scheduler.scheduler.storage.lister import StorageObjects
 from policy_scheduler.simulate import dra
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
+from policy_scheduler.simulate.volumes import MemoryVolumeAPI
 
 PolicyFor = Callable[[str], EvictionPolicyConfig | None]
 
@@ -161,7 +163,17 @@ async def _simulate(
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
         dra=claims,
     )
-    engine = Engine(hooks=hooks, binder=binder, seed=seed, clock=clock, services=services)
+    storage = StorageObjects(scenario.storage)
+    volumes = MemoryVolumeAPI(storage, lambda old, new: engine.storage_changed(old, new))
+    engine = Engine(
+        hooks=hooks,
+        binder=binder,
+        seed=seed,
+        clock=clock,
+        services=services,
+        storage=storage,
+        volume_api=volumes,
+    )
     hooks.engine = binder.engine = engine
     engine.set_profiles(profiles)
     for group in scenario.pod_groups:

@@ -30,8 +30,10 @@ from policy_scheduler.apiobjects.owners import KINDS as OWNER_KINDS
 from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
 from policy_scheduler.apiobjects.podgroups import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
+from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.storage.lister import StorageObject
 from policy_scheduler.simulate import dra
 
 # Classes the API server always has (scheduling.k8s.io system classes).
@@ -57,6 +59,8 @@ class Scenario:
     # Services, ReplicationControllers, ReplicaSets, StatefulSets: PodTopologySpread's default selector.
     owners: list[OwnerInfo] = field(default_factory=list)
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    # PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
+    storage: list[StorageObject] = field(default_factory=list)
     # Our CRs as plain dicts (validated by the policy layer when the engine is built).
     profiles: list[dict[str, Any]] = field(default_factory=list)
     eviction_policies: list[dict[str, Any]] = field(default_factory=list)
@@ -140,7 +144,15 @@ def _identity(doc: Document) -> tuple[str, str]:
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise ScenarioError(f"{doc.where()}: metadata.name: required")
     name = str(meta["name"])
-    if kind in ("Pod", "PodDisruptionBudget", "PodGroup", *OWNER_KINDS, *dra.CLAIM_KINDS):
+    if kind in (
+        "Pod",
+        "PodDisruptionBudget",
+        "PodGroup",
+        "PersistentVolumeClaim",
+        "CSIStorageCapacity",
+        *OWNER_KINDS,
+        *dra.CLAIM_KINDS,
+    ):
         name = f"{meta.get('namespace') or 'default'}/{name}"
     return kind, name
 
@@ -175,6 +187,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.namespaces[ns.name] = ns
         elif kind in OWNER_KINDS:
             scenario.owners.append(owner_from_dict(doc.body))
+        elif kind in STORAGE_KINDS:
+            scenario.storage.append(storage_object_from_dict(kind, doc.body))
         elif kind in dra.KINDS:
             scenario.dra.append(_dra_object(doc))
         elif kind == "SchedulingProfile" and _is_ours(doc):
@@ -211,6 +225,7 @@ USED_KINDS = frozenset(
         "Namespace",
         "PodGroup",
         *OWNER_KINDS,
+        *STORAGE_KINDS,
         *POLICY_KINDS,
         *dra.KINDS,
     )

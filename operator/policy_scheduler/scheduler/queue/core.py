@@ -80,6 +80,10 @@ class PriorityQueue:
         # (queue, event label) -> pods that entered that queue: upstream's queue_incoming_pods_total.
         self.incoming: Counter[tuple[str, str]] = Counter()
         self._hint_cache: dict[str, tuple[QueueFramework, list[HintEntry]]] = {}
+        # isEventOfInterest per event, for one framework mapping (the engine replaces the mapping
+        # when profiles change; resort() clears it too): most pod events interest no plugin, and
+        # scanning every registered event on each was a visible per-pod cost.
+        self._interest: tuple[Mapping[str, QueueFramework] | None, dict[ClusterEvent, bool]] = (None, {})
         self.closed = False
 
     # ---- frameworks ------------------------------------------------------------------------------
@@ -119,6 +123,17 @@ class PriorityQueue:
         maps = [self._hints_for(name) for name in list(self._framework_map())]
         return [m for m in maps if m is not None]
 
+    def _event_of_interest(self, event: ClusterEvent) -> bool:
+        frameworks = self._framework_map()
+        known, cache = self._interest
+        if known is not frameworks:
+            cache = {}
+            self._interest = (frameworks, cache)
+        interested = cache.get(event)
+        if interested is None:
+            interested = cache[event] = is_event_of_interest(event, self._all_hint_maps())
+        return interested
+
     def resort(self, requeue_unschedulable: bool = True) -> list[Pod]:
         """After frameworks were replaced (profile update): recompute every heap key and backoff.
 
@@ -134,6 +149,7 @@ class PriorityQueue:
                 self.delete(info.pod)
                 dropped.append(info.pod)
         self._hint_cache.clear()
+        self._interest = (None, {})
         self.active.heap.rebuild()
         self.backoff.rebuild(reset_expirations=True)
         if requeue_unschedulable:
@@ -362,7 +378,7 @@ class PriorityQueue:
         self, event: ClusterEvent, old: Any = None, new: Any = None, precheck: PreCheck | None = None
     ) -> None:
         """MoveAllToActiveOrBackoffQueue: offer the event to every unschedulable pod's hints."""
-        if not is_event_of_interest(event, self._all_hint_maps()):
+        if not self._event_of_interest(event):
             return
         infos = [i for i in self.unschedulable if precheck is None or precheck(i.pod)]
         self._move_pods(infos, event, old, new)
@@ -372,7 +388,7 @@ class PriorityQueue:
     ) -> None:
         """As move_all_to_active_or_backoff, offered only to these pods: for an event the caller
         knows no other unschedulable pod can care about (one gang member's arrival)."""
-        if not is_event_of_interest(event, self._all_hint_maps()):
+        if not self._event_of_interest(event):
             return
         infos = [info for key in pod_keys if (info := self.unschedulable.get(key)) is not None]
         self._move_pods(infos, event, old, new)

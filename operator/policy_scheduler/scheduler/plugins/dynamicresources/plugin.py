@@ -328,7 +328,11 @@ class DynamicResources(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         s: _State | None = state.read(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None:
+            # PreFilter did not run (an earlier PreFilter rejected the pod): upstream's
+            # getStateData fails and the error ends PostFilter, preemption included.
+            return None, Status(Code.ERROR, ("not found",))
+        if not s.claims:
             return None, unschedulable("no new claims to deallocate")
         for i in sorted(s.unavailable):
             claim = s.claims[i]

@@ -1,0 +1,79 @@
+"""The storage informers (PV, PVC, StorageClass, CSINode, CSIDriver, CSIStorageCapacity): every
+change goes to `Engine.storage_changed` and wakes VolumeBinding's PreBind waits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from policy_scheduler.apiobjects import storage_structs as st
+from policy_scheduler.apiobjects.storage_convert import (
+    csi_driver_from_api,
+    csi_node_from_api,
+    csi_storage_capacity_from_api,
+    pv_from_api,
+    pvc_from_api,
+    storage_class_from_api,
+)
+from policy_scheduler.config import InformerTimings
+from policy_scheduler.kube.informer import Informer
+from policy_scheduler.scheduler.storage.lister import StorageObject
+
+PERSISTENT_VOLUMES = "/api/v1/persistentvolumes"
+PERSISTENT_VOLUME_CLAIMS = "/api/v1/persistentvolumeclaims"
+STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+CSI_NODES = "/apis/storage.k8s.io/v1/csinodes"
+CSI_DRIVERS = "/apis/storage.k8s.io/v1/csidrivers"
+CSI_STORAGE_CAPACITIES = "/apis/storage.k8s.io/v1/csistoragecapacities"
+
+STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], ...] = (
+    (PERSISTENT_VOLUMES, st.PersistentVolume, pv_from_api),
+    (PERSISTENT_VOLUME_CLAIMS, st.PersistentVolumeClaim, pvc_from_api),
+    (STORAGE_CLASSES, st.StorageClass, storage_class_from_api),
+    (CSI_NODES, st.CSINode, csi_node_from_api),
+    (CSI_DRIVERS, st.CSIDriver, csi_driver_from_api),
+    (CSI_STORAGE_CAPACITIES, st.CSIStorageCapacity, csi_storage_capacity_from_api),
+)
+
+
+class StorageSink(Protocol):
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
+
+
+class StorageChanges:
+    """Wakes everyone waiting for the next storage change (the PV controller's writes)."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Event()
+
+    def notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def wait(self, max_seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout=max(max_seconds, 0.0))
+
+
+def storage_informers(
+    api: Any, sink: StorageSink, changes: StorageChanges, timings: InformerTimings
+) -> list[Informer[Any, StorageObject]]:
+    def changed(old: StorageObject | None, new: StorageObject | None) -> None:
+        sink.storage_changed(old, new)
+        changes.notify()
+
+    return [
+        Informer(
+            api,
+            path,
+            item_type,
+            convert,
+            on_add=lambda new: changed(None, new),
+            on_update=changed,
+            on_delete=lambda old: changed(old, None),
+            timings=timings,
+        )
+        for path, item_type, convert in STORAGE_RESOURCES
+    ]
