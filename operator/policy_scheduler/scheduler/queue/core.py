@@ -358,11 +358,15 @@ class PriorityQueue:
 
     # ---- cluster events --------------------------------------------------------------------------
 
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """isEventOfInterest: does any enabled plugin of any profile register this event?"""
+        return is_event_of_interest(event, self._all_hint_maps())
+
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: Any = None, new: Any = None, precheck: PreCheck | None = None
     ) -> None:
         """MoveAllToActiveOrBackoffQueue: offer the event to every unschedulable pod's hints."""
-        if not is_event_of_interest(event, self._all_hint_maps()):
+        if not self.is_event_of_interest(event):
             return
         infos = [i for i in self.unschedulable if precheck is None or precheck(i.pod)]
         self._move_pods(infos, event, old, new)
