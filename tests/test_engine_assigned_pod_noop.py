@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
+from policy_scheduler.apiobjects import convert, structs
+from policy_scheduler.kube.informer import Informer
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.model import Container, Node, Pod
@@ -78,3 +81,39 @@ def test_not_skipped_when_a_plugin_wants_generic_assigned_pod_updates(
     engine.pod_updated(pod, dataclasses.replace(pod, resource_version="2"))
     assert cache_calls == ["2"]
     assert events == [ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE)]
+
+
+def _line(kind: str, rv: str, restarts: int, labels: dict[str, str]) -> bytes:
+    obj = {
+        "metadata": {"name": "w", "namespace": "ns", "uid": "uw", "resourceVersion": rv, "labels": labels},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [{"name": "c", "ready": True, "restartCount": restarts}],
+        },
+    }
+    return json.dumps({"type": kind, "object": obj}).encode()
+
+
+def test_watch_lines_status_only_skipped_label_change_flows(setup: Any) -> None:
+    engine, _, cache_calls, events = setup
+    inf: Informer[structs.Pod, Pod] = Informer(
+        None,
+        "/api/v1/pods",
+        structs.Pod,
+        convert.pod_from_api_or_malformed,
+        on_add=engine.pod_added,
+        on_update=engine.pod_updated,
+        on_delete=engine.pod_deleted,
+    )
+    inf._handle_line(_line("ADDED", "10", 0, {"app": "a"}))
+    events.clear()
+    inf._handle_line(_line("MODIFIED", "11", 1, {"app": "a"}))
+    assert cache_calls == []
+    assert events == []
+    stored = engine.cache.get_pod("ns/w")
+    assert stored is not None
+    assert stored.resource_version == "11"
+    inf._handle_line(_line("MODIFIED", "12", 1, {"app": "b"}))
+    assert cache_calls == ["12"]
+    assert events == [ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL)]
