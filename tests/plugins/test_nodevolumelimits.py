@@ -1,5 +1,6 @@
-"""NodeVolumeLimits: ports of csi_test.go TestCSILimits (CSI and ephemeral cases; in-tree
-migration and VolumeAttachment cases are not ported, see docs/differences.md)."""
+"""NodeVolumeLimits: ports of csi_test.go TestCSILimits (CSI, ephemeral and VolumeAttachment
+cases; in-tree migration cases are not ported, see docs/differences.md) and the
+VolumeAttachment delete hint (TestCSILimitsDeletedVolumeAttachmentQHint)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Node, Pod
@@ -22,6 +24,7 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 from policy_scheduler.scheduler.storage.volumes import EPHEMERAL, PVC, Volume
 
@@ -226,3 +229,76 @@ def test_limits_are_not_rebuilt_per_cycle() -> None:
     table.add_pod(EBS_TWO, 0)  # a binding: pods change, rows do not
     table.set_node(Node("a", labels={"x": "y"}))
     assert plugin._node_limits() is limits
+
+
+def attachments(count: int, driver: str = EBS, node: str = NODE, first: int = 0) -> list[StorageObject]:
+    """getFakeVolumeAttachmentLister: `count` attachments of the driver's csi-<driver>-<j> PVs."""
+    return [
+        VolumeAttachment(f"va-{driver}-{j}", driver, node, f"csi-{driver}-{j}")
+        for j in range(first, first + count)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "extra", "passes"),
+    [
+        ("should count VolumeAttachments towards volume limit when no pods exist", [], attachments(2), False),
+        ("should schedule pod when VolumeAttachments count does not exceed limit", [], attachments(1), True),
+        ("attachments on another node do not count", [], attachments(2, node="other"), True),
+        ("attachments of another driver do not count", [], attachments(2, GCE), True),
+        (
+            "attachments without a PV name or of a missing PV do not count",
+            [],
+            [VolumeAttachment("va-a", EBS, NODE), VolumeAttachment("va-b", EBS, NODE, "gone")],
+            True,
+        ),
+    ],
+)
+def test_volume_attachments_count(
+    name: str, existing: list[Pod], extra: list[StorageObject], passes: bool
+) -> None:
+    plugin = build(Case(name, EBS_ONE, existing, 2, extra=extra))
+    assert bool(plugin.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]) is passes
+
+
+def test_attachments_of_volumes_pods_use_are_not_counted_twice() -> None:
+    # EBS_TWO's csi-ebs-1/2 are also attached by VolumeAttachments: 2 + 1 new fits a limit of 3.
+    fits = build(Case("x", EBS_ONE, [EBS_TWO], 3, extra=attachments(2, first=1)))
+    assert fits.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]
+    full = build(Case("x", EBS_ONE, [EBS_TWO], 3, extra=attachments(3, first=1)))
+    assert not full.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]
+
+
+def test_volume_attachments_are_counted_per_row() -> None:
+    table = NodeTable()
+    for name in ("a", "b"):
+        table.set_node(Node(name))
+    objects = [
+        *storage_objects(EBS),
+        *attachments(2, node="b"),
+        CSINode("a", (CSINodeDriver(EBS, "a", 2),)),
+        CSINode("b", (CSINodeDriver(EBS, "b", 2),)),
+    ]
+    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+    result = plugin.filter(CycleState(), EBS_ONE, np.array([1, 0]))
+    assert result.passed.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("volumes", "want"),
+    [
+        ((Volume("v", PVC, claim_name="pvc1"),), QueueingHint.QUEUE),
+        ((Volume("v", EPHEMERAL),), QueueingHint.SKIP),
+        ((Volume("secret"),), QueueingHint.SKIP),
+    ],
+)
+def test_volume_attachment_deleted_hint(volumes: tuple[Volume, ...], want: QueueingHint) -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [
+        h
+        for h in plugin.events_to_register()
+        if h.event == ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE)
+    ]
+    assert hint.hint is not None
+    deleted = VolumeAttachment("volumeattachment1", EBS, NODE, "pv1")
+    assert hint.hint(Pod("p", volumes=volumes), deleted, None) == want

@@ -33,6 +33,7 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 STORAGE = "storage"
@@ -160,6 +161,16 @@ def csi_storage_capacity_from_api(cap: st.CSIStorageCapacity) -> CSIStorageCapac
     )
 
 
+def volume_attachment_from_api(va: st.VolumeAttachment) -> VolumeAttachment:
+    return VolumeAttachment(
+        name=va.metadata.name,
+        attacher=va.spec.attacher,
+        node_name=va.spec.node_name,
+        pv_name=va.spec.source.persistent_volume_name or "",
+        resource_version=va.metadata.resource_version,
+    )
+
+
 # --- YAML (simulate) ------------------------------------------------------------------------------
 
 
@@ -189,6 +200,7 @@ _KINDS: dict[str, tuple[type[Any], Callable[[Any], StorageObject], Callable[[Any
     "CSINode": (st.CSINode, csi_node_from_api, lambda o: o),
     "CSIDriver": (st.CSIDriver, csi_driver_from_api, lambda o: o),
     "CSIStorageCapacity": (st.CSIStorageCapacity, csi_storage_capacity_from_api, lambda o: o),
+    "VolumeAttachment": (st.VolumeAttachment, volume_attachment_from_api, lambda o: o),
 }
 STORAGE_KINDS = frozenset(_KINDS)
 

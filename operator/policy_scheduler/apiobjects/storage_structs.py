@@ -1,5 +1,5 @@
 """msgspec views of the storage objects the volume plugins read (PV, PVC, StorageClass,
-CSINode, CSIDriver, CSIStorageCapacity); see structs.py for the conventions."""
+CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment); see structs.py for the conventions."""
 
 from __future__ import annotations
 
@@ -123,3 +123,18 @@ class CSIStorageCapacity(_Base):
     node_topology: LabelSelector | None = None
     capacity: Quantity | None = None
     maximum_volume_size: Quantity | None = None
+
+
+class VolumeAttachmentSource(_Base):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(_Base):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = msgspec.field(default_factory=VolumeAttachmentSource)
+
+
+class VolumeAttachment(_Base):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: VolumeAttachmentSpec = msgspec.field(default_factory=VolumeAttachmentSpec)

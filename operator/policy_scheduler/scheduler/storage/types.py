@@ -144,3 +144,14 @@ class CSIStorageCapacity:
     @property
     def volume_limit(self) -> int | None:
         return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAttachment:
+    """spec.attacher, spec.nodeName and spec.source.persistentVolumeName ("" when inline)."""
+
+    name: str
+    attacher: str = ""
+    node_name: str = ""
+    pv_name: str = ""
+    resource_version: str = ""

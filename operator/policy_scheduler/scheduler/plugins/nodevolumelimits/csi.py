@@ -1,5 +1,6 @@
 """NodeVolumeLimits (CSILimits): the CSI volumes a pod adds to a node must fit the per-driver
-attach limit the node's CSINode reports, counting unique volumes of the pods already there."""
+attach limit the node's CSINode reports, counting unique volumes of the pods already there and
+the CSI volumes VolumeAttachments hold on the node that no pod there uses."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from policy_scheduler.scheduler.storage.claims import claim_names, volume_is_for
 from policy_scheduler.scheduler.storage.errors import pvc_not_found
 from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim
 from policy_scheduler.scheduler.storage.usage import VolumeUsage
+from policy_scheduler.scheduler.storage.volumes import PVC
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 NO_LIMIT = -1
@@ -136,7 +138,31 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 counts[driver][idx] += 1
                 mask = present.setdefault(unique, np.zeros(len(rows), dtype=np.int64))
                 mask[idx] = 1
+        self._count_attachments(position, drivers, counts, present)
         return counts, present
+
+    def _count_attachments(
+        self,
+        position: IntArray,
+        drivers: set[str],
+        counts: dict[str, IntArray],
+        present: dict[str, IntArray],
+    ) -> None:
+        """getNodeVolumeAttachmentInfo: each attached CSI PV no pod on the node uses adds one."""
+        storage = self.handle.storage
+        counted: set[tuple[str, int]] = set()
+        for va in storage.list_volume_attachments():
+            if va.attacher not in drivers or not va.pv_name or va.node_name not in self.table:
+                continue
+            at = int(position[self.table.row(va.node_name)])
+            pv = storage.get_pv(va.pv_name)
+            if at < 0 or pv is None or not pv.csi_driver:
+                continue
+            unique = f"{va.attacher}/{pv.csi_volume_handle}"
+            mask = present.get(unique)
+            if (mask is None or not mask[at]) and (unique, at) not in counted:
+                counted.add((unique, at))
+                counts[va.attacher][at] += 1
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         if not pod.volumes:
@@ -166,6 +192,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             ClusterEventWithHint(
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD), _after_pvc_added
             ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE), _after_volume_attachment_deleted
+            ),
         ]
 
 
@@ -180,3 +209,9 @@ def _after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
     if new.namespace != pod.namespace:
         return QueueingHint.SKIP
     return QueueingHint.QUEUE if any(name == new.name for name, _ in claim_names(pod)) else QueueingHint.SKIP
+
+
+def _after_volume_attachment_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """isSchedulableAfterVolumeAttachmentDeleted: a freed attachment may help a pod with a PVC
+    (upstream also matches in-tree inline volumes by driver; those are not translated here)."""
+    return QueueingHint.QUEUE if any(v.kind == PVC for v in pod.volumes) else QueueingHint.SKIP
