@@ -172,9 +172,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             if driver not in drivers or not handle:
                 return
             unique = f"{driver}/{handle}"
-            users = np.fromiter(users, dtype=np.int64)
-            users = users[self._migration_on(plugin)[users]] if plugin else users
-            on = position[users]
+            using = np.fromiter(users, dtype=np.int64)
+            using = using[self._migration_on(plugin)[using]] if plugin else using
+            on = position[using]
             new_rows = {int(i) for i in on[on >= 0]} - seen.setdefault(unique, set())
             seen[unique] |= new_rows
             if new_rows:
