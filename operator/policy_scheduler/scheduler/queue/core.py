@@ -123,7 +123,9 @@ class PriorityQueue:
         maps = [self._hints_for(name) for name in list(self._framework_map())]
         return [m for m in maps if m is not None]
 
-    def _event_of_interest(self, event: ClusterEvent) -> bool:
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """isEventOfInterest: does any enabled plugin of any profile register this event?
+        Cached per event until the profiles change (it is asked on every pod event)."""
         frameworks = self._framework_map()
         known, cache = self._interest
         if known is not frameworks:
@@ -378,7 +380,7 @@ class PriorityQueue:
         self, event: ClusterEvent, old: Any = None, new: Any = None, precheck: PreCheck | None = None
     ) -> None:
         """MoveAllToActiveOrBackoffQueue: offer the event to every unschedulable pod's hints."""
-        if not self._event_of_interest(event):
+        if not self.is_event_of_interest(event):
             return
         infos = [i for i in self.unschedulable if precheck is None or precheck(i.pod)]
         self._move_pods(infos, event, old, new)
@@ -388,7 +390,7 @@ class PriorityQueue:
     ) -> None:
         """As move_all_to_active_or_backoff, offered only to these pods: for an event the caller
         knows no other unschedulable pod can care about (one gang member's arrival)."""
-        if not self._event_of_interest(event):
+        if not self.is_event_of_interest(event):
             return
         infos = [info for key in pod_keys if (info := self.unschedulable.get(key)) is not None]
         self._move_pods(infos, event, old, new)
