@@ -19,7 +19,8 @@ from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
-from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError
+from policy_scheduler.scheduler.framework.outcomes import FrameworkError
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (

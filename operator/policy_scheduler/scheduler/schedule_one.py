@@ -24,13 +24,8 @@ from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult, QueuedPodInfo
-from policy_scheduler.scheduler.framework.runtime import (
-    PASSED,
-    FilterOutcome,
-    Framework,
-    FrameworkError,
-    ScoreOutcome,
-)
+from policy_scheduler.scheduler.framework.outcomes import PASSED, FilterOutcome, FrameworkError, ScoreOutcome
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
