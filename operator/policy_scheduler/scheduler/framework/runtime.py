@@ -21,6 +21,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     Handle,
     Plugin,
     PostFilterResult,
+    PreFilterPlugin,
     PreFilterResult,
     QueuedPodInfo,
 )
@@ -259,17 +260,18 @@ class Framework:
             table.listeners = listeners
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status:
-        for plugin in self.points.pre_filter:
-            if plugin.has_extensions and plugin.name not in state.skip_filter:
-                status = plugin.add_pod(state, pod, added, row)
-                if not status.is_success:
-                    return status.with_plugin(plugin.name)
-        return SUCCESS
+        return self._run_pre_filter_extensions(state, lambda p: p.add_pod(state, pod, added, row))
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status:
+        return self._run_pre_filter_extensions(state, lambda p: p.remove_pod(state, pod, removed, row))
+
+    def _run_pre_filter_extensions(
+        self, state: CycleState, call: Callable[[PreFilterPlugin], Status]
+    ) -> Status:
+        """AddPod/RemovePod of the PreFilter plugins that have extensions and run for this pod."""
         for plugin in self.points.pre_filter:
             if plugin.has_extensions and plugin.name not in state.skip_filter:
-                status = plugin.remove_pod(state, pod, removed, row)
+                status = call(plugin)
                 if not status.is_success:
                     return status.with_plugin(plugin.name)
         return SUCCESS
