@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.convert import pod_from_dict
+from policy_scheduler.apiobjects.convert_cluster import node_from_dict, pdb_from_dict
 from policy_scheduler.apiobjects.dra import store_from_manifests
 from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
 from policy_scheduler.celdevice import compile_selector
