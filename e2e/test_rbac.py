@@ -108,6 +108,7 @@ ALLOWED = [
     ("patch", "persistentvolumes"),
     ("list", "csistoragecapacities.storage.k8s.io", "-A"),
     ("watch", "csinodes.storage.k8s.io"),
+    ("list", "volumeattachments.storage.k8s.io"),
     ("create", "priorityclasses.scheduling.k8s.io"),
     ("delete", "priorityclasses.scheduling.k8s.io"),
     ("create", "events.events.k8s.io", "-n", "default"),

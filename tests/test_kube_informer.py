@@ -246,7 +246,7 @@ async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: 
     with pytest.raises(asyncio.CancelledError):
         await inf.run()
     assert len(slept) == 2
-    assert slept[0] == 12.0  # the jittered backoff (<= 0.5 s) is shorter than Retry-After
-    assert 0.0 <= slept[1] <= 1.0  # full jitter under the second ceiling (0.5 * 2)
+    assert slept[0] == 12.0  # the jittered backoff (< 1.6 s) is shorter than Retry-After
+    assert 1.6 <= slept[1] < 3.2  # the reflector's second delay, in [d, 2d) with d = 1.6 s
     assert inf.has_synced.is_set()
     assert inf.resource_version == "5"

@@ -8,6 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
+from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Answer, Backoff, RetryPolicy, parse_retry_after, with_retries
 from tests.fakeclock import FakeClock
@@ -54,6 +55,16 @@ def test_full_jitter_stays_within_zero_and_the_ceiling(draw: float) -> None:
     delays = [backoff.next() for _ in range(10)]
     assert delays == [draw * policy.ceiling(n) for n in range(10)]
     assert all(0.0 <= d <= 8.0 for d in delays)
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.5, 0.999])
+def test_informer_backoff_is_client_gos_reflector_backoff(draw: float) -> None:
+    """800 ms doubling to 30 s, each delay in [d, 2d): never a fast loop against a dead server."""
+    backoff = Backoff(DEFAULTS.informer.retry, rng=lambda: draw)
+    delays = [backoff.next() for _ in range(8)]
+    for n, delay in enumerate(delays):
+        d = min(0.8 * 2**n, 30.0)
+        assert d <= delay < 2 * d
 
 
 def test_backoff_reset() -> None:

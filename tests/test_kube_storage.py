@@ -7,8 +7,11 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
+from policy_scheduler.apiobjects import storage_structs as st
+from policy_scheduler.apiobjects.storage_convert import volume_attachment_from_api
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import volume_api
 from policy_scheduler.kube.client import MERGE_PATCH, ApiError
@@ -23,6 +26,7 @@ from policy_scheduler.scheduler.storage.types import (
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
+    VolumeAttachment,
 )
 from policy_scheduler.simulate.live_snapshot import collections
 from policy_scheduler.simulate.scenario import Scenario
@@ -67,6 +71,7 @@ def test_informers_cover_every_kind_and_report_changes() -> None:
         "CSINode",
         "CSIDriver",
         "CSIStorageCapacity",
+        "VolumeAttachment",
     }
 
     async def go() -> None:
@@ -90,6 +95,22 @@ def test_informers_cover_every_kind_and_report_changes() -> None:
         assert none is None
 
     asyncio.run(go())
+
+
+def test_volume_attachment_keeps_attacher_node_and_pv() -> None:
+    path, item_type, _ = next(r for r in STORAGE_RESOURCES if r[0].endswith("/volumeattachments"))
+    assert path == "/apis/storage.k8s.io/v1/volumeattachments"
+    assert item_type is st.VolumeAttachment
+
+    def convert(raw: dict[str, Any]) -> VolumeAttachment:
+        return volume_attachment_from_api(msgspec.convert(raw, st.VolumeAttachment, strict=False))
+
+    spec = {"attacher": "ebs.csi.aws.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
+    raw = {"metadata": {"name": "va1", "resourceVersion": "4"}, "spec": spec}
+    va = convert(raw)
+    assert va == VolumeAttachment("va1", "ebs.csi.aws.com", "n1", "pv1", "4")
+    inline = {"metadata": {"name": "va2"}, "spec": {**spec, "source": {"inlineVolumeSpec": {}}}}
+    assert convert(inline).pv_name == ""
 
 
 def test_wait_returns_after_its_bound_without_a_change() -> None:

@@ -54,7 +54,13 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},
     **{
         ("storage.k8s.io", r): {"get", "list", "watch"}
-        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+        for r in (
+            "storageclasses",
+            "csinodes",
+            "csidrivers",
+            "csistoragecapacities",
+            "volumeattachments",
+        )
     },
     # Gang scheduling: PodGroups read, their status reported.
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
@@ -87,7 +93,13 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
     **{
         ("storage.k8s.io", r): {"list", "watch"}
-        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+        for r in (
+            "storageclasses",
+            "csinodes",
+            "csidrivers",
+            "csistoragecapacities",
+            "volumeattachments",
+        )
     },
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch", "create", "patch", "delete"},
     **{

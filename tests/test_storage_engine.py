@@ -12,8 +12,11 @@ from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObjects
 from policy_scheduler.scheduler.storage.types import (
     ANN_BIND_COMPLETED,
+    CSINode,
+    CSINodeDriver,
     PersistentVolume,
     PersistentVolumeClaim,
+    VolumeAttachment,
 )
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
 from tests.builders import make_pod
@@ -209,6 +212,39 @@ def test_a_pod_waiting_for_its_claim_is_retried_when_the_claim_appears() -> None
     claim = make_pvc("a", WAIT_SC.name, version="1")
     engine.storage_changed(None, claim)
     assert storage.get_pvc("default", "a") == claim
+    assert engine.queue.where(waiting) in ("backoff", "active")
+    engine.queue.clock.now += 60  # type: ignore[attr-defined]  # past the backoff
+    engine.queue.flush_backoff_completed()
+    schedule_two_cycles_then_bind(engine)
+    assert binder.bound == [("pa", "n1")]
+
+
+def test_a_pod_over_the_attach_limit_is_retried_when_a_volume_attachment_goes() -> None:
+    driver = "ebs.csi.aws.com"
+    csi_pv = dataclasses.replace(
+        make_pv("pv", WAIT_SC.name, version="1"), csi_driver=driver, csi_volume_handle="h"
+    )
+    attached = [
+        dataclasses.replace(
+            make_pv(f"old-{n}", WAIT_SC.name), csi_driver=driver, csi_volume_handle=f"old-{n}"
+        )
+        for n in ("n0", "n1")
+    ]
+    attachments = [VolumeAttachment(f"va-{n}", driver, n, f"old-{n}") for n in ("n0", "n1")]
+    engine, hooks, binder, *_ = setup(
+        csi_pv,
+        make_pvc("a", WAIT_SC.name, bound_pv="pv", version="1"),
+        *attached,
+        *attachments,
+        *(CSINode(n, (CSINodeDriver(driver, n, 1),)) for n in ("n0", "n1")),
+    )
+    engine.pod_added(with_claims("pa", "a"))
+    schedule_two_cycles_then_bind(engine)
+    assert binder.bound == []
+    assert "exceed max volume count" in hooks.failures[0][2]
+    waiting = with_claims("pa", "a")
+    assert engine.queue.where(waiting) == "unschedulable"
+    engine.storage_changed(attachments[1], None)
     assert engine.queue.where(waiting) in ("backoff", "active")
     engine.queue.clock.now += 60  # type: ignore[attr-defined]  # past the backoff
     engine.queue.flush_backoff_completed()

@@ -43,7 +43,11 @@ class InformerTimings:
     min_healthy_watch: float = 1.0
     watch_read_slack: float = 30.0  # idle read timeout beyond the watch's own timeoutSeconds
     page_size: int = 500  # client-go pager's default page size
-    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(initial=0.5, cap=30.0, max_attempts=None))
+    # client-go reflector: 800 ms doubling to 30 s, jittered to [d, 2d) — never a fast retry
+    # loop against a server that is down.
+    retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(initial=1.6, cap=60.0, max_attempts=None, min_share=0.5)
+    )
 
 
 @dataclass(frozen=True, slots=True)

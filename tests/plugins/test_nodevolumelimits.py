@@ -1,14 +1,16 @@
-"""NodeVolumeLimits: ports of csi_test.go TestCSILimits (CSI and ephemeral cases; in-tree
-migration and VolumeAttachment cases are not ported, see docs/differences.md)."""
+"""NodeVolumeLimits: ports of csi_test.go TestCSILimits (CSI, ephemeral, in-tree migration and
+VolumeAttachment cases) and of the Pod and VolumeAttachment delete hints' tests."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Node, Pod
@@ -16,14 +18,16 @@ from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from policy_scheduler.scheduler.storage.lister import StorageObject, StorageObjects
 from policy_scheduler.scheduler.storage.types import (
+    ANN_MIGRATED_PLUGINS,
     CSINode,
     CSINodeDriver,
     OwnerRef,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
-from policy_scheduler.scheduler.storage.volumes import EPHEMERAL, PVC, Volume
+from policy_scheduler.scheduler.storage.volumes import AWS_EBS, EPHEMERAL, GCE_PD, PORTWORX, PVC, Volume
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -226,3 +230,180 @@ def test_limits_are_not_rebuilt_per_cycle() -> None:
     table.add_pod(EBS_TWO, 0)  # a binding: pods change, rows do not
     table.set_node(Node("a", labels={"x": "y"}))
     assert plugin._node_limits() is limits
+
+
+def attachments(count: int, driver: str = EBS, node: str = NODE, first: int = 0) -> list[StorageObject]:
+    """getFakeVolumeAttachmentLister: `count` attachments of the driver's csi-<driver>-<j> PVs."""
+    return [
+        VolumeAttachment(f"va-{driver}-{j}", driver, node, f"csi-{driver}-{j}")
+        for j in range(first, first + count)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "extra", "passes"),
+    [
+        ("should count VolumeAttachments towards volume limit when no pods exist", [], attachments(2), False),
+        ("should schedule pod when VolumeAttachments count does not exceed limit", [], attachments(1), True),
+        ("attachments on another node do not count", [], attachments(2, node="other"), True),
+        ("attachments of another driver do not count", [], attachments(2, GCE), True),
+        (
+            "attachments without a PV name or of a missing PV do not count",
+            [],
+            [VolumeAttachment("va-a", EBS, NODE), VolumeAttachment("va-b", EBS, NODE, "gone")],
+            True,
+        ),
+    ],
+)
+def test_volume_attachments_count(
+    name: str, existing: list[Pod], extra: list[StorageObject], passes: bool
+) -> None:
+    plugin = build(Case(name, EBS_ONE, existing, 2, extra=extra))
+    assert bool(plugin.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]) is passes
+
+
+def test_attachments_of_volumes_pods_use_are_not_counted_twice() -> None:
+    # EBS_TWO's csi-ebs-1/2 are also attached by VolumeAttachments: 2 + 1 new fits a limit of 3.
+    fits = build(Case("x", EBS_ONE, [EBS_TWO], 3, extra=attachments(2, first=1)))
+    assert fits.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]
+    full = build(Case("x", EBS_ONE, [EBS_TWO], 3, extra=attachments(3, first=1)))
+    assert not full.filter(CycleState(), EBS_ONE, np.array([0])).passed[0]
+
+
+def test_volume_attachments_are_counted_per_row() -> None:
+    table = NodeTable()
+    for name in ("a", "b"):
+        table.set_node(Node(name))
+    objects = [
+        *storage_objects(EBS),
+        *attachments(2, node="b"),
+        CSINode("a", (CSINodeDriver(EBS, "a", 2),)),
+        CSINode("b", (CSINodeDriver(EBS, "b", 2),)),
+    ]
+    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+    result = plugin.filter(CycleState(), EBS_ONE, np.array([1, 0]))
+    assert result.passed.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("volumes", "want"),
+    [
+        ((Volume("v", PVC, claim_name="pvc1"),), QueueingHint.QUEUE),
+        ((Volume("v", EPHEMERAL),), QueueingHint.SKIP),
+        ((Volume("secret"),), QueueingHint.SKIP),
+    ],
+)
+def test_volume_attachment_deleted_hint(volumes: tuple[Volume, ...], want: QueueingHint) -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [
+        h
+        for h in plugin.events_to_register()
+        if h.event == ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE)
+    ]
+    assert hint.hint is not None
+    deleted = VolumeAttachment("volumeattachment1", EBS, NODE, "pv1")
+    assert hint.hint(Pod("p", volumes=volumes), deleted, None) == want
+
+
+AWS_PLUGIN = "kubernetes.io/aws-ebs"
+IN_TREE = (AWS_PLUGIN, EBS)
+
+
+def in_tree_objects() -> list[StorageObject]:
+    """getFakeCSIPVLister/PVCLister for the in-tree EBS plugin, and csi-sc provisioned by it."""
+    out: list[StorageObject] = [StorageClass(SC, provisioner=AWS_PLUGIN)]
+    for j in range(4):
+        name = f"csi-{AWS_PLUGIN}-{j}"
+        out.append(PersistentVolume(name, in_tree_kind=AWS_EBS, in_tree_volume_id=name))
+        out.append(PersistentVolumeClaim(name, volume_name=name))
+    hostpath = "csi-kubernetes.io/hostpath-0"
+    out.append(PersistentVolume(hostpath))  # a non-migratable in-tree source
+    out.append(PersistentVolumeClaim(hostpath, volume_name=hostpath))
+    return out
+
+
+def inline_ebs(volume_id: str) -> Pod:
+    return Pod(f"inline-{volume_id}", volumes=(Volume("v", AWS_EBS, source_id=volume_id),))
+
+
+IN_TREE_ONE = pod(f"csi-{AWS_PLUGIN}-0")
+IN_TREE_TWO = pod(f"csi-{AWS_PLUGIN}-1", f"csi-{AWS_PLUGIN}-2")
+INLINE = inline_ebs("aws-inline1")
+MIGRATION_CASES = [
+    Case("should count in-tree volumes if migration is enabled", IN_TREE_ONE, [IN_TREE_TWO], 2, IN_TREE, want=EXCEEDED),
+    Case("nil csi node", INLINE, [IN_TREE_TWO], 0, IN_TREE, limit_source="none"),
+    Case("should count unbound in-tree volumes if migration is enabled", PENDING, [IN_TREE_TWO], 2, IN_TREE, want=EXCEEDED),
+    Case("should not limit pod if volume used does not report limits", IN_TREE_ONE, [IN_TREE_TWO], 2, IN_TREE, limit_source="csinode-with-no-limit"),
+    Case("should not count non-migratable in-tree volumes", pod("csi-kubernetes.io/hostpath-0"), [EBS_TWO], 2, ("kubernetes.io/hostpath", EBS)),
+    Case("should count in-tree inline volumes if migration is enabled", INLINE, [IN_TREE_TWO], 2, IN_TREE, want=EXCEEDED),
+    Case("should count in-tree and csi volumes if migration is enabled (when scheduling in-tree volumes)", IN_TREE_ONE, [EBS_TWO], 2, IN_TREE, want=EXCEEDED),
+    Case("should count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)", INLINE, [EBS_TWO, IN_TREE_ONE], 3, IN_TREE, want=EXCEEDED),
+    Case("should not count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)", inline_ebs(f"csi-{EBS}-1"), [EBS_TWO, IN_TREE_ONE], 3, IN_TREE),
+    Case("should count in-tree and csi volumes if migration is enabled (when scheduling csi volumes)", EBS_ONE, [IN_TREE_TWO], 2, IN_TREE, want=EXCEEDED),
+    Case("existing inline in-tree volumes count", EBS_ONE, [inline_ebs("aws://us-east-1a/vol-1"), inline_ebs("vol-2")], 2, IN_TREE, want=EXCEEDED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", MIGRATION_CASES, ids=lambda c: c.name)
+def test_csi_limits_with_in_tree_migration(case: Case) -> None:
+    plugin = build(dataclasses.replace(case, extra=[*in_tree_objects(), *case.extra]))
+    state = CycleState()
+    assert plugin.pre_filter(state, case.new)[1] == SUCCESS
+    assert plugin.filter(state, case.new, np.array([0])).status_of(0) == case.want
+
+
+def test_migrated_volumes_count_only_on_nodes_whose_csinode_has_migration_on() -> None:
+    # Portworx counts where the CSINode lists it as migrated; EBS wherever a CSINode exists.
+    px_driver, px_plugin = "pxd.portworx.com", "kubernetes.io/portworx-volume"
+    table = NodeTable()
+    for name in ("a", "b"):
+        table.set_node(Node(name))
+    objects: list[StorageObject] = [
+        PersistentVolume("px", in_tree_kind=PORTWORX, in_tree_volume_id="px1"),
+        PersistentVolumeClaim("px", volume_name="px"),
+        CSINode("a", (CSINodeDriver(px_driver, "a", 1),), annotations={ANN_MIGRATED_PLUGINS: px_plugin}),
+        CSINode("b", (CSINodeDriver(px_driver, "b", 1),), annotations={ANN_MIGRATED_PLUGINS: AWS_PLUGIN}),
+        PersistentVolume("px-new", csi_driver=px_driver, csi_volume_handle="px-new"),
+        PersistentVolumeClaim("px-new", volume_name="px-new"),
+    ]
+    table.add_pod(pod("px"), 0)
+    table.add_pod(pod("px"), 1)
+    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+    result = plugin.filter(CycleState(), pod("px-new"), np.arange(2))
+    assert result.passed.tolist() == [False, True]
+    migrated_new = plugin.filter(CycleState(), pod("px"), np.arange(2))
+    assert migrated_new.passed.tolist() == [True, True]  # already on a; not counted on b
+
+
+def test_pre_filter_runs_for_inline_migratable_volumes() -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    assert plugin.pre_filter(CycleState(), INLINE)[1] == SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("volumes", "attacher", "want"),
+    [
+        ((Volume("v", AWS_EBS, source_id="vol-1"),), EBS, QueueingHint.QUEUE),
+        ((Volume("v", GCE_PD, source_id="pd"),), EBS, QueueingHint.SKIP),
+        (
+            (Volume("v", AWS_EBS, source_id="vol-1"), Volume("c", PVC, claim_name="c")),
+            GCE,
+            QueueingHint.QUEUE,
+        ),
+    ],
+)
+def test_volume_attachment_deleted_hint_for_inline_volumes(
+    volumes: tuple[Volume, ...], attacher: str, want: QueueingHint
+) -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [h for h in plugin.events_to_register() if h.event.resource == Resource.VOLUME_ATTACHMENT]
+    assert hint.hint is not None
+    assert hint.hint(Pod("p", volumes=volumes), VolumeAttachment("va", attacher, NODE, "pv1"), None) == want
+
+
+def test_pod_deleted_hint_queues_for_inline_migratable_volumes() -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [h for h in plugin.events_to_register() if h.event.resource == Resource.POD]
+    assert hint.hint is not None
+    deleted = dataclasses.replace(inline_ebs("vol-1"), node_name=NODE)
+    assert hint.hint(EBS_ONE, deleted, None) == QueueingHint.QUEUE

@@ -25,6 +25,7 @@ from policy_scheduler.apiobjects.structs import Quantity
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.resources import QuantityError
 from policy_scheduler.scheduler.selectors import to_label_selector
+from policy_scheduler.scheduler.storage import volumes
 from policy_scheduler.scheduler.storage.lister import StorageObject
 from policy_scheduler.scheduler.storage.types import (
     ANN_BIND_COMPLETED,
@@ -39,6 +40,7 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 STORAGE = "storage"
@@ -53,6 +55,24 @@ def _bytes(value: Quantity | None, what: str, field: str) -> int | None:
         return canonical_quantity(STORAGE, value)
     except (QuantityError, TypeError):
         raise ConversionError(field, f'invalid quantity "{value}"', what) from None
+
+
+def _in_tree_source(spec: st.PersistentVolumeSpec) -> dict[str, str]:
+    """The PV's migratable in-tree source as in_tree_kind / in_tree_volume_id (none: {})."""
+    sources = {
+        volumes.GCE_PD: spec.gce_persistent_disk,
+        volumes.AWS_EBS: spec.aws_elastic_block_store,
+        volumes.AZURE_DISK: spec.azure_disk,
+        volumes.AZURE_FILE: spec.azure_file,
+        volumes.CINDER: spec.cinder,
+        volumes.VSPHERE: spec.vsphere_volume,
+        volumes.PORTWORX: spec.portworx_volume,
+    }
+    for kind, source in sources.items():
+        if source is not None:
+            volume_id = source.pd_name or source.volume_id or source.disk_uri or source.volume_path
+            return {"in_tree_kind": kind, "in_tree_volume_id": volume_id}
+    return {}
 
 
 def pv_from_api(pv: st.PersistentVolume) -> PersistentVolume:
@@ -75,6 +95,7 @@ def pv_from_api(pv: st.PersistentVolume) -> PersistentVolume:
         annotations=labels(meta.annotations),
         csi_driver=spec.csi.driver if spec.csi is not None else "",
         csi_volume_handle=spec.csi.volume_handle if spec.csi is not None else "",
+        **_in_tree_source(spec),
         volume_attributes_class_name=spec.volume_attributes_class_name or "",
         deletion_timestamp=epoch(meta.deletion_timestamp),
         resource_version=meta.resource_version,
@@ -166,6 +187,16 @@ def csi_storage_capacity_from_api(cap: st.CSIStorageCapacity) -> CSIStorageCapac
     )
 
 
+def volume_attachment_from_api(va: st.VolumeAttachment) -> VolumeAttachment:
+    return VolumeAttachment(
+        name=va.metadata.name,
+        attacher=va.spec.attacher,
+        node_name=va.spec.node_name,
+        pv_name=va.spec.source.persistent_volume_name or "",
+        resource_version=va.metadata.resource_version,
+    )
+
+
 # --- YAML (simulate) ------------------------------------------------------------------------------
 
 
@@ -195,6 +226,7 @@ _KINDS: dict[str, tuple[type[Any], Callable[[Any], StorageObject], Callable[[Any
     "CSINode": (st.CSINode, csi_node_from_api, lambda o: o),
     "CSIDriver": (st.CSIDriver, csi_driver_from_api, lambda o: o),
     "CSIStorageCapacity": (st.CSIStorageCapacity, csi_storage_capacity_from_api, lambda o: o),
+    "VolumeAttachment": (st.VolumeAttachment, volume_attachment_from_api, lambda o: o),
 }
 STORAGE_KINDS = frozenset(_KINDS)
 

@@ -1,5 +1,5 @@
 """msgspec views of the storage objects the volume plugins read (PV, PVC, StorageClass,
-CSINode, CSIDriver, CSIStorageCapacity); see structs.py for the conventions."""
+CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment); see structs.py for the conventions."""
 
 from __future__ import annotations
 
@@ -30,6 +30,15 @@ class CSIPersistentVolumeSource(_Base):
     volume_handle: str = ""
 
 
+class InTreeSource(_Base):
+    """The id fields of the migratable in-tree sources (pdName, volumeID, diskURI, volumePath)."""
+
+    pd_name: str = ""
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    disk_uri: str = msgspec.field(default="", name="diskURI")
+    volume_path: str = ""
+
+
 class PersistentVolumeSpec(_Base):
     capacity: dict[str, Quantity] | None = None
     access_modes: list[str] | None = None
@@ -38,6 +47,13 @@ class PersistentVolumeSpec(_Base):
     claim_ref: ObjectReference | None = None
     storage_class_name: str = ""
     csi: CSIPersistentVolumeSource | None = None
+    gce_persistent_disk: InTreeSource | None = None
+    aws_elastic_block_store: InTreeSource | None = None
+    azure_disk: InTreeSource | None = None
+    azure_file: InTreeSource | None = None
+    cinder: InTreeSource | None = None
+    vsphere_volume: InTreeSource | None = None
+    portworx_volume: InTreeSource | None = None
     volume_attributes_class_name: str | None = None
 
 
@@ -123,3 +139,18 @@ class CSIStorageCapacity(_Base):
     node_topology: LabelSelector | None = None
     capacity: Quantity | None = None
     maximum_volume_size: Quantity | None = None
+
+
+class VolumeAttachmentSource(_Base):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(_Base):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = msgspec.field(default_factory=VolumeAttachmentSource)
+
+
+class VolumeAttachment(_Base):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: VolumeAttachmentSpec = msgspec.field(default_factory=VolumeAttachmentSpec)

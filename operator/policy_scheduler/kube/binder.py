@@ -48,8 +48,9 @@ def binding_body(namespace: str, name: str, uid: str, node_name: str) -> dict[st
 
 # Binding is made idempotent by reading the pod back, so it is safe to retry: a POST whose
 # answer was lost (API server restarting) is resolved instead of forgetting a bound pod.
-BIND_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=None, deadline=30.0)
-READ_BACK_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=4)
+# Delays in [0.5 s, 1 s), then doubling: never a tight loop against a failing server.
+BIND_RETRY = RetryPolicy(initial=1.0, cap=10.0, max_attempts=None, deadline=30.0, min_share=0.5)
+READ_BACK_RETRY = RetryPolicy(initial=1.0, cap=10.0, max_attempts=4, min_share=0.5)
 
 
 async def bind(

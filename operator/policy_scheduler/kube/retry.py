@@ -55,6 +55,9 @@ class RetryPolicy:
     # A server asking for a longer wait than this ends the retries: the caller gets the answer
     # (with its retry_after) and decides, rather than one call sleeping for minutes.
     max_retry_after: float | None = None
+    # The share of each delay never jittered away: 0 is full jitter; 0.5 with `initial` = 2d
+    # gives client-go's wait.Backoff with Jitter 1.0, delays in [d, 2d) (the reflector's).
+    min_share: float = 0.0
 
     def ceiling(self, retries: int) -> float:
         """The upper bound of the delay before retry number `retries` + 1."""
@@ -72,7 +75,8 @@ class Backoff:
 
     def next(self, retry_after: float | None = None) -> float:
         """The next delay; never shorter than a server's Retry-After."""
-        delay = self.rng() * self.policy.ceiling(self.attempts)
+        share = self.policy.min_share
+        delay = self.policy.ceiling(self.attempts) * (share + (1.0 - share) * self.rng())
         self.attempts += 1
         return delay if retry_after is None else max(delay, retry_after)
 

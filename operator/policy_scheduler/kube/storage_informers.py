@@ -1,4 +1,5 @@
-"""The storage informers (PV, PVC, StorageClass, CSINode, CSIDriver, CSIStorageCapacity): every
+"""The storage informers (PV, PVC, StorageClass, CSINode, CSIDriver, CSIStorageCapacity,
+VolumeAttachment): every
 change goes to `Engine.storage_changed` and wakes VolumeBinding's PreBind waits."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from policy_scheduler.apiobjects.storage_convert import (
     pv_from_api,
     pvc_from_api,
     storage_class_from_api,
+    volume_attachment_from_api,
 )
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import Informer
@@ -27,6 +29,7 @@ STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 CSI_NODES = "/apis/storage.k8s.io/v1/csinodes"
 CSI_DRIVERS = "/apis/storage.k8s.io/v1/csidrivers"
 CSI_STORAGE_CAPACITIES = "/apis/storage.k8s.io/v1/csistoragecapacities"
+VOLUME_ATTACHMENTS = "/apis/storage.k8s.io/v1/volumeattachments"
 
 STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], ...] = (
     (PERSISTENT_VOLUMES, st.PersistentVolume, pv_from_api),
@@ -35,6 +38,7 @@ STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], 
     (CSI_NODES, st.CSINode, csi_node_from_api),
     (CSI_DRIVERS, st.CSIDriver, csi_driver_from_api),
     (CSI_STORAGE_CAPACITIES, st.CSIStorageCapacity, csi_storage_capacity_from_api),
+    (VOLUME_ATTACHMENTS, st.VolumeAttachment, volume_attachment_from_api),
 )
 
 

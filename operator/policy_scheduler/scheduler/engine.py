@@ -26,10 +26,10 @@ from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plug
 from policy_scheduler.scheduler.framework.runtime import Framework, PluginMetrics
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore, group_key
-from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.model import Node, Pod, same_but_version
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.registry import plugin_registry
-from policy_scheduler.scheduler.queue.changes import EVENT_UNSCHEDULED_POD_ADD
+from policy_scheduler.scheduler.queue.changes import EVENT_ASSIGNED_POD_UPDATE, EVENT_UNSCHEDULED_POD_ADD
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
@@ -204,6 +204,8 @@ class Engine:
             if not old.node_name:
                 self.pod_added(new)  # just bound (by us or anyone): leaves the queue
                 return
+            if self._only_version_changed(old, new):
+                return
             self.cache.update_pod(new)
             self.queue.assigned_pod_updated(old, new)
             return
@@ -221,6 +223,20 @@ class Engine:
             self.queue.move_all_to_active_or_backoff(
                 ASSIGNED_POD_DELETE, old, None, le_priority_precheck(old.priority)
             )
+
+    def _only_version_changed(self, old: Pod, new: Pod) -> bool:
+        """An assigned pod's update that changes nothing the model holds (kwok's status writes,
+        echoes of our binds): only the stored resourceVersion moves. Such an update is the
+        generic AssignedPodUpdate event upstream, so it is skipped only if no hint wants that."""
+        stored = self.cache.get_pod(new.key)
+        if stored is None or self.cache.is_assumed(new):
+            return False
+        if not (same_but_version(old, new) and same_but_version(stored, new)):
+            return False
+        if self.queue.is_event_of_interest(EVENT_ASSIGNED_POD_UPDATE):
+            return False
+        stored.resource_version = new.resource_version
+        return True
 
     def pod_deleted(self, pod: Pod) -> None:
         self.pod_groups.pod_gone(pod)

@@ -243,3 +243,13 @@ class Node:
     allocatable: dict[str, int] = field(default_factory=dict)
     images: tuple[ContainerImage, ...] = ()
     resource_version: str = ""
+
+
+def same_but_version(a: Pod, b: Pod) -> bool:
+    """Equal in every compared field except resource_version (which moves on every write)."""
+    version = b.resource_version
+    b.resource_version = a.resource_version
+    try:
+        return a == b
+    finally:
+        b.resource_version = version

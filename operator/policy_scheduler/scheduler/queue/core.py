@@ -101,6 +101,10 @@ class PriorityQueue:
             return DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS
         return framework.profile.pod_initial_backoff_seconds, framework.profile.pod_max_backoff_seconds
 
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """isEventOfInterest: does any enabled plugin of any profile register this event?"""
+        return self.hints.event_of_interest(event)
+
     def resort(self, requeue_unschedulable: bool = True) -> list[Pod]:
         """After frameworks were replaced (profile update): recompute every heap key and backoff.
 
@@ -324,7 +328,7 @@ class PriorityQueue:
         self, event: ClusterEvent, old: Any = None, new: Any = None, precheck: PreCheck | None = None
     ) -> None:
         """MoveAllToActiveOrBackoffQueue: offer the event to every unschedulable pod's hints."""
-        if not self.hints.event_of_interest(event):
+        if not self.is_event_of_interest(event):
             return
         infos = [i for i in self.unschedulable if precheck is None or precheck(i.pod)]
         self._move_pods(infos, event, old, new)
@@ -334,7 +338,7 @@ class PriorityQueue:
     ) -> None:
         """As move_all_to_active_or_backoff, offered only to these pods: for an event the caller
         knows no other unschedulable pod can care about (one gang member's arrival)."""
-        if not self.hints.event_of_interest(event):
+        if not self.is_event_of_interest(event):
             return
         infos = [info for key in pod_keys if (info := self.unschedulable.get(key)) is not None]
         self._move_pods(infos, event, old, new)

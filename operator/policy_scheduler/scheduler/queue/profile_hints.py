@@ -50,6 +50,7 @@ class ProfileHints:
         return cached[1]
 
     def event_of_interest(self, event: ClusterEvent) -> bool:
+        """isEventOfInterest, cached per event until the profiles change (asked on every pod event)."""
         frameworks = self._framework_map()
         known, cache = self._interest
         if known is not frameworks:

@@ -11,6 +11,7 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 _RESOURCES: dict[type, Resource] = {
@@ -20,6 +21,7 @@ _RESOURCES: dict[type, Resource] = {
     CSINode: Resource.CSI_NODE,
     CSIDriver: Resource.CSI_DRIVER,
     CSIStorageCapacity: Resource.CSI_STORAGE_CAPACITY,
+    VolumeAttachment: Resource.VOLUME_ATTACHMENT,
 }
 
 

@@ -16,10 +16,17 @@ from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 
 StorageObject = (
-    PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | CSIDriver | CSIStorageCapacity
+    PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
+    | VolumeAttachment
 )
 
 
@@ -35,6 +42,7 @@ class StorageLister(Protocol):
     def get_csi_node(self, name: str) -> CSINode | None: ...
     def get_csi_driver(self, name: str) -> CSIDriver | None: ...
     def list_csi_storage_capacities(self) -> Sequence[CSIStorageCapacity]: ...
+    def list_volume_attachments(self) -> Sequence[VolumeAttachment]: ...
 
 
 def _name(obj: StorageObject) -> str:
@@ -53,6 +61,7 @@ class StorageObjects:
         self._csi_nodes: dict[str, CSINode] = {}
         self._csi_drivers: dict[str, CSIDriver] = {}
         self._capacities: dict[str, CSIStorageCapacity] = {}
+        self._attachments: dict[str, VolumeAttachment] = {}
         self.generation = 0
         for obj in objects:
             self.upsert(obj)
@@ -65,6 +74,7 @@ class StorageObjects:
             CSINode: self._csi_nodes,
             CSIDriver: self._csi_drivers,
             CSIStorageCapacity: self._capacities,
+            VolumeAttachment: self._attachments,
         }
         return stores[type(obj)]
 
@@ -96,3 +106,6 @@ class StorageObjects:
 
     def list_csi_storage_capacities(self) -> Sequence[CSIStorageCapacity]:
         return list(self._capacities.values())
+
+    def list_volume_attachments(self) -> Sequence[VolumeAttachment]:
+        return list(self._attachments.values())

@@ -49,6 +49,10 @@ class PersistentVolume:
     annotations: dict[str, str] = field(default_factory=dict)
     csi_driver: str = ""
     csi_volume_handle: str = ""
+    # A migratable in-tree source: its kind (volumes.GCE_PD, ...) and pdName / volumeID /
+    # diskURI / volumePath ("" for azureFile, whose handle is not modelled).
+    in_tree_kind: str = ""
+    in_tree_volume_id: str = ""
     volume_attributes_class_name: str = ""
     deletion_timestamp: float | None = None
     resource_version: str = ""
@@ -144,3 +148,14 @@ class CSIStorageCapacity:
     @property
     def volume_limit(self) -> int | None:
         return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAttachment:
+    """spec.attacher, spec.nodeName and spec.source.persistentVolumeName ("" when inline)."""
+
+    name: str
+    attacher: str = ""
+    node_name: str = ""
+    pv_name: str = ""
+    resource_version: str = ""

@@ -15,6 +15,12 @@ GCE_PD = "gcePersistentDisk"
 AWS_EBS = "awsElasticBlockStore"
 ISCSI = "iscsi"
 RBD = "rbd"
+# In-tree sources a PV may have (CSI migration); inline pod volumes decode only GCE PD and EBS.
+AZURE_DISK = "azureDisk"
+AZURE_FILE = "azureFile"
+CINDER = "cinder"
+VSPHERE = "vsphereVolume"
+PORTWORX = "portworxVolume"
 OTHER = "other"
 
 

@@ -1,10 +1,11 @@
 """NodeVolumeLimits (CSILimits): the CSI volumes a pod adds to a node must fit the per-driver
-attach limit the node's CSINode reports, counting unique volumes of the pods already there."""
+attach limit the node's CSINode reports, counting unique volumes of the pods already there and
+the CSI volumes VolumeAttachments hold on the node that no pod there uses."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,11 +36,22 @@ from policy_scheduler.scheduler.framework.status import (
     unschedulable,
 )
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
 from policy_scheduler.scheduler.storage.claims import claim_names, volume_is_for_pod
+from policy_scheduler.scheduler.storage.csi_translation import (
+    csi_name_from_in_tree_name,
+    in_tree_plugin_name,
+    inline_volume_handle,
+    is_csi_migration_on,
+    is_inline_migratable,
+    is_migratable_in_tree_plugin,
+    is_pv_migratable,
+    pv_volume_handle,
+)
 from policy_scheduler.scheduler.storage.errors import pvc_not_found
-from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim
+from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim, VolumeAttachment
 from policy_scheduler.scheduler.storage.usage import VolumeUsage
+from policy_scheduler.scheduler.storage.volumes import PVC
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 NO_LIMIT = -1
@@ -55,33 +67,52 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         self.random_volume_id_prefix = secrets.token_hex(16)
         self._limits_key: tuple[int, int, int] | None = None
         self._limits: dict[str, IntArray] = {}
+        self._migrated: dict[str, BoolArray] = {}
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
-        # In-tree inline volumes are not translated to CSI (see docs/differences.md).
-        if claim_names(pod):
+        if claim_names(pod) or any(is_inline_migratable(v) for v in pod.volumes):
             return None, SUCCESS
         return None, SKIP
 
-    def _driver_info(self, pvc: PersistentVolumeClaim) -> tuple[str, str]:
-        """getCSIDriverInfo: (driver, volume handle) of a claim, ("", "") when not CSI."""
+    def _driver_info(self, pvc: PersistentVolumeClaim) -> tuple[str, str, str]:
+        """getCSIDriverInfo: (driver, volume handle, in-tree plugin) of a claim; ("", "", "")
+        when not CSI. The plugin ("" for CSI volumes) counts only where its migration is on."""
         storage = self.handle.storage
         if pvc.volume_name:
             pv = storage.get_pv(pvc.volume_name)
             if pv is not None:
-                return (pv.csi_driver, pv.csi_volume_handle) if pv.csi_driver else ("", "")
+                if pv.csi_driver:
+                    return pv.csi_driver, pv.csi_volume_handle, ""
+                plugin = in_tree_plugin_name(pv.in_tree_kind) if is_pv_migratable(pv) else ""
+                handle = pv_volume_handle(pv) if plugin else None
+                if not handle:
+                    return "", "", ""
+                return csi_name_from_in_tree_name(plugin), handle, plugin
         # Unbound (or PV not yet seen): the class's provisioner will create it.
         class_name = pvc.class_name
         storage_class = storage.get_storage_class(class_name) if class_name else None
         if storage_class is None:
-            return "", ""
-        return storage_class.provisioner, f"{self.random_volume_id_prefix}-{pvc.namespace}/{pvc.name}"
+            return "", "", ""
+        handle = f"{self.random_volume_id_prefix}-{pvc.namespace}/{pvc.name}"
+        provisioner = storage_class.provisioner
+        if is_migratable_in_tree_plugin(provisioner):
+            return csi_name_from_in_tree_name(provisioner), handle, provisioner
+        return provisioner, handle, ""
 
-    def _new_volumes(self, pod: Pod) -> dict[str, str] | Status:
-        """filterAttachableVolumes for the incoming pod: unique name → driver."""
-        out: dict[str, str] = {}
+    def _new_volumes(self, pod: Pod) -> dict[str, tuple[str, str]] | Status:
+        """filterAttachableVolumes for the incoming pod: unique name → (driver, in-tree plugin)."""
+        out: dict[str, tuple[str, str]] = {}
+        for volume in pod.volumes:
+            if is_inline_migratable(volume):  # checkAttachableInlineVolume
+                plugin = in_tree_plugin_name(volume.kind)
+                handle = inline_volume_handle(volume)
+                if handle is None:
+                    return error(f"converting volume({volume.name}) from inline to csi")
+                driver = csi_name_from_in_tree_name(plugin)
+                out[f"{driver}/{handle}"] = (driver, plugin)
         for name, ephemeral in claim_names(pod):
             if not name:
                 return error("PersistentVolumeClaim had no name")
@@ -90,9 +121,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 return unresolvable(f"looking up PVC {pod.namespace}/{name}: {pvc_not_found(name)}")
             if ephemeral and (message := volume_is_for_pod(pod, pvc)) is not None:
                 return error(message)
-            driver, handle = self._driver_info(pvc)
+            driver, handle, plugin = self._driver_info(pvc)
             if driver and handle:
-                out[f"{driver}/{handle}"] = driver
+                out[f"{driver}/{handle}"] = (driver, plugin)
         return out
 
     def _node_limits(self) -> dict[str, IntArray]:
@@ -109,8 +140,25 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                             driver.name, np.full(self.table.n, NO_LIMIT, dtype=np.int64)
                         )
                         column[row] = driver.allocatable_count
-            self._limits_key, self._limits = key, limits
+            self._limits_key, self._limits, self._migrated = key, limits, {}
         return self._limits
+
+    def _migration_on(self, plugin: str) -> BoolArray:
+        """isCSIMigrationOn of every row's CSINode for an in-tree plugin (all True for "")."""
+        self._node_limits()
+        mask = self._migrated.get(plugin)
+        if mask is None:
+            storage, n = self.handle.storage, self.table.n
+            mask = np.fromiter(
+                (
+                    not plugin or is_csi_migration_on(storage.get_csi_node(node.name), plugin)
+                    for node in self.table.nodes[:n]
+                ),
+                dtype=np.bool_,
+                count=n,
+            )
+            self._migrated[plugin] = mask
+        return mask
 
     def _attached(self, rows: Rows, drivers: set[str]) -> tuple[dict[str, IntArray], dict[str, IntArray]]:
         """Per driver: unique volumes attached per row; per unique name: whether each row has it."""
@@ -119,16 +167,14 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         position = np.full(self.table.n, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
         seen: dict[str, set[int]] = {}
-        for claim_key, users in VolumeUsage.of(self.table).claim_rows.items():
-            namespace, _, name = claim_key.partition("/")
-            pvc = self.handle.storage.get_pvc(namespace, name)
-            if pvc is None:
-                continue
-            driver, handle = self._driver_info(pvc)
+
+        def add(driver: str, handle: str, plugin: str, users: Iterable[int]) -> None:
             if driver not in drivers or not handle:
-                continue
+                return
             unique = f"{driver}/{handle}"
-            on = position[np.fromiter(users, dtype=np.int64, count=len(users))]
+            using = np.fromiter(users, dtype=np.int64)
+            using = using[self._migration_on(plugin)[using]] if plugin else using
+            on = position[using]
             new_rows = {int(i) for i in on[on >= 0]} - seen.setdefault(unique, set())
             seen[unique] |= new_rows
             if new_rows:
@@ -136,7 +182,43 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 counts[driver][idx] += 1
                 mask = present.setdefault(unique, np.zeros(len(rows), dtype=np.int64))
                 mask[idx] = 1
+
+        usage = VolumeUsage.of(self.table)
+        for claim_key, claim_users in usage.claim_rows.items():
+            namespace, _, name = claim_key.partition("/")
+            pvc = self.handle.storage.get_pvc(namespace, name)
+            if pvc is not None:
+                add(*self._driver_info(pvc), claim_users)
+        for (kind, _), disk_users in usage.disks.items():
+            plugin = in_tree_plugin_name(kind)
+            if plugin:  # existing pods' inline in-tree volumes (GCE PD, EBS)
+                handle = inline_volume_handle(disk_users[0][2])
+                add(csi_name_from_in_tree_name(plugin), handle or "", plugin, (r for r, _, _ in disk_users))
+        self._count_attachments(position, drivers, counts, present)
         return counts, present
+
+    def _count_attachments(
+        self,
+        position: IntArray,
+        drivers: set[str],
+        counts: dict[str, IntArray],
+        present: dict[str, IntArray],
+    ) -> None:
+        """getNodeVolumeAttachmentInfo: each attached CSI PV no pod on the node uses adds one."""
+        storage = self.handle.storage
+        counted: set[tuple[str, int]] = set()
+        for va in storage.list_volume_attachments():
+            if va.attacher not in drivers or not va.pv_name or va.node_name not in self.table:
+                continue
+            at = int(position[self.table.row(va.node_name)])
+            pv = storage.get_pv(va.pv_name)
+            if at < 0 or pv is None or not pv.csi_driver:
+                continue
+            unique = f"{va.attacher}/{pv.csi_volume_handle}"
+            mask = present.get(unique)
+            if (mask is None or not mask[at]) and (unique, at) not in counted:
+                counted.add((unique, at))
+                counts[va.attacher][at] += 1
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         if not pod.volumes:
@@ -145,7 +227,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         if isinstance(new_volumes, Status):
             return FilterResult.reject_all(len(rows), new_volumes)
         limits = self._node_limits()
-        drivers = {d for d in new_volumes.values() if d in limits}
+        drivers = {d for d, _ in new_volumes.values() if d in limits}
         if not drivers:
             return FilterResult.all_pass(len(rows))
         counts, present = self._attached(rows, drivers)
@@ -153,9 +235,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         for driver in drivers:
             limit = limits[driver][rows]
             new = np.zeros(len(rows), dtype=np.int64)
-            for unique, d in new_volumes.items():
+            for unique, (d, plugin) in new_volumes.items():
                 if d == driver:
-                    new += 1 - present.get(unique, np.zeros(len(rows), dtype=np.int64))
+                    added = 1 - present.get(unique, np.zeros(len(rows), dtype=np.int64))
+                    new += added * self._migration_on(plugin)[rows] if plugin else added
             failed |= (limit != NO_LIMIT) & (new > 0) & (counts[driver] + new > limit)
         return FilterResult.reject_where(failed, unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED))
 
@@ -166,6 +249,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             ClusterEventWithHint(
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD), _after_pvc_added
             ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE), _after_volume_attachment_deleted
+            ),
         ]
 
 
@@ -173,10 +259,26 @@ def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
     deleted: Pod = old
     if not deleted.volumes or not (deleted.node_name or deleted.nominated_node_name):
         return QueueingHint.SKIP
-    return QueueingHint.QUEUE if claim_names(deleted) else QueueingHint.SKIP
+    if claim_names(deleted) or any(is_inline_migratable(v) for v in deleted.volumes):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
 
 
 def _after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
     if new.namespace != pod.namespace:
         return QueueingHint.SKIP
     return QueueingHint.QUEUE if any(name == new.name for name, _ in claim_names(pod)) else QueueingHint.SKIP
+
+
+def _after_volume_attachment_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """isSchedulableAfterVolumeAttachmentDeleted: a freed attachment may help a pod with a PVC
+    or an inline in-tree volume of the attacher's driver."""
+    deleted: VolumeAttachment = old
+    for volume in pod.volumes:
+        if volume.kind == PVC:
+            return QueueingHint.QUEUE
+        if is_inline_migratable(volume):
+            driver = csi_name_from_in_tree_name(in_tree_plugin_name(volume.kind))
+            if inline_volume_handle(volume) is None or driver == deleted.attacher:
+                return QueueingHint.QUEUE  # upstream queues on a translation error too
+    return QueueingHint.SKIP

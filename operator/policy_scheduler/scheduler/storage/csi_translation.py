@@ -1,0 +1,140 @@
+"""In-tree → CSI translation (k8s.io/csi-translation-lib v0.35.4), reduced to what the volume
+limits need: plugin and driver names, and the CSI volume handle a translated volume gets."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+from policy_scheduler.scheduler.storage.types import ANN_MIGRATED_PLUGINS, CSINode, PersistentVolume
+from policy_scheduler.scheduler.storage.volumes import (
+    AWS_EBS,
+    AZURE_DISK,
+    AZURE_FILE,
+    CINDER,
+    GCE_PD,
+    PORTWORX,
+    VSPHERE,
+    Volume,
+)
+
+GCE_PD_PLUGIN = "kubernetes.io/gce-pd"
+AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
+AZURE_DISK_PLUGIN = "kubernetes.io/azure-disk"
+AZURE_FILE_PLUGIN = "kubernetes.io/azure-file"
+CINDER_PLUGIN = "kubernetes.io/cinder"
+VSPHERE_PLUGIN = "kubernetes.io/vsphere-volume"
+PORTWORX_PLUGIN = "kubernetes.io/portworx-volume"
+
+# volume source kind → in-tree plugin name; in-tree plugin name → CSI driver.
+_PLUGIN_OF_SOURCE = {
+    GCE_PD: GCE_PD_PLUGIN,
+    AWS_EBS: AWS_EBS_PLUGIN,
+    AZURE_DISK: AZURE_DISK_PLUGIN,
+    AZURE_FILE: AZURE_FILE_PLUGIN,
+    CINDER: CINDER_PLUGIN,
+    VSPHERE: VSPHERE_PLUGIN,
+    PORTWORX: PORTWORX_PLUGIN,
+}
+_DRIVER_OF_PLUGIN = {
+    GCE_PD_PLUGIN: "pd.csi.storage.gke.io",
+    AWS_EBS_PLUGIN: "ebs.csi.aws.com",
+    AZURE_DISK_PLUGIN: "disk.csi.azure.com",
+    AZURE_FILE_PLUGIN: "file.csi.azure.com",
+    CINDER_PLUGIN: "cinder.csi.openstack.org",
+    VSPHERE_PLUGIN: "csi.vsphere.vmware.com",
+    PORTWORX_PLUGIN: "pxd.portworx.com",
+}
+# Migration the scheduler takes as on whenever the node has a CSINode (utils.go isCSIMigrationOn).
+_ALWAYS_MIGRATED = frozenset({AWS_EBS_PLUGIN, GCE_PD_PLUGIN, AZURE_DISK_PLUGIN, CINDER_PLUGIN})
+
+LABEL_ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+UNSPECIFIED = "UNSPECIFIED"
+_AWS_VOLUME = re.compile(r"^vol-[^/]*$")
+
+
+def is_pv_migratable(pv: PersistentVolume) -> bool:
+    return pv.in_tree_kind in _PLUGIN_OF_SOURCE
+
+
+def is_inline_migratable(volume: Volume) -> bool:
+    return volume.kind in _PLUGIN_OF_SOURCE
+
+
+def in_tree_plugin_name(kind: str) -> str:
+    """GetInTreePluginNameFromSpec for a PV's or inline volume's source kind ("" when none)."""
+    return _PLUGIN_OF_SOURCE.get(kind, "")
+
+
+def is_migratable_in_tree_plugin(name: str) -> bool:
+    return name in _DRIVER_OF_PLUGIN
+
+
+def csi_name_from_in_tree_name(name: str) -> str:
+    """GetCSINameFromInTreeName ("" for a plugin that is not migratable)."""
+    return _DRIVER_OF_PLUGIN.get(name, "")
+
+
+def is_csi_migration_on(csi_node: CSINode | None, plugin: str, *, portworx: bool = True) -> bool:
+    """isCSIMigrationOn: AWS EBS, GCE PD, Azure Disk and Cinder whenever the node has a CSINode;
+    Portworx (gate on by default) only when the CSINode lists it as migrated; others never."""
+    if csi_node is None or not plugin:
+        return False
+    if plugin in _ALWAYS_MIGRATED:
+        return True
+    if plugin != PORTWORX_PLUGIN or not portworx:
+        return False
+    migrated = csi_node.annotations.get(ANN_MIGRATED_PLUGINS, "")
+    return plugin in (migrated.split(",") if migrated else ())
+
+
+def ebs_volume_id(kubernetes_id: str) -> str | None:
+    """KubernetesVolumeIDToEBSVolumeID: aws://zone/vol-x → vol-x; None when malformed."""
+    if not kubernetes_id.startswith("aws://"):
+        return kubernetes_id
+    try:
+        url = urlparse(kubernetes_id)
+    except ValueError:
+        return None
+    aws_id = url.path.strip("/")
+    return aws_id if url.scheme == "aws" and _AWS_VOLUME.match(aws_id) else None
+
+
+def _gce_region(zones: list[str]) -> str | None:
+    regions = set()
+    for zone in zones:
+        parts = zone.split("-")
+        if len(parts) != 3:
+            return None
+        regions.add("-".join(parts[:2]))
+    return regions.pop() if len(regions) == 1 else None
+
+
+def pv_volume_handle(pv: PersistentVolume) -> str | None:
+    """The CSI volumeHandle TranslateInTreePVToCSI gives the PV (None when it fails or the
+    plugin's translation is not modelled)."""
+    kind, volume_id = pv.in_tree_kind, pv.in_tree_volume_id
+    if kind == GCE_PD:
+        zones_label = pv.labels.get(LABEL_ZONE_BETA) or pv.labels.get(LABEL_ZONE, "")
+        zones = zones_label.split("__")
+        if len(zones) == 1 and zones[0]:
+            return f"projects/{UNSPECIFIED}/zones/{zones[0]}/disks/{volume_id}"
+        if len(zones) > 1:
+            region = _gce_region(zones)
+            return None if region is None else f"projects/{UNSPECIFIED}/regions/{region}/disks/{volume_id}"
+        return f"projects/{UNSPECIFIED}/zones/{UNSPECIFIED}/disks/{volume_id}"
+    if kind == AWS_EBS:
+        return ebs_volume_id(volume_id)
+    if kind in (AZURE_DISK, CINDER, VSPHERE, PORTWORX):
+        return volume_id  # diskURI, volumeID, volumePath, volumeID
+    return None
+
+
+def inline_volume_handle(volume: Volume) -> str | None:
+    """The CSI volumeHandle TranslateInTreeInlineVolumeToCSI gives an inline volume."""
+    if volume.kind == GCE_PD:
+        return f"projects/{UNSPECIFIED}/zones/{UNSPECIFIED}/disks/{volume.source_id}"
+    if volume.kind == AWS_EBS:
+        return ebs_volume_id(volume.source_id)
+    return None
