@@ -13,7 +13,7 @@ import msgspec
 import pytest
 import pytest_asyncio
 
-from policy_scheduler.apiobjects import convert, structs
+from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import informer as inf
@@ -144,7 +144,7 @@ async def test_node_informer_sees_node_lifecycle(api: Any) -> None:
         api,
         inf.NODES,
         structs.Node,
-        convert.node_from_api,
+        convert_cluster.node_from_api,
         on_add=seen.add,
         on_update=seen.update,
         on_delete=seen.delete,
@@ -177,12 +177,12 @@ async def test_node_informer_sees_node_lifecycle(api: Any) -> None:
 
 async def test_cluster_object_informers_sync(api: Any, namespace: str) -> None:
     namespaces: inf.Informer[structs.Namespace, NamespaceInfo] = inf.Informer(
-        api, inf.NAMESPACES, structs.Namespace, convert.namespace_from_api
+        api, inf.NAMESPACES, structs.Namespace, convert_cluster.namespace_from_api
     )
     classes: inf.Informer[structs.PriorityClass, PriorityClassInfo] = inf.Informer(
-        api, inf.PRIORITY_CLASSES, structs.PriorityClass, convert.priority_class_from_api
+        api, inf.PRIORITY_CLASSES, structs.PriorityClass, convert_cluster.priority_class_from_api
     )
-    pdbs = inf.Informer(api, inf.PDBS, structs.PodDisruptionBudget, convert.pdb_from_api)
+    pdbs = inf.Informer(api, inf.PDBS, structs.PodDisruptionBudget, convert_cluster.pdb_from_api)
     informers: list[Any] = [namespaces, classes, pdbs]
     for i in informers:
         i.start()

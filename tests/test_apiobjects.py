@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policy_scheduler.apiobjects import convert, structs
+from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decode_watch_event
 from policy_scheduler.apiobjects.errors import ConversionError
@@ -355,7 +355,7 @@ NODE = {
 
 
 def test_node_fields() -> None:
-    node = convert.node_from_dict(NODE)
+    node = convert_cluster.node_from_dict(NODE)
     assert node == model.Node(
         name="n1",
         uid="nu",
@@ -369,7 +369,7 @@ def test_node_fields() -> None:
 
 
 def test_node_allocatable_defaults_to_capacity() -> None:
-    node = convert.node_from_dict({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}})
+    node = convert_cluster.node_from_dict({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}})
     assert node.allocatable == {"cpu": 2000}
     assert not node.unschedulable
     assert node.taints == ()
@@ -377,14 +377,14 @@ def test_node_allocatable_defaults_to_capacity() -> None:
 
 def test_node_invalid_quantity() -> None:
     with pytest.raises(ConversionError, match=r'^Node n: status.allocatable.cpu: invalid quantity "x"$'):
-        convert.node_from_dict({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "x"}}})
+        convert_cluster.node_from_dict({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "x"}}})
 
 
 # --- other objects -------------------------------------------------------------------------------
 
 
 def test_priority_class() -> None:
-    pc = convert.priority_class_from_dict(
+    pc = convert_cluster.priority_class_from_dict(
         {"metadata": {"name": "high", "resourceVersion": "2"}, "value": 1000, "globalDefault": True}
     )
     assert (pc.name, pc.value, pc.global_default, pc.preemption_policy) == (
@@ -393,7 +393,7 @@ def test_priority_class() -> None:
         True,
         "PreemptLowerPriority",
     )
-    never = convert.priority_class_from_dict(
+    never = convert_cluster.priority_class_from_dict(
         {"metadata": {"name": "n"}, "value": 1, "preemptionPolicy": "Never"}
     )
     assert never.preemption_policy == "Never"
@@ -409,7 +409,7 @@ def test_priority_class() -> None:
     ids=["int min", "percent max, empty selector", "no selector"],
 )
 def test_pdb(spec: dict[str, Any], selector: Any, min_available: Any, max_unavailable: Any) -> None:
-    pdb = convert.pdb_from_dict(
+    pdb = convert_cluster.pdb_from_dict(
         {
             "metadata": {"name": "p", "namespace": "ns", "uid": "pu"},
             "spec": spec,
@@ -435,7 +435,7 @@ def test_pdb(spec: dict[str, Any], selector: Any, min_available: Any, max_unavai
 
 
 def test_namespace() -> None:
-    ns = convert.namespace_from_dict(
+    ns = convert_cluster.namespace_from_dict(
         {"metadata": {"name": "team", "labels": {"tier": "gold"}}, "status": {"phase": "Active"}}
     )
     assert (ns.name, ns.labels, ns.phase) == ("team", {"tier": "gold"}, "Active")

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig, ResolvedProfile
+from policy_scheduler.scheduler.cycle_failure import REASON_UNSCHEDULABLE
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
-from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
 from tests.builders import make_pod
 from tests.fakeclock import FakeClock
 

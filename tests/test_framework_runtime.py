@@ -15,6 +15,7 @@ import pytest
 
 from policy_scheduler.scheduler.config import EXTENSION_POINTS, PluginRef, ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.durations import go_duration
 from policy_scheduler.scheduler.framework.interfaces import (
     BindPlugin,
     FilterPlugin,
@@ -30,7 +31,8 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ScorePlugin,
     default_normalize,
 )
-from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError, go_duration
+from policy_scheduler.scheduler.framework.outcomes import FrameworkError
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Container, Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows

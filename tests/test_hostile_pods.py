@@ -15,7 +15,7 @@ from policy_scheduler.bench.hostile import (
     pod_json,
     run,
 )
-from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE
+from policy_scheduler.scheduler.cycle_failure import REASON_UNSCHEDULABLE
 
 NODES = 12
 

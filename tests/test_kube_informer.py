@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.apiobjects import convert, structs
+from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure
 from policy_scheduler.kube import client
 from policy_scheduler.kube import informer as informer_module
@@ -147,7 +147,7 @@ def test_converter_failure_drops_object() -> None:
     calls: list[str] = []
 
     def strict(p: structs.Node) -> model.Node:
-        return convert.node_from_api(p)
+        return convert_cluster.node_from_api(p)
 
     inf: Informer[structs.Node, model.Node] = Informer(
         None,

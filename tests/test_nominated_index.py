@@ -74,7 +74,7 @@ def _reference(
             and p.key != pod.key
             and p.key not in fw.table.pods[row]
         ]
-        status = fw._filter_with_added_pods(state, pod, row, nominated) if nominated else None
+        status = fw.nominated.filter_with_added_pods(state, pod, row, nominated) if nominated else None
         out.append(status if status is not None and not status.is_success else without.status_at(i))
     return out
 

@@ -7,7 +7,7 @@ import pytest
 
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.model import Node
-from policy_scheduler.scheduler.queue import core, hints
+from policy_scheduler.scheduler.queue import hints, profile_hints
 from tests.test_queue import NODE_ADD, StubFramework, make_queue, queue_hint, unschedulable_pod
 
 
@@ -19,7 +19,7 @@ def test_interest_is_computed_once_per_event_and_framework_set(monkeypatch: pyte
         calls.append(event)
         return real(event, maps)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(core, "is_event_of_interest", counting)
+    monkeypatch.setattr(profile_hints, "is_event_of_interest", counting)
     q, clock = make_queue()
     info = unschedulable_pod(q, "p", "P")
     for _ in range(3):

@@ -24,6 +24,8 @@ from policy_scheduler.scheduler.config import (
     ProfileConfig,
     ResolvedProfile,
 )
+from policy_scheduler.scheduler.cycle_failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
+from policy_scheduler.scheduler.filter_search import num_feasible_nodes_to_find
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from policy_scheduler.scheduler.framework.interfaces import (
@@ -48,14 +50,7 @@ from policy_scheduler.scheduler.model import Container, ContainerPort, Node, Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
-from policy_scheduler.scheduler.schedule_one import (
-    NO_NODES_AVAILABLE,
-    REASON_SCHEDULER_ERROR,
-    REASON_UNSCHEDULABLE,
-    ScheduleOne,
-    SchedulingError,
-    num_feasible_nodes_to_find,
-)
+from policy_scheduler.scheduler.schedule_one import NO_NODES_AVAILABLE, ScheduleOne, SchedulingError
 from tests.builders import make_node, make_pod
 
 ERR_REASON_FAKE = "Nodes failed the fake plugin"

@@ -13,7 +13,8 @@ import msgspec
 import pytest
 import yaml
 
-from policy_scheduler.apiobjects.convert import pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.convert import pod_from_dict
+from policy_scheduler.apiobjects.convert_cluster import pdb_from_dict
 from policy_scheduler.cli import main
 from policy_scheduler.kube.informer import PODS
 from policy_scheduler.kube.retry import Answer

@@ -21,6 +21,8 @@ class ApiTimings:
     status_patch_retry: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5, max_retry_after=30.0)
     )
+    # volumebinding's BindPodVolumes polls the bindings every second; a change wakes it sooner.
+    volume_binding_recheck: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,15 @@ class EventTimings:
 
 
 @dataclass(frozen=True, slots=True)
+class MirrorTimings:
+    """The PriorityClassMirror controller (ours: no upstream counterpart)."""
+
+    resync: float = 30.0  # every mirror is reconciled at least this often
+    status: float = 5.0  # a mirror's status (pod counts) is refreshed this often
+    tick: float = 1.0  # how often the controller loop looks for due work
+
+
+@dataclass(frozen=True, slots=True)
 class EvictionTimings:
     max_rate_wait: float = 120.0  # a victim waits this long for a token, then the preemption is deferred
     rate_poll: float = 5.0  # re-check the limits at least this often while waiting
@@ -95,6 +106,7 @@ class OperatorConfig:
     informer: InformerTimings = field(default_factory=InformerTimings)
     events: EventTimings = field(default_factory=EventTimings)
     eviction: EvictionTimings = field(default_factory=EvictionTimings)
+    mirrors: MirrorTimings = field(default_factory=MirrorTimings)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OperatorConfig:

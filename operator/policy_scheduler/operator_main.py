@@ -132,7 +132,7 @@ class Operator:
             binder=ApiBinder(api),
             observe=_observe_extension_point,
             services=services,
-            volume_api=KubeVolumeAPI(api, self.storage_changes),
+            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.api),
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
@@ -249,6 +249,7 @@ class Operator:
             self.status,
             pod_priority_counter(lambda: self.cluster.pods.store.values()),
             self.leader.is_leader,
+            timings=self.config.mirrors,
         )
         wiring = kopf_app.Wiring(self.api, self.on_profile_event, self.policies.on_event, mirrors)
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.

@@ -10,112 +10,55 @@ kept (and reported Unschedulable) rather than silently dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from functools import lru_cache
-from typing import Any, TypeVar
-
-import msgspec
+from typing import Any, TypedDict
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.cluster_objects import (
-    NamespaceInfo,
-    PDBInfo,
     PodConditionInfo,
-    PriorityClassInfo,
+)
+from policy_scheduler.apiobjects.convert_common import (
+    PREEMPT_LOWER_PRIORITY,
+    Errors,
+    epoch,
+    labels,
+    node_term,
+    quantities,
+    struct_from_dict,
 )
 from policy_scheduler.apiobjects.decode import DecodeFailure
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.resource_names import CPU, MEMORY
-from policy_scheduler.scheduler.resources import QuantityError, canonical
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 from policy_scheduler.scheduler.storage import volumes
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
 
 __all__ = [
     "ConversionError",
-    "namespace_from_api",
-    "node_from_api",
-    "node_from_dict",
-    "pdb_from_api",
     "pod_from_api",
     "pod_from_api_or_malformed",
     "pod_from_decode_failure",
     "pod_from_dict",
     "pod_scheduled_condition",
-    "priority_class_from_api",
 ]
 
-S = TypeVar("S")
-
 DEFAULT_SCHEDULER = "default-scheduler"
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 _POD_LEVEL_RESOURCES = (CPU, MEMORY)
-_Errors = list[ConversionError]
 
 
 # --- scalars -----------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=16384)
-def _canonical(resource: str, value: str | int | float) -> int:
-    # Clusters repeat a handful of quantity strings ("100m", "128Mi") across thousands of pods;
-    # parsing them through Decimal once each keeps large LISTs fast.
-    return canonical(resource, value)
-
-
-def _quantities(values: Mapping[str, structs.Quantity] | None, path: str, errs: _Errors) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if not values:
-        return out
-    for name, quantity in values.items():
-        try:
-            value = _canonical(name, quantity)
-        except (QuantityError, TypeError):
-            errs.append(ConversionError(f"{path}.{name}", f'invalid quantity "{quantity}"'))
-            continue
-        if value < 0:
-            # The API server refuses these (ValidateResourceQuantityValue); one that got through
-            # would free capacity on its node.
-            message = f'invalid quantity "{quantity}": must be greater than or equal to 0'
-            errs.append(ConversionError(f"{path}.{name}", message))
-            continue
-        out[name] = value
-    return out
-
-
-def _epoch(ts: datetime | None) -> float | None:
-    if ts is None:
-        return None
-    if ts.tzinfo is None:  # YAML timestamps without an offset are UTC in Kubernetes
-        ts = ts.replace(tzinfo=UTC)
-    return ts.timestamp()
-
-
-def _labels(values: dict[str, str] | None) -> dict[str, str]:
-    return values if values is not None else {}
-
-
 # --- selectors and affinity ---------------------------------------------------------------------
-
-
-def _requirements(reqs: list[structs.Requirement] | None) -> tuple[model.Requirement, ...]:
-    if not reqs:
-        return ()
-    return tuple(model.Requirement(r.key, r.operator, tuple(r.values or ())) for r in reqs)
-
-
-def _node_term(term: structs.NodeSelectorTerm) -> model.NodeSelectorTerm:
-    return model.NodeSelectorTerm(_requirements(term.match_expressions), _requirements(term.match_fields))
 
 
 def _node_affinity(na: structs.NodeAffinity | None) -> model.NodeAffinity | None:
     if na is None:
         return None
     req = na.required_during_scheduling_ignored_during_execution
-    required = None if req is None else tuple(_node_term(t) for t in req.node_selector_terms or ())
+    required = None if req is None else tuple(node_term(t) for t in req.node_selector_terms or ())
     preferred = tuple(
-        model.PreferredSchedulingTerm(p.weight, _node_term(p.preference))
+        model.PreferredSchedulingTerm(p.weight, node_term(p.preference))
         for p in na.preferred_during_scheduling_ignored_during_execution or ()
     )
     return model.NodeAffinity(required=required, preferred=preferred)
@@ -182,18 +125,18 @@ def _toleration(t: structs.Toleration) -> model.Toleration:
 # --- containers and resources -------------------------------------------------------------------
 
 
-def _container_requests(res: structs.ResourceRequirements | None, path: str, errs: _Errors) -> dict[str, int]:
+def _container_requests(res: structs.ResourceRequirements | None, path: str, errs: Errors) -> dict[str, int]:
     if res is None:
         return {}
-    requests = _quantities(res.requests, f"{path}.resources.requests", errs)
+    requests = quantities(res.requests, f"{path}.resources.requests", errs)
     if res.limits:
         # SetDefaults_Pod: a resource with a limit but no request is requested at its limit.
         missing = {k: v for k, v in res.limits.items() if k not in (res.requests or {})}
-        requests.update(_quantities(missing, f"{path}.resources.limits", errs))
+        requests.update(quantities(missing, f"{path}.resources.limits", errs))
     return requests
 
 
-def _container(c: structs.Container, path: str, errs: _Errors) -> model.Container:
+def _container(c: structs.Container, path: str, errs: Errors) -> model.Container:
     return model.Container(
         name=c.name,
         image=c.image,
@@ -215,16 +158,16 @@ def _supported_pod_level(name: str) -> bool:
     return name in _POD_LEVEL_RESOURCES or name.startswith("hugepages-")
 
 
-def _pod_level_requests(res: structs.ResourceRequirements | None, errs: _Errors) -> dict[str, int] | None:
+def _pod_level_requests(res: structs.ResourceRequirements | None, errs: Errors) -> dict[str, int] | None:
     """spec.resources.requests, with defaultPodRequests' fill-in from pod-level limits."""
     if res is None:
         return None
-    requests = _quantities(res.requests, "spec.resources.requests", errs)
+    requests = quantities(res.requests, "spec.resources.requests", errs)
     if res.limits:
         missing = {
             k: v for k, v in res.limits.items() if k not in (res.requests or {}) and _supported_pod_level(k)
         }
-        requests.update(_quantities(missing, "spec.resources.limits", errs))
+        requests.update(quantities(missing, "spec.resources.limits", errs))
     return requests or None
 
 
@@ -268,15 +211,36 @@ def _pod_name(meta: structs.ObjectMeta) -> str:
     return f"Pod {meta.namespace or 'default'}/{meta.name}"
 
 
-def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
-    meta, spec, status = p.metadata, p.spec, p.status
-    creation = _epoch(meta.creation_timestamp)
-    return model.Pod(
+class _PodMeta(TypedDict):
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creation_timestamp: float
+    deletion_timestamp: float | None
+    resource_version: str
+
+
+def _pod_meta(meta: structs.ObjectMeta) -> _PodMeta:
+    """The pod fields read from its metadata, the same for a decoded pod and a placeholder."""
+    creation = epoch(meta.creation_timestamp)
+    return _PodMeta(
         name=meta.name,
         namespace=meta.namespace or "default",
         uid=meta.uid,
-        labels=_labels(meta.labels),
-        annotations=_labels(meta.annotations),
+        labels=labels(meta.labels),
+        annotations=labels(meta.annotations),
+        creation_timestamp=creation if creation is not None else 0.0,
+        deletion_timestamp=epoch(meta.deletion_timestamp),
+        resource_version=meta.resource_version,
+    )
+
+
+def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
+    meta, spec, status = p.metadata, p.spec, p.status
+    return model.Pod(
+        **_pod_meta(meta),
         scheduler_name=spec.scheduler_name or DEFAULT_SCHEDULER,
         priority=spec.priority if spec.priority is not None else 0,
         priority_class_name=spec.priority_class_name,
@@ -290,8 +254,8 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
             _container(c, f"spec.initContainers[{i}]", errs) for i, c in enumerate(spec.init_containers or ())
         ),
         pod_requests=_pod_level_requests(spec.resources, errs),
-        overhead=_quantities(spec.overhead, "spec.overhead", errs),
-        node_selector=_labels(spec.node_selector),
+        overhead=quantities(spec.overhead, "spec.overhead", errs),
+        node_selector=labels(spec.node_selector),
         affinity=_affinity(spec.affinity),
         tolerations=tuple(_toleration(t) for t in spec.tolerations or ()),
         topology_spread_constraints=tuple(_spread(c) for c in spec.topology_spread_constraints or ()),
@@ -302,11 +266,8 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
             model.OwnerReference(kind=o.kind, name=o.name, uid=o.uid, controller=bool(o.controller))
             for o in meta.owner_references or ()
         ),
-        creation_timestamp=creation if creation is not None else 0.0,
-        start_time=_epoch(status.start_time),
-        deletion_timestamp=_epoch(meta.deletion_timestamp),
+        start_time=epoch(status.start_time),
         phase=status.phase or "Pending",
-        resource_version=meta.resource_version,
         resource_claim_statuses=tuple(
             (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
         ),
@@ -315,7 +276,7 @@ def _pod(p: structs.Pod, errs: _Errors) -> model.Pod:
 
 def pod_from_api(p: structs.Pod) -> model.Pod:
     """Convert a decoded pod; raises ConversionError naming the pod and the first bad field."""
-    errs: _Errors = []
+    errs: Errors = []
     pod = _pod(p, errs)
     if errs:
         raise errs[0].for_object(_pod_name(p.metadata))
@@ -324,7 +285,7 @@ def pod_from_api(p: structs.Pod) -> model.Pod:
 
 def pod_from_api_or_malformed(p: structs.Pod) -> model.Pod:
     """Like pod_from_api, but never raises: problems go into `malformed` on an otherwise full pod."""
-    errs: _Errors = []
+    errs: Errors = []
     pod = _pod(p, errs)
     if errs:
         obj = _pod_name(p.metadata)
@@ -337,16 +298,9 @@ def pod_from_decode_failure(f: DecodeFailure) -> model.Pod:
     meta = f.metadata
     obj = _pod_name(meta)
     return model.Pod(
-        name=meta.name,
-        namespace=meta.namespace or "default",
-        uid=meta.uid,
-        labels=_labels(meta.labels),
-        annotations=_labels(meta.annotations),
+        **_pod_meta(meta),
         scheduler_name=f.scheduler_name or DEFAULT_SCHEDULER,
         node_name=f.node_name,
-        creation_timestamp=_epoch(meta.creation_timestamp) or 0.0,
-        deletion_timestamp=_epoch(meta.deletion_timestamp),
-        resource_version=meta.resource_version,
         malformed=str(ConversionError.from_msgspec(f.error, obj)),
     )
 
@@ -355,120 +309,9 @@ def pod_scheduled_condition(p: structs.Pod) -> PodConditionInfo | None:
     """The pod's PodScheduled condition, which status patches compare against."""
     for c in p.status.conditions or ():
         if c.type == "PodScheduled":
-            return PodConditionInfo(c.type, c.status, c.reason, c.message, _epoch(c.last_transition_time))
+            return PodConditionInfo(c.type, c.status, c.reason, c.message, epoch(c.last_transition_time))
     return None
-
-
-# --- nodes ------------------------------------------------------------------------------------
-
-
-def _node(n: structs.Node, errs: _Errors) -> model.Node:
-    meta, spec, status = n.metadata, n.spec, n.status
-    # SetDefaults_NodeStatus: allocatable defaults to capacity.
-    if status.allocatable is not None:
-        allocatable = _quantities(status.allocatable, "status.allocatable", errs)
-    else:
-        allocatable = _quantities(status.capacity, "status.capacity", errs)
-    return model.Node(
-        name=meta.name,
-        uid=meta.uid,
-        labels=_labels(meta.labels),
-        taints=tuple(model.Taint(t.key, t.value, t.effect) for t in spec.taints or ()),
-        unschedulable=spec.unschedulable,
-        allocatable=allocatable,
-        images=tuple(model.ContainerImage(tuple(i.names or ()), i.size_bytes) for i in status.images or ()),
-        resource_version=meta.resource_version,
-    )
-
-
-def node_from_api(n: structs.Node) -> model.Node:
-    errs: _Errors = []
-    node = _node(n, errs)
-    if errs:
-        raise errs[0].for_object(f"Node {n.metadata.name}")
-    return node
-
-
-# --- other cluster objects ------------------------------------------------------------------------
-
-
-def priority_class_from_api(pc: structs.PriorityClass) -> PriorityClassInfo:
-    return PriorityClassInfo(
-        name=pc.metadata.name,
-        value=pc.value,
-        global_default=pc.global_default,
-        preemption_policy=pc.preemption_policy or PREEMPT_LOWER_PRIORITY,
-        resource_version=pc.metadata.resource_version,
-    )
-
-
-def pdb_from_api(pdb: structs.PodDisruptionBudget) -> PDBInfo:
-    meta, spec, status = pdb.metadata, pdb.spec, pdb.status
-    return PDBInfo(
-        namespace=meta.namespace or "default",
-        name=meta.name,
-        selector=label_selector(spec.selector),
-        disruptions_allowed=status.disruptions_allowed,
-        current_healthy=status.current_healthy,
-        desired_healthy=status.desired_healthy,
-        expected_pods=status.expected_pods,
-        min_available=spec.min_available,
-        max_unavailable=spec.max_unavailable,
-        disrupted_pods=frozenset(status.disrupted_pods or ()),
-        uid=meta.uid,
-        resource_version=meta.resource_version,
-    )
-
-
-def namespace_from_api(ns: structs.Namespace) -> NamespaceInfo:
-    return NamespaceInfo(
-        name=ns.metadata.name,
-        labels=_labels(ns.metadata.labels),
-        uid=ns.metadata.uid,
-        phase=ns.status.phase,
-        resource_version=ns.metadata.resource_version,
-    )
-
-
-# --- plain dicts (YAML manifests) ---------------------------------------------------------------
-
-
-def _describe(kind: str, d: Mapping[str, Any]) -> str:
-    meta = d.get("metadata")
-    name = ns = ""
-    if isinstance(meta, Mapping):
-        name = str(meta.get("name") or "")
-        ns = str(meta.get("namespace") or "")
-    if kind in ("Pod", "PodDisruptionBudget"):
-        return f"{kind} {ns or 'default'}/{name}"
-    return f"{kind} {name}"
-
-
-def struct_from_dict(d: Mapping[str, Any], struct_type: type[S], kind: str) -> S:
-    """msgspec.convert with errors turned into ConversionError naming the object and field."""
-    if not isinstance(d, Mapping):
-        raise ConversionError("", f"expected a mapping, got {type(d).__name__}", kind)
-    try:
-        return msgspec.convert(d, struct_type)
-    except msgspec.ValidationError as exc:
-        raise ConversionError.from_msgspec(exc, _describe(kind, d)) from None
 
 
 def pod_from_dict(d: Mapping[str, Any]) -> model.Pod:
     return pod_from_api(struct_from_dict(d, structs.Pod, "Pod"))
-
-
-def node_from_dict(d: Mapping[str, Any]) -> model.Node:
-    return node_from_api(struct_from_dict(d, structs.Node, "Node"))
-
-
-def priority_class_from_dict(d: Mapping[str, Any]) -> PriorityClassInfo:
-    return priority_class_from_api(struct_from_dict(d, structs.PriorityClass, "PriorityClass"))
-
-
-def pdb_from_dict(d: Mapping[str, Any]) -> PDBInfo:
-    return pdb_from_api(struct_from_dict(d, structs.PodDisruptionBudget, "PodDisruptionBudget"))
-
-
-def namespace_from_dict(d: Mapping[str, Any]) -> NamespaceInfo:
-    return namespace_from_api(struct_from_dict(d, structs.Namespace, "Namespace"))

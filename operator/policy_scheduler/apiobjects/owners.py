@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.apiobjects import structs
-from policy_scheduler.apiobjects.convert import struct_from_dict
+from policy_scheduler.apiobjects.convert_common import struct_from_dict
 from policy_scheduler.scheduler.model import LabelSelector
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 

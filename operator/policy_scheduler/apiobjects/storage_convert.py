@@ -13,7 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from policy_scheduler.apiobjects import storage_structs as st
-from policy_scheduler.apiobjects.convert import _canonical, _epoch, _labels, _node_term, struct_from_dict
+from policy_scheduler.apiobjects.convert_common import (
+    canonical_quantity,
+    epoch,
+    labels,
+    node_term,
+    struct_from_dict,
+)
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.structs import Quantity
 from policy_scheduler.scheduler import model
@@ -46,7 +52,7 @@ def _bytes(value: Quantity | None, what: str, field: str) -> int | None:
     if value is None:
         return None
     try:
-        return _canonical(STORAGE, value)
+        return canonical_quantity(STORAGE, value)
     except (QuantityError, TypeError):
         raise ConversionError(field, f'invalid quantity "{value}"', what) from None
 
@@ -81,17 +87,17 @@ def pv_from_api(pv: st.PersistentVolume) -> PersistentVolume:
         access_modes=tuple(spec.access_modes or ()),
         volume_mode=spec.volume_mode,
         node_affinity=(
-            None if affinity is None else tuple(_node_term(t) for t in affinity.node_selector_terms or ())
+            None if affinity is None else tuple(node_term(t) for t in affinity.node_selector_terms or ())
         ),
         claim_ref=None if ref is None else ClaimRef(ref.namespace or "default", ref.name, ref.uid),
         phase=pv.status.phase,
-        labels=_labels(meta.labels),
-        annotations=_labels(meta.annotations),
+        labels=labels(meta.labels),
+        annotations=labels(meta.annotations),
         csi_driver=spec.csi.driver if spec.csi is not None else "",
         csi_volume_handle=spec.csi.volume_handle if spec.csi is not None else "",
         **_in_tree_source(spec),
         volume_attributes_class_name=spec.volume_attributes_class_name or "",
-        deletion_timestamp=_epoch(meta.deletion_timestamp),
+        deletion_timestamp=epoch(meta.deletion_timestamp),
         resource_version=meta.resource_version,
     )
 
@@ -112,12 +118,12 @@ def pvc_from_api(pvc: st.PersistentVolumeClaim) -> PersistentVolumeClaim:
         selector=to_label_selector(spec.selector),
         volume_attributes_class_name=spec.volume_attributes_class_name or "",
         phase=pvc.status.phase or "Pending",
-        labels=_labels(meta.labels),
-        annotations=_labels(meta.annotations),
+        labels=labels(meta.labels),
+        annotations=labels(meta.annotations),
         owner_references=tuple(
             OwnerRef(o.kind, o.name, o.uid, bool(o.controller)) for o in meta.owner_references or ()
         ),
-        deletion_timestamp=_epoch(meta.deletion_timestamp),
+        deletion_timestamp=epoch(meta.deletion_timestamp),
         resource_version=meta.resource_version,
     )
 
@@ -153,7 +159,7 @@ def csi_node_from_api(node: st.CSINode) -> CSINode:
             )
             for d in node.spec.drivers or ()
         ),
-        annotations=_labels(node.metadata.annotations),
+        annotations=labels(node.metadata.annotations),
         resource_version=node.metadata.resource_version,
     )
 

@@ -23,8 +23,8 @@ from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_watch_event
 from policy_scheduler.scheduler.config import ProfileConfig
+from policy_scheduler.scheduler.cycle_contracts import NullHooks
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL
@@ -239,7 +239,7 @@ def make_nodes(count: int) -> list[Node]:
     return nodes
 
 
-class Outcomes:
+class Outcomes(NullHooks):
     """Scheduler hooks that record what became of each pod."""
 
     def __init__(self) -> None:
@@ -253,15 +253,6 @@ class Outcomes:
         self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
     ) -> None:
         self.failures[pod.name] = (reason, message)
-
-    def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
-        pass
-
-    def nomination_cleared(self, pod: Pod) -> None:
-        pass
-
-    def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
-        pass
 
 
 class _Binder:

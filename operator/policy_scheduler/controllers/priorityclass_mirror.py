@@ -3,7 +3,7 @@ name equal to the mirror's last accepted spec, and reports the pods that use it.
 
 The decisions are in mirror_plan, the status in mirror_status; this module runs them: a work
 queue of mirror names (one reconcile per name at a time, backoff on failure, resync every
-RESYNC_SECONDS and at each gain of leadership). No finalizers and no kopf persistence: kopf
+MirrorTimings.resync and at each gain of leadership). No finalizers and no kopf persistence: kopf
 only delivers events of the mirrors and of the native classes (so a hand-edited or deleted
 native class is repaired at once). Only the leader writes (the native classes and, through the
 StatusWriter, the mirrors' status). An invalid update keeps the last accepted spec in force.
@@ -17,7 +17,7 @@ Contract with the operator (kopf_app feeds the events; see `pod_priority_counter
         for the live pods (the operator's pod informer: not Succeeded/Failed) whose
         spec.priorityClassName == class_name, the number of pods per spec.priority value.
         podCount is the sum; outdatedPodCount the pods whose priority is not spec.value.
-        It is called on the event loop, every STATUS_SECONDS per mirror, and must not block.
+        It is called on the event loop, every MirrorTimings.status per mirror, and must not block.
     is_leader() -> bool: whether this replica may write now.
 """
 
@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from policy_scheduler.config import DEFAULTS, MirrorTimings
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
 from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status
@@ -46,9 +47,6 @@ log = logging.getLogger(__name__)
 
 PLURAL = PRIORITY_CLASS_MIRROR_PLURAL
 
-RESYNC_SECONDS = 30.0
-STATUS_SECONDS = 5.0
-TICK_SECONDS = 1.0
 MAX_STEPS = 4  # plan/act rounds per reconcile (adopt, then recreate, then check) before giving up
 
 
@@ -81,23 +79,21 @@ class MirrorController:
         pod_priorities: PodPriorities,
         is_leader: Callable[[], bool],
         *,
-        resync_seconds: float = RESYNC_SECONDS,
-        status_seconds: float = STATUS_SECONDS,
-        tick_seconds: float = TICK_SECONDS,
+        timings: MirrorTimings = DEFAULTS.mirrors,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         self.status_writer = status_writer
         self.pod_priorities = pod_priorities
         self.is_leader = is_leader
-        self.status_seconds = status_seconds
-        self.tick_seconds = tick_seconds
+        self.status_seconds = timings.status
+        self.tick_seconds = timings.tick
         self.clock = clock
         self.records: dict[str, MirrorRecord] = {}
         self._deleted: dict[str, str] = {}  # name -> uid of a mirror gone since the last reconcile
         self.queue: WorkQueue[str] = WorkQueue(
             lambda: [*self.records, *self._deleted],
-            resync_seconds=resync_seconds,
+            resync_seconds=timings.resync,
             base_delay=1.0,
             clock=clock,
         )

@@ -25,7 +25,6 @@ K = TypeVar("K", bound=Hashable)
 BASE_DELAY = 0.5
 MAX_DELAY = 60.0
 JITTER = 0.1  # up to +10%: retries of keys that failed together spread out
-RESYNC_SECONDS = 30.0
 
 
 class WorkQueue(Generic[K]):
@@ -33,7 +32,7 @@ class WorkQueue(Generic[K]):
         self,
         resync: Callable[[], Iterable[K]] = lambda: (),
         *,
-        resync_seconds: float = RESYNC_SECONDS,
+        resync_seconds: float,  # the owner's resync period (config.MirrorTimings.resync for mirrors)
         base_delay: float = BASE_DELAY,
         max_delay: float = MAX_DELAY,
         jitter: float = JITTER,

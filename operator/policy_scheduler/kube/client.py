@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import aiohttp
 import msgspec
@@ -179,37 +179,24 @@ async def call(
         return Answer(resp.status, await resp.read(), retry_after)
 
 
-async def request(
-    api: Any,
-    method: str,
-    path: str,
-    *,
-    query: Query | None = None,
-    body: Any = None,
-    content_type: str | None = None,
-    request_timeout: float = DEFAULT_TIMEOUT,
-) -> tuple[int, bytes]:
+class CallOptions(TypedDict, total=False):
+    """`call`'s keyword options, which `request` and `request_ok` pass through."""
+
+    query: Query | None
+    body: Any
+    content_type: str | None
+    request_timeout: float
+
+
+async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:
     """Like `call`, as (HTTP status, body bytes)."""
-    answer = await call(
-        api, method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
-    )
+    answer = await call(api, method, path, **options)
     return answer.status, answer.body
 
 
-async def request_ok(
-    api: Any,
-    method: str,
-    path: str,
-    *,
-    query: Query | None = None,
-    body: Any = None,
-    content_type: str | None = None,
-    request_timeout: float = DEFAULT_TIMEOUT,
-) -> bytes:
+async def request_ok(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> bytes:
     """Like `request`, but raises ApiError on a non-2xx status."""
-    status, data = await request(
-        api, method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
-    )
+    status, data = await request(api, method, path, **options)
     if not 200 <= status < 300:
         raise ApiError.from_response(status, data)
     return data

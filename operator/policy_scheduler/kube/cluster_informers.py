@@ -11,13 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from policy_scheduler.apiobjects import structs
-from policy_scheduler.apiobjects.convert import (
-    namespace_from_api,
-    node_from_api,
-    pdb_from_api,
-    pod_from_api_or_malformed,
-    pod_from_decode_failure,
-)
+from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
+from policy_scheduler.apiobjects.convert_cluster import namespace_from_api, node_from_api, pdb_from_api
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers

@@ -16,14 +16,11 @@ import msgspec
 
 from policy_scheduler.apiobjects import storage_structs as st
 from policy_scheduler.apiobjects.storage_convert import pv_from_api, pvc_from_api
-from policy_scheduler.config import DEFAULTS
+from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, call
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.scheduler.storage.types import PersistentVolume, PersistentVolumeClaim
-
-# Upstream re-checks the bindings every second; a change wakes us sooner.
-RECHECK_SECONDS = 1.0
 
 
 def pv_patch(pv: PersistentVolume) -> dict[str, Any]:
@@ -52,11 +49,17 @@ def pvc_patch(pvc: PersistentVolumeClaim) -> dict[str, Any]:
 
 class KubeVolumeAPI:
     def __init__(
-        self, api: Any, changes: StorageChanges, *, retry: RetryPolicy = DEFAULTS.api.status_patch_retry
+        self,
+        api: Any,
+        changes: StorageChanges,
+        *,
+        timings: ApiTimings = DEFAULTS.api,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.api = api
         self.changes = changes
-        self.retry = retry
+        self.retry = timings.status_patch_retry if retry is None else retry
+        self.recheck = timings.volume_binding_recheck
 
     async def _patch(self, path: str, body: dict[str, Any]) -> bytes:
         async def once() -> Answer:
@@ -83,4 +86,4 @@ class KubeVolumeAPI:
         return pvc_from_api(msgspec.json.decode(body, type=st.PersistentVolumeClaim))
 
     async def wait_for_change(self, max_seconds: float) -> None:
-        await self.changes.wait(min(max_seconds, RECHECK_SECONDS))
+        await self.changes.wait(min(max_seconds, self.recheck))

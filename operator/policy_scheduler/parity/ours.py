@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_scheduler.apiobjects.convert import node_from_dict, pdb_from_dict, pod_from_dict
+from policy_scheduler.apiobjects.convert import pod_from_dict
+from policy_scheduler.apiobjects.convert_cluster import node_from_dict, pdb_from_dict
 from policy_scheduler.apiobjects.dra import store_from_manifests
 from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
 from policy_scheduler.celdevice import compile_selector
@@ -19,7 +20,8 @@ from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
-from policy_scheduler.scheduler.framework.runtime import Framework, FrameworkError
+from policy_scheduler.scheduler.framework.outcomes import FrameworkError
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (

@@ -18,7 +18,7 @@ import numpy as np
 
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
-from policy_scheduler.scheduler.framework.runtime import ScoreOutcome
+from policy_scheduler.scheduler.framework.outcomes import ScoreOutcome
 from policy_scheduler.scheduler.framework.status import Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows

@@ -18,6 +18,8 @@ import numpy as np
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.cycle_contracts import SchedulerHooks
+from policy_scheduler.scheduler.cycle_failure import REASON_UNSCHEDULABLE
 from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
@@ -31,7 +33,7 @@ from policy_scheduler.scheduler.queue.changes import EVENT_ASSIGNED_POD_UPDATE, 
 from policy_scheduler.scheduler.queue.core import le_priority_precheck
 from policy_scheduler.scheduler.queue.nominator import PodNominator
 from policy_scheduler.scheduler.queue.scheduling_queue import QueueClosed, SchedulingQueue
-from policy_scheduler.scheduler.schedule_one import REASON_UNSCHEDULABLE, ScheduleOne, SchedulerHooks
+from policy_scheduler.scheduler.schedule_one import ScheduleOne
 from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
 from policy_scheduler.scheduler.storage.events import storage_event
 from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObject, StorageObjects

@@ -12,25 +12,40 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.binding_cycle import binding_cycle as run_binding_cycle
 from policy_scheduler.scheduler.cache import Cache
+from policy_scheduler.scheduler.cycle_contracts import (
+    BindingTask,
+    CycleQueue,
+    NullHooks,
+    ScheduleResult,
+    SchedulerHooks,
+)
+from policy_scheduler.scheduler.cycle_failure import (
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    one_node_rejection,
+    reason_of,
+)
+from policy_scheduler.scheduler.filter_search import (
+    MAX_CHUNKS,
+    Rejections,
+    first_chunk,
+    next_chunk,
+    num_feasible_nodes_to_find,
+)
 from policy_scheduler.scheduler.framework.batch import Signature
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
-from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
-from policy_scheduler.scheduler.framework.interfaces import PostFilterResult, QueuedPodInfo
-from policy_scheduler.scheduler.framework.runtime import (
-    PASSED,
-    FilterOutcome,
-    Framework,
-    FrameworkError,
-    ScoreOutcome,
-)
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError
+from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
+from policy_scheduler.scheduler.framework.outcomes import PASSED, FilterOutcome, FrameworkError, ScoreOutcome
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
@@ -40,14 +55,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10  # upstream's pluginMetricsSamplePercent
 
 CLEAR = ""  # nominated node value that clears a pod's nomination
-REASON_UNSCHEDULABLE = "Unschedulable"
-REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
 @dataclass(slots=True)
@@ -69,149 +80,6 @@ class SchedulingError(RuntimeError):
 class NoNodesAvailableError(SchedulingError):
     """ErrNoNodesAvailable: upstream reports it as an UnschedulableAndUnresolvable status, so the
     pod's reason is Unschedulable, not SchedulerError."""
-
-
-def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """numFeasibleNodesToFind, including the adaptive default (50 - nodes/125, floor 5%)."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    pct = percentage or 0
-    if pct == 0:
-        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    num = num_all_nodes * pct // 100
-    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class CycleQueue(Protocol):
-    """What a cycle needs of the scheduling queue (the Engine adapts its SchedulingQueue)."""
-
-    def done(self, uid: str) -> None: ...
-
-    def add_unschedulable_if_not_present(self, info: QueuedPodInfo, scheduling_cycle: int) -> None: ...
-
-    def move_all_to_active_or_backoff(
-        self, event: object, old: object, new: object, precheck: Callable[[Pod], bool] | None = None
-    ) -> None: ...
-
-    def activate_nominated(self, pod: Pod, node_name: str) -> None: ...
-
-    def delete_nominated(self, pod: Pod) -> None: ...
-
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
-
-
-class SchedulerHooks(Protocol):
-    """Side effects the scheduler asks for; the operator writes them to the API, simulate to memory."""
-
-    def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None: ...
-
-    def failed(
-        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
-    ) -> None: ...
-
-    def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None: ...
-
-    def nomination_cleared(self, pod: Pod) -> None: ...
-
-    def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None: ...
-
-
-class NullHooks:
-    def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
-        pass
-
-    def failed(
-        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
-    ) -> None:
-        pass
-
-    def preempting(self, pod: Pod, result: PostFilterResult, framework: Framework) -> None:
-        pass
-
-    def nomination_cleared(self, pod: Pod) -> None:
-        pass
-
-    def cycle_finished(self, framework: Framework, result: str, seconds: float) -> None:
-        pass
-
-
-@dataclass(slots=True)
-class ScheduleResult:
-    node_name: str
-    evaluated_nodes: int
-    feasible_nodes: int
-    scores: ScoreOutcome | None = None
-    feasible_rows: Rows | None = None
-
-
-@dataclass(slots=True)
-class BindingTask:
-    """What a successful scheduling cycle hands to the binding cycle."""
-
-    info: QueuedPodInfo
-    framework: Framework
-    state: CycleState
-    assumed: Pod
-    node_name: str
-    started: float = field(default_factory=time.monotonic)
-
-
-# Chunked filtering: the first chunk covers to_find plus a margin for rejected nodes; later
-# chunks follow the pass rate seen so far. After _MAX_CHUNKS - 1 guesses the rest goes at once.
-_CHUNK_MARGIN = 32
-_MAX_CHUNKS = 4
-
-
-def _first_chunk(to_find: int, count: int) -> int:
-    size = to_find + to_find // 8 + _CHUNK_MARGIN
-    return count if size * 2 > count else size
-
-
-def _next_chunk(to_find: int, found: int, evaluated: int) -> int:
-    missing = to_find + 1 - found  # one past to_find proves where the search stops
-    if found == 0:
-        return 2 * evaluated
-    return int(missing * evaluated / found * 1.25) + _CHUNK_MARGIN
-
-
-class _Rejections:
-    """Rows rejected by Filter in one cycle, kept as filter outcomes.
-
-    Only a pod that fits nowhere needs the per-node statuses (FitError, preemption), so the
-    Diagnosis entries are built then, not on every successful cycle.
-    """
-
-    __slots__ = ("_parts", "nominated_row")
-
-    def __init__(self) -> None:
-        self._parts: list[tuple[FilterOutcome, npt.NDArray[np.intp]]] = []
-        self.nominated_row: int | None = None  # rejected first, and maybe again in the search
-
-    def add(self, outcome: FilterOutcome, prefix: int) -> None:
-        """Record the failed rows among the first `prefix` rows of `outcome`."""
-        failed = np.flatnonzero(outcome.status_ref[:prefix] != PASSED)
-        if len(failed):
-            self._parts.append((outcome, failed))
-
-    def count(self) -> int:
-        """How many distinct nodes were rejected."""
-        total = sum(len(failed) for _, failed in self._parts)
-        row = self.nominated_row
-        if row is not None and any(np.any(o.rows[failed] == row) for o, failed in self._parts[1:]):
-            total -= 1
-        return total
-
-    def fill(self, diagnosis: Diagnosis, table: NodeTable) -> None:
-        """Add node_to_status entries (in evaluation order) and the rejecting plugins."""
-        nodes = table.nodes
-        for outcome, failed in self._parts:
-            refs, inverse = np.unique(outcome.status_ref[failed], return_inverse=True)
-            statuses = [outcome.statuses[int(ref)] for ref in refs]
-            for status in statuses:
-                diagnosis.add_plugin_status(status)
-            names = [nodes[row].name for row in outcome.rows[failed].tolist()]
-            diagnosis.node_to_status.update(zip(names, [statuses[k] for k in inverse.tolist()], strict=True))
-        self._parts = []
 
 
 class ScheduleOne:
@@ -267,7 +135,7 @@ class ScheduleOne:
         # Its own random source: sampling must not change which node ties are broken to.
         state.record_plugin_metrics = random.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         if pod.malformed:
-            self._fail(framework, info, REASON_UNSCHEDULABLE, pod.malformed, CLEAR, started, "unschedulable")
+            self.fail(framework, info, REASON_UNSCHEDULABLE, pod.malformed, CLEAR, started, "unschedulable")
             return None
         try:
             result = self.schedule_pod(framework, state, pod)
@@ -275,15 +143,15 @@ class ScheduleOne:
             nominated = self._post_filter(framework, state, pod, fit.diagnosis)
             info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             info.pending_plugins = set(fit.diagnosis.pending_plugins)
-            self._fail(
+            self.fail(
                 framework, info, REASON_UNSCHEDULABLE, str(fit), nominated, started, "unschedulable", fit
             )
             return None
         except NoNodesAvailableError as exc:
-            self._fail(framework, info, REASON_UNSCHEDULABLE, str(exc), CLEAR, started, "unschedulable")
+            self.fail(framework, info, REASON_UNSCHEDULABLE, str(exc), CLEAR, started, "unschedulable")
             return None
         except (SchedulingError, FrameworkError) as exc:
-            self._fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), CLEAR, started, "error")
+            self.fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), CLEAR, started, "error")
             return None
         if self.observer is not None:
             self.observer.node_chosen(
@@ -341,27 +209,13 @@ class ScheduleOne:
             self.cache.forget_pod(assumed)
             message = status.message
             if status.is_rejected:
-                message = self._one_node_rejection(info, node_name, status)
+                message = one_node_rejection(info, node_name, status)
             result = "unschedulable" if status.is_rejected else "error"
-            self._fail(framework, info, self._reason(status), message, CLEAR, started, result)
+            self.fail(framework, info, reason_of(status), message, CLEAR, started, result)
             return None
         return BindingTask(info, framework, state, assumed, node_name, started)
 
-    @staticmethod
-    def _reason(status: Status) -> str:
-        return REASON_UNSCHEDULABLE if status.is_rejected else REASON_SCHEDULER_ERROR
-
-    @staticmethod
-    def _one_node_rejection(info: QueuedPodInfo, node_name: str, status: Status) -> str:
-        """A rejection at Reserve or Permit is a FitError over the one chosen node, as upstream;
-        its plugin goes into the pod's unschedulable plugins for the queueing hints."""
-        diagnosis = Diagnosis(node_to_status={node_name: status})
-        diagnosis.add_plugin_status(status)
-        info.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
-        info.pending_plugins = set(diagnosis.pending_plugins)
-        return fit_error_message(1, diagnosis)
-
-    def _fail(
+    def fail(
         self,
         framework: Framework,
         info: QueuedPodInfo,
@@ -434,12 +288,12 @@ class ScheduleOne:
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: Pod, hint: _BatchHint | None = None
-    ) -> tuple[Rows, Diagnosis, _Rejections]:
-        """findNodesThatFitPod; the per-node statuses stay in `_Rejections` until a FitError needs them.
+    ) -> tuple[Rows, Diagnosis, Rejections]:
+        """findNodesThatFitPod; the per-node statuses stay in `Rejections` until a FitError needs them.
         With `hint`, the opportunistic batch is asked for a node (and `hint` filled in)."""
         table = self.cache.table
         diagnosis = Diagnosis()
-        rejected = _Rejections()
+        rejected = Rejections()
         narrowed, status, plugins = framework.run_pre_filter(state, pod)
         diagnosis.unschedulable_plugins = set(plugins)
         empty: Rows = np.empty(0, dtype=np.intp)
@@ -489,7 +343,7 @@ class ScheduleOne:
         return feasible, diagnosis, rejected
 
     def _find_nodes_that_pass_filters(
-        self, framework: Framework, state: CycleState, pod: Pod, rows: Rows, rejected: _Rejections
+        self, framework: Framework, state: CycleState, pod: Pod, rows: Rows, rejected: Rejections
     ) -> tuple[Rows, int]:
         count = len(rows)
         if count == 0:
@@ -507,9 +361,9 @@ class ScheduleOne:
         outcomes: list[FilterOutcome] = []
         passes: list[npt.NDArray[np.bool_]] = []
         found = evaluated = 0
-        size = _first_chunk(to_find, count)
+        size = first_chunk(to_find, count)
         while evaluated < count and found <= to_find:
-            if len(outcomes) == _MAX_CHUNKS - 1:
+            if len(outcomes) == MAX_CHUNKS - 1:
                 size = count  # enough guessing: take the rest
             chunk = rotated[evaluated : evaluated + size]
             outcome = framework.run_filters_with_nominated_pods(state, pod, chunk)
@@ -523,7 +377,7 @@ class ScheduleOne:
             passes.append(outcome.status_ref == PASSED)
             evaluated += len(outcome.rows)
             found += int(np.count_nonzero(passes[-1]))
-            size = _next_chunk(to_find, found, evaluated)
+            size = next_chunk(to_find, found, evaluated)
         framework.timed("Filter", started)
         passed = passes[0] if len(passes) == 1 else np.concatenate(passes)
         processed = evaluated
@@ -541,55 +395,14 @@ class ScheduleOne:
 
     # ---- the binding cycle (asynchronous) ----------------------------------------------------------
 
+    async def binding_cycle(self, task: BindingTask) -> None:
+        await run_binding_cycle(self, task)
+
     def start_binding(self, task: BindingTask) -> asyncio.Task[None]:
         running = asyncio.get_running_loop().create_task(self.binding_cycle(task))
         self.binding_tasks.add(running)
         running.add_done_callback(self.binding_tasks.discard)
         return running
-
-    async def binding_cycle(self, task: BindingTask) -> None:
-        framework, state, pod, node = task.framework, task.state, task.assumed, task.node_name
-        permit_rejected = False
-        try:
-            status = await framework.wait_on_permit(pod)
-            permit_rejected = status.is_rejected
-            if status.is_success:
-                started = time.perf_counter()
-                status = await framework.run_pre_bind(state, pod, node)
-                framework.timed("PreBind", started, status)
-            if status.is_success:
-                started = time.perf_counter()
-                status = await framework.run_bind(state, pod, node)
-                framework.timed("Bind", started, status)
-                if status.code == Code.SKIP:
-                    status = Status(Code.ERROR, ("no bind plugin bound the pod",))
-        except Exception as exc:  # a plugin bug must not kill the scheduler
-            log.exception("binding cycle failed", extra={"pod": pod.key})
-            status = Status(Code.ERROR, (str(exc),))
-        if not status.is_success:
-            framework.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod)
-            message = self._one_node_rejection(task.info, node, status) if permit_rejected else status.message
-            reason = self._reason(status)
-            # The assumed pod freed its place: pods waiting for room may fit now. After a rejection
-            # upstream announces it once the pod is back in the queue, and not to the pod itself.
-            if status.is_rejected:
-                self._fail(framework, task.info, reason, message, None, task.started, "unschedulable")
-                key = pod.key
-                self.queue.move_all_to_active_or_backoff(
-                    ASSIGNED_POD_DELETE, pod, None, lambda other: other.key != key
-                )
-            else:
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
-                self._fail(framework, task.info, reason, message, None, task.started, "error")
-            return
-        self.cache.finish_binding(pod)
-        framework.run_post_bind(state, pod, node)
-        self.queue.done(pod.uid)
-        if self.observer is not None:
-            self.observer.bound(task.info, framework.scheduler_name, node)
-        self.hooks.scheduled(pod, node, framework)
-        self.hooks.cycle_finished(framework, "scheduled", time.monotonic() - task.started)
 
     async def drain_binding(self) -> None:
         while self.binding_tasks:

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy_scheduler.apiobjects import structs
-from policy_scheduler.apiobjects.convert import (
+from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
+from policy_scheduler.apiobjects.convert_cluster import (
     namespace_from_api,
     node_from_api,
     pdb_from_api,
-    pod_from_api_or_malformed,
-    pod_from_decode_failure,
     priority_class_from_api,
 )
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list

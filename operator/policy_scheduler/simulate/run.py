@@ -12,8 +12,9 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
-from policy_scheduler.scheduler.framework.runtime import Framework, WaitingPod
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.framework.waiting_pod import WaitingPod
 from policy_scheduler.scheduler.gang import group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig

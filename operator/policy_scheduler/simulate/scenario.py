@@ -18,11 +18,11 @@ from typing import Any
 import yaml
 
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PDBInfo, PriorityClassInfo
-from policy_scheduler.apiobjects.convert import (
+from policy_scheduler.apiobjects.convert import pod_from_dict
+from policy_scheduler.apiobjects.convert_cluster import (
     namespace_from_dict,
     node_from_dict,
     pdb_from_dict,
-    pod_from_dict,
     priority_class_from_dict,
 )
 from policy_scheduler.apiobjects.errors import ConversionError

@@ -29,7 +29,8 @@ from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObje
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
-    from policy_scheduler.scheduler.framework.runtime import FilterOutcome, WaitingPod
+    from policy_scheduler.scheduler.framework.outcomes import FilterOutcome
+    from policy_scheduler.scheduler.framework.waiting_pod import WaitingPod
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

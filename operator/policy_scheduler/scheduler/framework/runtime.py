@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.framework.batch import OpportunisticBatch, Signature
@@ -21,30 +18,27 @@ from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
-    BindPlugin,
-    FilterPlugin,
     Handle,
-    PermitPlugin,
     Plugin,
-    PostBindPlugin,
-    PostFilterPlugin,
     PostFilterResult,
-    PreBindPlugin,
-    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
-    PreScorePlugin,
     QueuedPodInfo,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScorePlugin,
 )
+from policy_scheduler.scheduler.framework.nominated_filter import NominatedPodsFilter
+from policy_scheduler.scheduler.framework.outcomes import (
+    PASSED,
+    FilterOutcome,
+    FrameworkError,
+    ScoreOutcome,
+    plugin_failure,
+)
+from policy_scheduler.scheduler.framework.points import batchable_signers, build_points
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error
+from policy_scheduler.scheduler.framework.waiting_pod import MAX_PERMIT_WAIT_SECONDS, WaitingPod
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 
-PASSED = -1  # status_ref of a row that passed every filter
-MAX_PERMIT_WAIT_SECONDS = 15 * 60.0  # upstream's maxTimeout for Permit waits
 _CODE_NAMES = {
     Code.SUCCESS: "Success",
     Code.ERROR: "Error",
@@ -56,46 +50,6 @@ _CODE_NAMES = {
 }
 
 
-class FrameworkError(RuntimeError):
-    pass
-
-
-def plugin_failure(status: Status, plugin: str, message: str) -> Status:
-    """A failed plugin's status: rejections keep their reasons, anything else becomes an Error
-    whose message wraps the plugin's, as upstream's fmt.Errorf("running ... %q: %w")."""
-    if status.is_rejected:
-        return status.with_plugin(plugin)
-    return Status(Code.ERROR, (message.format(plugin=plugin, error=status.message),), plugin)
-
-
-def go_duration(seconds: float) -> str:
-    """time.Duration.String(), for messages upstream formats with %v (e.g. "50ms", "1m30s")."""
-    ns = round(seconds * 1e9)
-    sign, u = ("-" if ns < 0 else ""), abs(ns)
-
-    def frac(value: int, digits: int) -> str:
-        whole, rest = divmod(value, 10**digits)
-        tail = str(rest).rjust(digits, "0").rstrip("0")
-        return f"{whole}.{tail}" if tail else str(whole)
-
-    if u == 0:
-        return "0s"
-    if u < 1_000:
-        return f"{sign}{u}ns"
-    if u < 1_000_000:
-        return f"{sign}{frac(u, 3)}µs"
-    if u < 1_000_000_000:
-        return f"{sign}{frac(u, 6)}ms"
-    secs = u // 1_000_000_000
-    text = frac(u % 60_000_000_000, 9) + "s"
-    minutes = secs // 60
-    if minutes:
-        text = f"{minutes % 60}m{text}"
-        if minutes // 60:
-            text = f"{minutes // 60}h{text}"
-    return sign + text
-
-
 class PluginMetrics(Protocol):
     """Per-plugin counters and (sampled) durations: upstream's plugin_evaluation_total and
     plugin_execution_duration_seconds, without a metrics library in the core."""
@@ -103,109 +57,6 @@ class PluginMetrics(Protocol):
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None: ...
 
     def executed(self, plugin: str, point: str, code: str, seconds: float) -> None: ...
-
-
-@dataclass(slots=True)
-class FilterOutcome:
-    """Batch filter result over `rows`: which passed and, for the others, the first failing status."""
-
-    rows: Rows
-    status_ref: npt.NDArray[np.int32]
-    statuses: list[Status]
-
-    @property
-    def passed(self) -> npt.NDArray[np.bool_]:
-        passed: npt.NDArray[np.bool_] = self.status_ref == PASSED
-        return passed
-
-    def status_at(self, i: int) -> Status:
-        ref = int(self.status_ref[i])
-        return SUCCESS if ref == PASSED else self.statuses[ref]
-
-    def error(self) -> Status | None:
-        return next((s for s in self.statuses if s.code == Code.ERROR), None)
-
-
-@dataclass(slots=True)
-class ScoreOutcome:
-    total: IntArray
-    by_plugin: dict[str, IntArray]  # weighted scores, kept for explanations
-
-
-@dataclass(slots=True)
-class WaitingPod:
-    """A pod held at Permit; plugins allow or reject it by name, or their timeout rejects it."""
-
-    pod: Pod
-    deadlines: dict[str, float]
-    result: asyncio.Future[Status] | None = None
-    waits: dict[str, float] = field(default_factory=dict)  # plugin -> wait in seconds, for messages
-    outcome: Status | None = None
-
-    def allow(self, plugin: str) -> None:
-        self.deadlines.pop(plugin, None)
-        if not self.deadlines:
-            self._finish(SUCCESS)
-
-    def reject(self, plugin: str, message: str) -> None:
-        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
-
-    def _finish(self, status: Status) -> None:
-        if self.outcome is not None:
-            return
-        self.outcome = status
-        if self.result is not None and not self.result.done():
-            self.result.set_result(status)
-
-    async def wait(self, clock: Any = time.monotonic) -> Status:
-        if self.outcome is not None:
-            return self.outcome
-        self.result = asyncio.get_running_loop().create_future()
-        while self.outcome is None:
-            deadline = min(self.deadlines.values())
-            try:
-                return await asyncio.wait_for(asyncio.shield(self.result), max(0.0, deadline - clock()))
-            except TimeoutError:
-                self.expire(clock())
-        return self.outcome
-
-    def expire(self, now: float) -> None:
-        """Reject the pod if a plugin's wait is over at `now`."""
-        for plugin, deadline in list(self.deadlines.items()):
-            if self.outcome is None and now >= deadline:
-                waited = go_duration(self.waits.get(plugin, 0.0))
-                self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
-
-
-@dataclass(slots=True)
-class _Points:
-    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
-    queue_sort: list[QueueSortPlugin] = field(default_factory=list)
-    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
-    filter: list[FilterPlugin] = field(default_factory=list)
-    post_filter: list[PostFilterPlugin] = field(default_factory=list)
-    pre_score: list[PreScorePlugin] = field(default_factory=list)
-    score: list[tuple[ScorePlugin, int]] = field(default_factory=list)
-    reserve: list[ReservePlugin] = field(default_factory=list)
-    permit: list[PermitPlugin] = field(default_factory=list)
-    pre_bind: list[PreBindPlugin] = field(default_factory=list)
-    bind: list[BindPlugin] = field(default_factory=list)
-    post_bind: list[PostBindPlugin] = field(default_factory=list)
-
-
-_POINT_TYPES: dict[str, tuple[str, type[Plugin]]] = {
-    "preEnqueue": ("pre_enqueue", PreEnqueuePlugin),
-    "queueSort": ("queue_sort", QueueSortPlugin),
-    "preFilter": ("pre_filter", PreFilterPlugin),
-    "filter": ("filter", FilterPlugin),
-    "postFilter": ("post_filter", PostFilterPlugin),
-    "preScore": ("pre_score", PreScorePlugin),
-    "reserve": ("reserve", ReservePlugin),
-    "permit": ("permit", PermitPlugin),
-    "preBind": ("pre_bind", PreBindPlugin),
-    "bind": ("bind", BindPlugin),
-    "postBind": ("post_bind", PostBindPlugin),
-}
 
 
 class Framework:
@@ -221,41 +72,18 @@ class Framework:
         # The plugins' handle is a copy that points back here (the caller's stays untouched).
         self.handle = dataclasses.replace(handle, framework=self)
         self.plugins: dict[str, Plugin] = {}
-        self.points = _Points()
         self.waiting_pods: dict[str, WaitingPod] = {}
-        # (nominated priorities object, table rows_generation, highest nominated priority per row)
-        self._nominated_cache: tuple[Mapping[str, int], int, npt.NDArray[np.int64]] | None = None
+        self.nominated = NominatedPodsFilter(self)
         # Permit deadlines follow this clock (the Engine's: a fake one in tests).
         self.clock: Callable[[], float] = time.monotonic
         # observe(extension point, status code name, seconds): metrics without a metrics library.
         self.observe: Callable[[str, str, float], None] | None = None
         self.plugin_metrics: PluginMetrics | None = None
-        for point, refs in profile.points.items():
-            for ref in refs:
-                plugin = self._instance(ref.name, registry)
-                if point == "score":
-                    if not isinstance(plugin, ScorePlugin):
-                        raise FrameworkError(f"plugin {ref.name} does not implement score")
-                    self.points.score.append((plugin, ref.weight or 1))
-                    continue
-                attr, base = _POINT_TYPES[point]
-                if not isinstance(plugin, base):
-                    raise FrameworkError(f"plugin {ref.name} does not implement {point}")
-                getattr(self.points, attr).append(plugin)
-        # computeBatchablePlugins: signatures only if every (pre)filter/(pre)score plugin signs.
-        candidates = [*self.points.pre_filter, *self.points.filter, *self.points.pre_score]
-        candidates += [plugin for plugin, _ in self.points.score]
-        self.signers: list[Plugin] = list({p.name: p for p in candidates}.values())
-        if not all(p.signs_pods for p in self.signers):
-            self.signers = []
-            self.signatures_enabled = False
-        else:
-            self.signatures_enabled = True
+        self.points = build_points(profile, lambda name: self._instance(name, registry))
+        signers = batchable_signers(self.points)
+        self.signers: list[Plugin] = signers or []
+        self.signatures_enabled = signers is not None
         self.batch = OpportunisticBatch(time.monotonic)
-        if len(self.points.queue_sort) != 1:
-            raise FrameworkError("a profile needs exactly one queueSort plugin")
-        if not self.points.bind:
-            raise FrameworkError("a profile needs at least one bind plugin")
 
     def _instance(self, name: str, registry: Mapping[str, type[Plugin]]) -> Plugin:
         plugin = self.plugins.get(name)
@@ -415,104 +243,7 @@ class Framework:
         return FilterOutcome(rows, status_ref, statuses)
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
-        """RunFilterPluginsWithNominatedPods in batch: nodes with nominated pods of equal or higher
-        priority must pass both with those pods placed and without them.
-
-        Upstream runs the pass with the nominated pods first, so when it fails its status is the
-        node's status even if the pass without them failed too.
-        """
-        outcome = self.run_filters(state, pod, rows)
-        positions = self._rows_with_nominations(rows, pod)
-        if not positions:
-            return outcome
-        nominator = self.handle.nominator
-        nodes, on_node = self.handle.table.nodes, self.handle.table.pods
-        added: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods to add there)
-        for i in positions:
-            row = int(rows[i])
-            nominated = [
-                p
-                for p in nominator.nominated_pods_for_node(nodes[row].name)
-                if p.priority >= pod.priority
-                and p.uid != pod.uid
-                and p.key != pod.key
-                # already on the node (a gang preemption's scratch placement): counted once
-                and p.key not in on_node[row]
-            ]
-            if nominated:
-                added.append((i, row, nominated))
-        if not self._has_active_extensions(state):
-            statuses = self._filter_rows_with_added_pods(state, pod, added)
-        else:
-            statuses = [self._filter_with_added_pods(state, pod, row, pods) for _, row, pods in added]
-        for (i, _, _), status in zip(added, statuses, strict=True):
-            if not status.is_success:
-                outcome.statuses.append(status)
-                outcome.status_ref[i] = len(outcome.statuses) - 1
-        return outcome
-
-    def _rows_with_nominations(self, rows: Rows, pod: Pod) -> list[int]:
-        """Positions of rows whose node holds a nominated pod of priority >= the pod's, in row
-        order (upstream's addGENominatedPods adds nothing elsewhere).
-
-        Few rows (preemption's one-node dry runs) are looked up by name; many rows go through
-        a per-row array of the highest nominated priority, rebuilt only when the nominations
-        or the rows change.
-        """
-        tops = self.handle.nominator.nominated_priorities()
-        if not tops:
-            return []
-        if len(rows) <= len(tops):
-            nodes = self.handle.table.nodes
-            return [
-                i
-                for i, row in enumerate(rows.tolist())
-                if tops.get(nodes[row].name, pod.priority - 1) >= pod.priority
-            ]
-        top_by_row = self._top_by_row(tops)
-        positions: list[int] = np.flatnonzero(top_by_row[rows] >= pod.priority).tolist()
-        return positions
-
-    def _top_by_row(self, tops: Mapping[str, int]) -> npt.NDArray[np.int64]:
-        table = self.handle.table
-        cached = self._nominated_cache
-        if cached is not None and cached[0] is tops and cached[1] == table.rows_generation:
-            return cached[2]
-        # Below any int32 priority: rows without nominations never qualify.
-        top_by_row = np.full(len(table), np.iinfo(np.int64).min, dtype=np.int64)
-        for name, priority in tops.items():
-            row = table.index.get(name)
-            if row is not None:
-                top_by_row[row] = priority
-        self._nominated_cache = (tops, table.rows_generation, top_by_row)
-        return top_by_row
-
-    def _has_active_extensions(self, state: CycleState) -> bool:
-        """Whether a PreFilter plugin with AddPod/RemovePod extensions runs for this pod: then the
-        cycle state depends on which pods are added and each node needs its own state."""
-        return any(p.has_extensions and p.name not in state.skip_filter for p in self.points.pre_filter)
-
-    def _filter_rows_with_added_pods(
-        self, state: CycleState, pod: Pod, added: list[tuple[int, int, list[Pod]]]
-    ) -> list[Status]:
-        """The pass with nominated pods for many nodes at once. Without active PreFilter
-        extensions the cycle state does not depend on the added pods, and filters read only
-        their own row of the table, so placing every node's nominated pods together and
-        filtering those rows in one batch gives each node the status it would get alone."""
-        table = self.handle.table
-        placed: list[tuple[Pod, int]] = []
-        with self.trial_placements(state):
-            try:
-                for _, row, pods in added:
-                    for other in pods:
-                        table.add_pod(other, row)
-                        placed.append((other, row))
-                rows = np.asarray([row for _, row, _ in added], dtype=np.intp)
-                batch = self.run_filters(state.clone(), pod, rows)
-                return [batch.status_at(j) for j in range(len(added))]
-            finally:
-                for other, row in placed:
-                    table.remove_pod(other, row)
+        return self.nominated.run(state, pod, rows)
 
     @contextlib.contextmanager
     def trial_placements(self, state: CycleState) -> Iterator[None]:
@@ -528,35 +259,19 @@ class Framework:
         finally:
             table.listeners = listeners
 
-    def _filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
-        table = self.handle.table
-        trial_state = state.clone()
-        placed: list[Pod] = []
-        try:
-            for other in added:
-                table.add_pod(other, row)
-                placed.append(other)
-                status = self.run_pre_filter_add_pod(trial_state, pod, other, row)
-                if not status.is_success:
-                    return error(f"adding nominated pod {other.key}: {status.message}")
-            single = self.run_filters(trial_state, pod, np.asarray([row], dtype=np.intp))
-            return single.status_at(0)
-        finally:
-            for other in placed:
-                table.remove_pod(other, row)
-
     def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, added: Pod, row: int) -> Status:
-        for plugin in self.points.pre_filter:
-            if plugin.has_extensions and plugin.name not in state.skip_filter:
-                status = plugin.add_pod(state, pod, added, row)
-                if not status.is_success:
-                    return status.with_plugin(plugin.name)
-        return SUCCESS
+        return self._run_pre_filter_extensions(state, lambda p: p.add_pod(state, pod, added, row))
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, row: int) -> Status:
+        return self._run_pre_filter_extensions(state, lambda p: p.remove_pod(state, pod, removed, row))
+
+    def _run_pre_filter_extensions(
+        self, state: CycleState, call: Callable[[PreFilterPlugin], Status]
+    ) -> Status:
+        """AddPod/RemovePod of the PreFilter plugins that have extensions and run for this pod."""
         for plugin in self.points.pre_filter:
             if plugin.has_extensions and plugin.name not in state.skip_filter:
-                status = plugin.remove_pod(state, pod, removed, row)
+                status = call(plugin)
                 if not status.is_success:
                     return status.with_plugin(plugin.name)
         return SUCCESS

@@ -23,14 +23,12 @@ from policy_scheduler.scheduler.queue.active import ActiveQueue, InFlightEvent
 from policy_scheduler.scheduler.queue.backoff import BackoffQueue, has_rejector_plugins
 from policy_scheduler.scheduler.queue.changes import event_label
 from policy_scheduler.scheduler.queue.hints import (
-    HintEntry,
     Strategy,
-    build_hint_map,
     gating_events,
-    is_event_of_interest,
     is_pod_worth_requeuing,
 )
 from policy_scheduler.scheduler.queue.nominator import PodNominator
+from policy_scheduler.scheduler.queue.profile_hints import ProfileHints
 from policy_scheduler.scheduler.queue.types import (
     ACTIVE_Q,
     BACKOFF_Q,
@@ -79,11 +77,7 @@ class PriorityQueue:
         self.unschedulable = UnschedulablePods()
         # (queue, event label) -> pods that entered that queue: upstream's queue_incoming_pods_total.
         self.incoming: Counter[tuple[str, str]] = Counter()
-        self._hint_cache: dict[str, tuple[QueueFramework, list[HintEntry]]] = {}
-        # isEventOfInterest per event, for one framework mapping (the engine replaces the mapping
-        # when profiles change; resort() clears it too): most pod events interest no plugin, and
-        # scanning every registered event on each was a visible per-pod cost.
-        self._interest: tuple[Mapping[str, QueueFramework] | None, dict[ClusterEvent, bool]] = (None, {})
+        self.hints = ProfileHints(self._framework_map)
         self.closed = False
 
     # ---- frameworks ------------------------------------------------------------------------------
@@ -107,34 +101,9 @@ class PriorityQueue:
             return DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS
         return framework.profile.pod_initial_backoff_seconds, framework.profile.pod_max_backoff_seconds
 
-    def _hints_for(self, scheduler_name: str) -> list[HintEntry] | None:
-        """The profile's hint map, rebuilt whenever its framework object was replaced."""
-        framework = self._framework_map().get(scheduler_name)
-        if framework is None:
-            self._hint_cache.pop(scheduler_name, None)
-            return None
-        cached = self._hint_cache.get(scheduler_name)
-        if cached is None or cached[0] is not framework:
-            cached = (framework, build_hint_map(framework.events_to_register()))
-            self._hint_cache[scheduler_name] = cached
-        return cached[1]
-
-    def _all_hint_maps(self) -> list[list[HintEntry]]:
-        maps = [self._hints_for(name) for name in list(self._framework_map())]
-        return [m for m in maps if m is not None]
-
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
-        """isEventOfInterest: does any enabled plugin of any profile register this event?
-        Cached per event until the profiles change (it is asked on every pod event)."""
-        frameworks = self._framework_map()
-        known, cache = self._interest
-        if known is not frameworks:
-            cache = {}
-            self._interest = (frameworks, cache)
-        interested = cache.get(event)
-        if interested is None:
-            interested = cache[event] = is_event_of_interest(event, self._all_hint_maps())
-        return interested
+        """isEventOfInterest: does any enabled plugin of any profile register this event?"""
+        return self.hints.event_of_interest(event)
 
     def resort(self, requeue_unschedulable: bool = True) -> list[Pod]:
         """After frameworks were replaced (profile update): recompute every heap key and backoff.
@@ -150,8 +119,7 @@ class PriorityQueue:
             if info.pod.scheduler_name not in names:
                 self.delete(info.pod)
                 dropped.append(info.pod)
-        self._hint_cache.clear()
-        self._interest = (None, {})
+        self.hints.clear()
         self.active.heap.rebuild()
         self.backoff.rebuild(reset_expirations=True)
         if requeue_unschedulable:
@@ -283,7 +251,7 @@ class PriorityQueue:
             info.pod = new
             if old is not None:
                 self.nominator.update_nominated_pod(old, new)
-            hints = self._hints_for(new.scheduler_name)
+            hints = self.hints.for_profile(new.scheduler_name)
             for event in events:
                 strategy = is_pod_worth_requeuing(info, event, old, new, hints)
                 queue = self._requeue(info, strategy, event_label(event))
@@ -345,7 +313,7 @@ class PriorityQueue:
                 info.consecutive_errors_count += 1
             info.timestamp = self.clock()
             info.backoff_expiration = 0.0
-            strategy = self._hint_for_in_flight_pod(info)
+            strategy = self.hints.for_in_flight_pod(info, self.active)
             queue = self._requeue(info, strategy, changes.SCHEDULE_ATTEMPT_FAILURE)
             log.debug("pod %s moved to %s after a failed attempt (%s)", info.pod.key, queue, strategy.name)
             if self._wakes_pop(queue):
@@ -353,26 +321,6 @@ class PriorityQueue:
             return True
         finally:
             self.done(pod_uid(info.pod))
-
-    def _hint_for_in_flight_pod(self, info: QueuedPodInfo) -> Strategy:
-        """determineSchedulingHintForInFlightPod: replay the events received since the pod's pop."""
-        if not has_rejector_plugins(info):
-            return Strategy.AFTER_BACKOFF
-        events = self.active.events_for_pod(info.pod)
-        if events is None:
-            log.error("pod %s is not in flight; requeueing it after backoff", info.pod.key)
-            return Strategy.AFTER_BACKOFF
-        hints = self._hints_for(info.pod.scheduler_name)
-        result = Strategy.SKIP
-        for recorded in events:
-            strategy = is_pod_worth_requeuing(info, recorded.event, recorded.old, recorded.new, hints)
-            if strategy == Strategy.IMMEDIATELY:
-                return strategy
-            if strategy == Strategy.AFTER_BACKOFF:
-                result = strategy
-                if not info.pending_plugins:
-                    return result
-        return result
 
     # ---- cluster events --------------------------------------------------------------------------
 
@@ -398,7 +346,7 @@ class PriorityQueue:
     def _move_pods(self, infos: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         activated = False
         for info in infos:
-            hints = self._hints_for(info.pod.scheduler_name)
+            hints = self.hints.for_profile(info.pod.scheduler_name)
             if info.gated and not any(
                 changes.match_cluster_events(registered, event)
                 for registered in gating_events(hints, info.gating_plugin)

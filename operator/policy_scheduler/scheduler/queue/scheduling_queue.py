@@ -10,20 +10,25 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable
+from typing import TypedDict, Unpack
 
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.queue.core import PriorityQueue
 from policy_scheduler.scheduler.queue.nominator import PodNominator
-from policy_scheduler.scheduler.queue.types import (
-    DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS,
-    Clock,
-    FrameworkSource,
-)
+from policy_scheduler.scheduler.queue.types import Clock, FrameworkSource
 
 log = logging.getLogger(__name__)
 
 BACKOFF_FLUSH_INTERVAL_SECONDS = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL_SECONDS = 30.0
+
+
+class QueueOptions(TypedDict, total=False):
+    """PriorityQueue's keyword options, passed through unchanged."""
+
+    pod_max_in_unschedulable_pods_seconds: float
+    pop_from_backoff: bool
+    nominator: PodNominator | None
 
 
 class QueueClosed(Exception):
@@ -33,22 +38,8 @@ class QueueClosed(Exception):
 class SchedulingQueue(PriorityQueue):
     """PriorityQueue plus `await pop()`, `run_flushers()` and `close()`."""
 
-    def __init__(
-        self,
-        frameworks: FrameworkSource,
-        clock: Clock,
-        *,
-        pod_max_in_unschedulable_pods_seconds: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS,
-        pop_from_backoff: bool = True,
-        nominator: PodNominator | None = None,
-    ) -> None:
-        super().__init__(
-            frameworks,
-            clock,
-            pod_max_in_unschedulable_pods_seconds=pod_max_in_unschedulable_pods_seconds,
-            pop_from_backoff=pop_from_backoff,
-            nominator=nominator,
-        )
+    def __init__(self, frameworks: FrameworkSource, clock: Clock, **options: Unpack[QueueOptions]) -> None:
+        super().__init__(frameworks, clock, **options)
         self._work = asyncio.Event()
         self._stopped = asyncio.Event()
 

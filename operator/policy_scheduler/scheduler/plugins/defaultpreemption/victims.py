@@ -97,7 +97,7 @@ def _extension_error(point: str, status: Status) -> Status:
 
 
 class _DryRunRow:
-    """Removes and re-adds pods on one row and restores it exactly on close()."""
+    """Removes and re-adds pods on one row and restores it exactly on close() (or leaving the block)."""
 
     def __init__(self, table: NodeTable, row: int) -> None:
         self.table = table
@@ -112,6 +112,12 @@ class _DryRunRow:
     def add(self, pod: Pod) -> None:
         self.table.add_pod(pod, self.row)
         self.removed.pop(pod.key, None)
+
+    def __enter__(self) -> _DryRunRow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         for pod in list(self.removed.values()):
@@ -143,76 +149,59 @@ def select_victims_on_node(
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` must be a clone: the PreFilter extensions update it."""
-    table: NodeTable = framework.table
-    with framework.trial_placements(state):
-        dry = _DryRunRow(table, row)
-        try:
-            return _select(framework, state, pod, row, pdbs, eligible, now, dry)
-        finally:
-            dry.close()
+    with framework.trial_placements(state), _DryRunRow(framework.table, row) as dry:
 
+        def remove(victim: Pod) -> Status:
+            dry.remove(victim)
+            status = framework.run_pre_filter_remove_pod(state, pod, victim, row)
+            return SUCCESS if status.is_success else _extension_error("RemovePod", status)
 
-def _select(
-    framework: FrameworkHandle,
-    state: CycleState,
-    pod: Pod,
-    row: int,
-    pdbs: Sequence[PDB],
-    eligible: Callable[[Pod], bool],
-    now: float,
-    dry: _DryRunRow,
-) -> NodeVictims:
-    def remove(victim: Pod) -> Status:
-        dry.remove(victim)
-        status = framework.run_pre_filter_remove_pod(state, pod, victim, row)
-        return SUCCESS if status.is_success else _extension_error("RemovePod", status)
+        def add(victim: Pod) -> Status:
+            dry.add(victim)
+            status = framework.run_pre_filter_add_pod(state, pod, victim, row)
+            return SUCCESS if status.is_success else _extension_error("AddPod", status)
 
-    def add(victim: Pod) -> Status:
-        dry.add(victim)
-        status = framework.run_pre_filter_add_pod(state, pod, victim, row)
-        return SUCCESS if status.is_success else _extension_error("AddPod", status)
-
-    potential = [p for _, p in dry.original if eligible(p)]
-    for victim in potential:
-        status = remove(victim)
-        if not status.is_success:
-            return NodeVictims([], 0, status)
-    if not potential:
-        return NodeVictims([], 0, unresolvable(NO_VICTIMS))
-    status = _filter(framework, state, pod, row)
-    if not status.is_success:
-        return NodeVictims([], 0, status)
-    # Adding victims back cannot change what filters reading only the node decided: they passed.
-    state.skip_filter |= framework.node_only_filters
-
-    importance = more_important_key(now)
-    potential.sort(key=importance)
-    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-    victims: list[Pod] = []
-
-    def reprieve(victim: Pod) -> tuple[bool, Status]:
-        status = add(victim)
-        if not status.is_success:
-            return False, status
-        fits = _filter(framework, state, pod, row).is_success
-        if not fits:
+        potential = [p for _, p in dry.original if eligible(p)]
+        for victim in potential:
             status = remove(victim)
             if not status.is_success:
-                return False, status
-            victims.append(victim)
-        return fits, SUCCESS
+                return NodeVictims([], 0, status)
+        if not potential:
+            return NodeVictims([], 0, unresolvable(NO_VICTIMS))
+        status = _filter(framework, state, pod, row)
+        if not status.is_success:
+            return NodeVictims([], 0, status)
+        # Adding victims back cannot change what filters reading only the node decided: they passed.
+        state.skip_filter |= framework.node_only_filters
 
-    num_violating = 0
-    for victim in violating:
-        fits, status = reprieve(victim)
-        if not status.is_success:
-            return NodeVictims([], 0, status)
-        if not fits:
-            num_violating += 1
-    for victim in non_violating:
-        _, status = reprieve(victim)
-        if not status.is_success:
-            return NodeVictims([], 0, status)
-    if violating and non_violating:
-        victims.sort(key=importance)  # keep the victims in order of importance
-    return NodeVictims(victims, num_violating, SUCCESS)
+        importance = more_important_key(now)
+        potential.sort(key=importance)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[Pod] = []
+
+        def reprieve(victim: Pod) -> tuple[bool, Status]:
+            status = add(victim)
+            if not status.is_success:
+                return False, status
+            fits = _filter(framework, state, pod, row).is_success
+            if not fits:
+                status = remove(victim)
+                if not status.is_success:
+                    return False, status
+                victims.append(victim)
+            return fits, SUCCESS
+
+        num_violating = 0
+        for victim in violating:
+            fits, status = reprieve(victim)
+            if not status.is_success:
+                return NodeVictims([], 0, status)
+            if not fits:
+                num_violating += 1
+        for victim in non_violating:
+            _, status = reprieve(victim)
+            if not status.is_success:
+                return NodeVictims([], 0, status)
+        if violating and non_violating:
+            victims.sort(key=importance)  # keep the victims in order of importance
+        return NodeVictims(victims, num_violating, SUCCESS)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from policy_scheduler.scheduler.field_errors import Problem
+from policy_scheduler.scheduler.framework.durations import go_duration
 from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
-from policy_scheduler.scheduler.framework.runtime import go_duration
 
 DEFAULT_FILTER_TIMEOUT = 10.0  # DynamicResourcesFilterTimeoutDefault
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -1,0 +1,82 @@
+"""How far findNodesThatFitPod searches, and the rows it rejects on the way."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
+from policy_scheduler.scheduler.framework.outcomes import PASSED, FilterOutcome
+from policy_scheduler.scheduler.nodetable import NodeTable
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """numFeasibleNodesToFind, including the adaptive default (50 - nodes/125, floor 5%)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num = num_all_nodes * pct // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+# Chunked filtering: the first chunk covers to_find plus a margin for rejected nodes; later
+# chunks follow the pass rate seen so far. After MAX_CHUNKS - 1 guesses the rest goes at once.
+_CHUNK_MARGIN = 32
+MAX_CHUNKS = 4
+
+
+def first_chunk(to_find: int, count: int) -> int:
+    size = to_find + to_find // 8 + _CHUNK_MARGIN
+    return count if size * 2 > count else size
+
+
+def next_chunk(to_find: int, found: int, evaluated: int) -> int:
+    missing = to_find + 1 - found  # one past to_find proves where the search stops
+    if found == 0:
+        return 2 * evaluated
+    return int(missing * evaluated / found * 1.25) + _CHUNK_MARGIN
+
+
+class Rejections:
+    """Rows rejected by Filter in one cycle, kept as filter outcomes.
+
+    Only a pod that fits nowhere needs the per-node statuses (FitError, preemption), so the
+    Diagnosis entries are built then, not on every successful cycle.
+    """
+
+    __slots__ = ("_parts", "nominated_row")
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[FilterOutcome, npt.NDArray[np.intp]]] = []
+        self.nominated_row: int | None = None  # rejected first, and maybe again in the search
+
+    def add(self, outcome: FilterOutcome, prefix: int) -> None:
+        """Record the failed rows among the first `prefix` rows of `outcome`."""
+        failed = np.flatnonzero(outcome.status_ref[:prefix] != PASSED)
+        if len(failed):
+            self._parts.append((outcome, failed))
+
+    def count(self) -> int:
+        """How many distinct nodes were rejected."""
+        total = sum(len(failed) for _, failed in self._parts)
+        row = self.nominated_row
+        if row is not None and any(np.any(o.rows[failed] == row) for o, failed in self._parts[1:]):
+            total -= 1
+        return total
+
+    def fill(self, diagnosis: Diagnosis, table: NodeTable) -> None:
+        """Add node_to_status entries (in evaluation order) and the rejecting plugins."""
+        nodes = table.nodes
+        for outcome, failed in self._parts:
+            refs, inverse = np.unique(outcome.status_ref[failed], return_inverse=True)
+            statuses = [outcome.statuses[int(ref)] for ref in refs]
+            for status in statuses:
+                diagnosis.add_plugin_status(status)
+            names = [nodes[row].name for row in outcome.rows[failed].tolist()]
+            diagnosis.node_to_status.update(zip(names, [statuses[k] for k in inverse.tolist()], strict=True))
+        self._parts = []
