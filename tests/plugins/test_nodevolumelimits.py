@@ -407,3 +407,35 @@ def test_pod_deleted_hint_queues_for_inline_migratable_volumes() -> None:
     assert hint.hint is not None
     deleted = dataclasses.replace(inline_ebs("vol-1"), node_name=NODE)
     assert hint.hint(EBS_ONE, deleted, None) == QueueingHint.QUEUE
+
+
+@pytest.mark.parametrize(
+    ("old_count", "new_count", "want"),
+    [
+        (1, 2, QueueingHint.QUEUE),  # limit raised
+        (2, 1, QueueingHint.SKIP),  # limit decreased
+        (1, 1, QueueingHint.SKIP),  # limit unchanged
+        (None, 1, QueueingHint.QUEUE),  # no count is 0
+    ],
+)
+def test_csi_node_updated_hint(old_count: int | None, new_count: int | None, want: QueueingHint) -> None:
+    """TestCSILimitsAfterCSINodeUpdatedQHint."""
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [
+        h for h in plugin.events_to_register() if h.event == ClusterEvent(Resource.CSI_NODE, Action.UPDATE)
+    ]
+    assert hint.hint is not None
+    old = CSINode("test-node", (CSINodeDriver(EBS, "test-node", old_count),))
+    new = CSINode("test-node", (CSINodeDriver(EBS, "test-node", new_count),))
+    assert hint.hint(EBS_ONE, old, new) == want
+
+
+def test_csi_node_updated_hint_queues_for_new_driver() -> None:
+    plugin = build(Case("x", EBS_ONE, [], 2))
+    (hint,) = [
+        h for h in plugin.events_to_register() if h.event == ClusterEvent(Resource.CSI_NODE, Action.UPDATE)
+    ]
+    assert hint.hint is not None
+    old = CSINode("test-node")
+    assert hint.hint(EBS_ONE, old, CSINode("test-node", (CSINodeDriver(EBS, "n", 1),))) == QueueingHint.QUEUE
+    assert hint.hint(EBS_ONE, old, CSINode("test-node", (CSINodeDriver(EBS, "n"),))) == QueueingHint.SKIP

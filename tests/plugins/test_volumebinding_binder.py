@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
+from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Node
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
@@ -17,9 +20,15 @@ from policy_scheduler.scheduler.plugins.volumebinding.assume_cache import Assume
 from policy_scheduler.scheduler.plugins.volumebinding.binder import VolumeBinder, bind_volume_to_claim
 from policy_scheduler.scheduler.plugins.volumebinding.claims import BinderError
 from policy_scheduler.scheduler.plugins.volumebinding.matching import (
+    ERR_REASON_NODE_CONFLICT,
     BindingInfo,
     DynamicProvision,
     PodVolumes,
+)
+from policy_scheduler.scheduler.storage.csi_translation import (
+    GCE_PD_PLUGIN,
+    LABEL_REGION_BETA,
+    LABEL_ZONE_BETA,
 )
 from policy_scheduler.scheduler.storage.lister import StorageObjects
 from policy_scheduler.scheduler.storage.types import (
@@ -30,9 +39,11 @@ from policy_scheduler.scheduler.storage.types import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
     StorageClass,
 )
-from policy_scheduler.scheduler.storage.volumes import CSI, Volume
+from policy_scheduler.scheduler.storage.volumes import CSI, GCE_PD, Volume
 
 from ._build_storage import HOSTNAME, WAIT_SC, bound, make_pod, make_pv, make_pvc
 
@@ -214,3 +225,109 @@ def test_storage_class_without_binding_mode_is_an_error_at_pre_filter() -> None:
     _, status = plugin.pre_filter(CycleState(), make_pod("p", "claim"))
     assert status.code == Code.ERROR
     assert status.message == 'VolumeBindingMode not set for StorageClass "unset"'
+
+
+# binder_test.go's CSI migration fixtures: a GCE PD PV zoned by its beta labels only, and nodes
+# labelled with the GCE PD CSI driver's topology key.
+GKE_ZONE = "topology.gke.io/zone"
+ZONE1_LABELS = {LABEL_ZONE_BETA: "us-east-1", LABEL_REGION_BETA: "us-east-1a"}
+CSI_NODE_MIGRATED = CSINode("node1", annotations={ANN_MIGRATED_PLUGINS: GCE_PD_PLUGIN})
+CSI_NODE_NOT_MIGRATED = CSINode("node1", annotations={ANN_MIGRATED_PLUGINS: ""})
+
+
+def migration_pv(claim: PersistentVolumeClaim | None, *, migratable: bool = True) -> PersistentVolume:
+    pv = make_pv("pv", WAIT_SC.name, claim=claim, version="1")
+    kind = GCE_PD if migratable else ""
+    return dataclasses.replace(pv, labels=ZONE1_LABELS, in_tree_kind=kind, in_tree_volume_id="test-disk")
+
+
+@pytest.mark.parametrize(
+    ("csi_nodes", "zone", "conflict"),
+    [
+        pytest.param([CSI_NODE_MIGRATED], "us-east-1", False, id="pvc-bound"),
+        pytest.param([CSI_NODE_NOT_MIGRATED], "us-east-1", False, id="pvc-bound,csinode-not-migrated"),
+        pytest.param([], "us-east-1", False, id="pvc-bound,missing-csinode"),
+        pytest.param([CSI_NODE_MIGRATED], "us-east-2", True, id="pvc-bound,node-different-zone"),
+        pytest.param([CSI_NODE_NOT_MIGRATED], "us-east-2", False, id="different-zone,csinode-not-migrated"),
+    ],
+)
+def test_find_pod_volumes_with_csi_migration(csi_nodes: list[CSINode], zone: str, conflict: bool) -> None:
+    """TestFindPodVolumesWithCSIMigration: a bound in-tree PV's affinity is checked as translated
+    to CSI (topology.gke.io/zone from its beta zone label) only where the CSINode migrated it."""
+    pvc = bound(make_pvc("claim", WAIT_SC.name), "pv")
+    table = NodeTable()
+    table.set_node(Node("node1", labels={HOSTNAME: "node1", GKE_ZONE: zone}))
+    storage = StorageObjects([WAIT_SC, pvc, migration_pv(pvc), *csi_nodes])
+    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    state, pod = CycleState(), make_pod("p", "claim")
+    assert plugin.pre_filter(state, pod)[1] == SUCCESS
+    status = plugin.filter(state, pod, np.array([0])).status_of(0)
+    assert status == (
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_NODE_CONFLICT,)) if conflict else SUCCESS
+    )
+
+
+def test_find_pod_volumes_translates_per_node() -> None:
+    """Each row uses its own CSINode: the same PV conflicts only on the migrated node."""
+    pvc = bound(make_pvc("claim", WAIT_SC.name), "pv")
+    table = NodeTable()
+    for name in ("node1", "node2"):
+        table.set_node(Node(name, labels={HOSTNAME: name, GKE_ZONE: "us-east-2"}))
+    storage = StorageObjects([WAIT_SC, pvc, migration_pv(pvc), CSI_NODE_MIGRATED, CSINode("node2")])
+    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    state, pod = CycleState(), make_pod("p", "claim")
+    plugin.pre_filter(state, pod)
+    assert plugin.filter(state, pod, np.array([0, 1])).passed.tolist() == [False, True]
+
+
+def test_find_pod_volumes_translation_error_is_an_error() -> None:
+    pvc = bound(make_pvc("claim", WAIT_SC.name), "pv")
+    pv = dataclasses.replace(migration_pv(pvc), labels={LABEL_ZONE_BETA: "bad__zones"})
+    table = NodeTable()
+    table.set_node(Node("node1", labels={HOSTNAME: "node1"}))
+    storage = StorageObjects([WAIT_SC, pvc, pv, CSI_NODE_MIGRATED])
+    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    state, pod = CycleState(), make_pod("p", "claim")
+    plugin.pre_filter(state, pod)
+    assert plugin.filter(state, pod, np.array([0])).status_of(0).code == Code.ERROR
+
+
+@pytest.mark.parametrize(
+    ("csi_nodes", "zone", "migratable", "fails"),
+    [
+        pytest.param([CSI_NODE_MIGRATED], "us-east-1", True, False, id="binding-node-pv-same-zone"),
+        pytest.param([], "us-east-1", True, False, id="binding-without-csinode"),
+        pytest.param([CSI_NODE_NOT_MIGRATED], "us-east-1", True, False, id="binding-non-migrated-plugin"),
+        pytest.param([CSI_NODE_MIGRATED], "us-east-2", True, True, id="binding-node-pv-in-different-zones"),
+        pytest.param(
+            [CSI_NODE_MIGRATED], "us-east-2", False, False, id="binding-node-pv-different-zones-migration-off"
+        ),
+    ],
+)
+def test_check_bindings_with_csi_migration(
+    csi_nodes: list[CSINode], zone: str, migratable: bool, fails: bool
+) -> None:
+    """TestCheckBindingsWithCSIMigration (binding cases)."""
+    pvc = make_pvc("claim", WAIT_SC.name, version="1")
+    pv = dataclasses.replace(migration_pv(pvc, migratable=migratable), phase="Bound")
+    storage = StorageObjects([pvc, pv, *csi_nodes])
+    labels = {"node1": {HOSTNAME: "node1", GKE_ZONE: zone}}
+    binder = VolumeBinder(AssumeCache(storage), storage, None, 600.0, labels.get)
+    pod = make_pod("p", "claim")
+    if fails:
+        with pytest.raises(BinderError, match='pv "pv" node affinity doesn\'t match node "node1"'):
+            binder.check_bindings(pod, "node1", [BindingInfo(pvc, pv)], [])
+    else:
+        assert not binder.check_bindings(pod, "node1", [BindingInfo(pvc, pv)], [])  # claim not bound yet
+
+
+def test_check_bindings_provisioned_claim_with_csi_migration() -> None:
+    """TestCheckBindingsWithCSIMigration "provisioning-pvc-bound", and its zone mismatch."""
+    pvc = bound(make_pvc("claim", WAIT_SC.name, annotations={ANN_SELECTED_NODE: "node1"}, version="1"), "pv")
+    storage = StorageObjects([pvc, migration_pv(pvc), CSI_NODE_MIGRATED])
+    labels = {"node1": {HOSTNAME: "node1", GKE_ZONE: "us-east-1"}}
+    binder = VolumeBinder(AssumeCache(storage), storage, None, 600.0, labels.get)
+    assert binder.check_bindings(make_pod("p", "claim"), "node1", [], [pvc])
+    labels["node1"][GKE_ZONE] = "us-east-2"
+    with pytest.raises(BinderError, match="node affinity doesn't match"):
+        binder.check_bindings(make_pod("p", "claim"), "node1", [], [pvc])

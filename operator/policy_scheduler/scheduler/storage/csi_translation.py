@@ -1,11 +1,14 @@
 """In-tree → CSI translation (k8s.io/csi-translation-lib v0.35.4), reduced to what the volume
-limits need: plugin and driver names, and the CSI volume handle a translated volume gets."""
+limits need: plugin and driver names, and the CSI volume handle a translated volume gets; and
+for VolumeBinding, the node affinity a translated PV gets (CSI topology keys)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from urllib.parse import urlparse
 
+from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
 from policy_scheduler.scheduler.storage.types import ANN_MIGRATED_PLUGINS, CSINode, PersistentVolume
 from policy_scheduler.scheduler.storage.volumes import (
     AWS_EBS,
@@ -50,6 +53,14 @@ _ALWAYS_MIGRATED = frozenset({AWS_EBS_PLUGIN, GCE_PD_PLUGIN, AZURE_DISK_PLUGIN, 
 
 LABEL_ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
 LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_REGION_BETA = "failure-domain.beta.kubernetes.io/region"
+LABEL_REGION = "topology.kubernetes.io/region"
+# The plugins whose TranslateInTreePVToCSI calls translateTopologyFromInTreeToCSI, with its key.
+_TOPOLOGY_KEY_OF_SOURCE = {
+    GCE_PD: "topology.gke.io/zone",
+    AWS_EBS: "topology.ebs.csi.aws.com/zone",
+    CINDER: "topology.cinder.csi.openstack.org/zone",
+}
 UNSPECIFIED = "UNSPECIFIED"
 _AWS_VOLUME = re.compile(r"^vol-[^/]*$")
 
@@ -138,3 +149,87 @@ def inline_volume_handle(volume: Volume) -> str | None:
     if volume.kind == AWS_EBS:
         return ebs_volume_id(volume.source_id)
     return None
+
+
+def is_plugin_migrated_on_node(csi_node: CSINode | None, plugin: str) -> bool:
+    """The binder's isCSIMigrationOnForPlugin and isPluginMigratedToCSIOnNode: the plugin's
+    migration is on and the node's CSINode lists it in its migrated-plugins annotation."""
+    if csi_node is None or plugin not in _ALWAYS_MIGRATED | {PORTWORX_PLUGIN}:
+        return False
+    migrated = csi_node.annotations.get(ANN_MIGRATED_PLUGINS, "")
+    return plugin in (migrated.split(",") if migrated else ())
+
+
+def _has_key(terms: tuple[NodeSelectorTerm, ...] | None, key: str) -> bool:
+    return any(r.key == key for term in terms or () for r in term.match_expressions)
+
+
+def _values(terms: tuple[NodeSelectorTerm, ...] | None, key: str) -> list[str]:
+    return sorted(
+        {v for term in terms or () for r in term.match_expressions if r.key == key for v in r.values}
+    )
+
+
+def _replace_key(terms: tuple[NodeSelectorTerm, ...], old: str, new: str) -> tuple[NodeSelectorTerm, ...]:
+    return tuple(
+        dataclasses.replace(
+            term,
+            match_expressions=tuple(
+                dataclasses.replace(r, key=new) if r.key == old else r for r in term.match_expressions
+            ),
+        )
+        for term in terms
+    )
+
+
+def _topology_labels(pv: PersistentVolume) -> tuple[str, str]:
+    """getTopologyLabel: the zone and region keys the PV uses (affinity first, then labels; GA
+    by default)."""
+    if _has_key(pv.node_affinity, LABEL_ZONE):
+        return LABEL_ZONE, LABEL_REGION
+    if _has_key(pv.node_affinity, LABEL_ZONE_BETA):
+        return LABEL_ZONE_BETA, LABEL_REGION_BETA
+    if LABEL_ZONE in pv.labels:
+        return LABEL_ZONE, LABEL_REGION
+    if LABEL_ZONE_BETA in pv.labels:
+        return LABEL_ZONE_BETA, LABEL_REGION_BETA
+    return LABEL_ZONE, LABEL_REGION
+
+
+def translate_pv_topology(pv: PersistentVolume, csi_key: str) -> PersistentVolume:
+    """translateTopologyFromInTreeToCSI: the zone key in the node affinity becomes csi_key (or the
+    PV's zone label is added as csi_key In zones to every term); a beta region key becomes GA."""
+    zone_label, region_label = _topology_labels(pv)
+    terms = pv.node_affinity
+    if terms and _values(terms, zone_label):
+        terms = _replace_key(terms, zone_label, csi_key)
+    elif zone_label in pv.labels:
+        zones = tuple(sorted({z.strip() for z in pv.labels[zone_label].split("__") if z.strip()}))
+        if zones:  # addTopology's "no valid zones" error is ignored upstream
+            topology = Requirement(csi_key, "In", zones)
+            terms = tuple(
+                dataclasses.replace(t, match_expressions=(*t.match_expressions, topology))
+                for t in (terms or (NodeSelectorTerm(),))
+            )
+    if region_label == LABEL_REGION_BETA and terms and _values(terms, region_label):
+        terms = _replace_key(terms, region_label, LABEL_REGION)
+    return pv if terms is pv.node_affinity else dataclasses.replace(pv, node_affinity=terms)
+
+
+def pv_for_node(pv: PersistentVolume, csi_node: CSINode | None) -> PersistentVolume | None:
+    """The binder's tryTranslatePVToCSI: the PV as translated to CSI when its plugin is migrated
+    on the node, else the PV itself; None when the translation fails."""
+    if not is_pv_migratable(pv) or not is_plugin_migrated_on_node(
+        csi_node, in_tree_plugin_name(pv.in_tree_kind)
+    ):
+        return pv
+    return translate_pv_to_csi(pv)
+
+
+def translate_pv_to_csi(pv: PersistentVolume) -> PersistentVolume | None:
+    """TranslateInTreePVToCSI as far as scheduling sees it: the node affinity (None when the
+    translation fails)."""
+    if pv_volume_handle(pv) is None:
+        return None
+    csi_key = _TOPOLOGY_KEY_OF_SOURCE.get(pv.in_tree_kind)
+    return pv if csi_key is None else translate_pv_topology(pv, csi_key)

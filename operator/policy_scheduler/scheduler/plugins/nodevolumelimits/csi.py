@@ -49,7 +49,7 @@ from policy_scheduler.scheduler.storage.csi_translation import (
     pv_volume_handle,
 )
 from policy_scheduler.scheduler.storage.errors import pvc_not_found
-from policy_scheduler.scheduler.storage.types import PersistentVolumeClaim, VolumeAttachment
+from policy_scheduler.scheduler.storage.types import CSINode, PersistentVolumeClaim, VolumeAttachment
 from policy_scheduler.scheduler.storage.usage import VolumeUsage
 from policy_scheduler.scheduler.storage.volumes import PVC
 
@@ -244,7 +244,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.ADD)),
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.UPDATE), _after_csi_node_updated),
             ClusterEventWithHint(ClusterEvent(Resource.POD, Action.DELETE), _after_pod_deleted),
             ClusterEventWithHint(
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD), _after_pvc_added
@@ -253,6 +254,18 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE), _after_volume_attachment_deleted
             ),
         ]
+
+
+def _after_csi_node_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """isSchedulableAfterCSINodeUpdated: only a raised driver limit may help (a missing count,
+    or a driver the old CSINode lacks, counts as 0)."""
+    before: CSINode = old
+    after: CSINode = new
+    old_limits = {d.name: d.allocatable_count or 0 for d in before.drivers}
+    for driver in after.drivers:
+        if (driver.allocatable_count or 0) > old_limits.get(driver.name, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
 
 
 def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:

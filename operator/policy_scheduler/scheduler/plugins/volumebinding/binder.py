@@ -21,6 +21,7 @@ from policy_scheduler.scheduler.plugins.volumebinding.matching import (
     pv_affinity_matches,
 )
 from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
+from policy_scheduler.scheduler.storage.csi_translation import pv_for_node
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
     ANN_BOUND_BY_CONTROLLER,
@@ -135,6 +136,7 @@ class VolumeBinder:
         labels = self.node_labels(node_name)
         if labels is None:
             raise BinderError(f'failed to get node "{node_name}": not found')
+        csi_node = self.lister.get_csi_node(node_name)
         for binding in bindings:
             pv = self.lister.get_pv(binding.pv.name)
             pvc = self.lister.get_pvc(binding.pvc.namespace, binding.pvc.name)
@@ -142,7 +144,10 @@ class VolumeBinder:
                 raise BinderError("failed to check binding: not found")
             if version_int(binding.pv.resource_version) > version_int(pv.resource_version):
                 return False
-            if not pv_affinity_matches(pv, labels):
+            translated = pv_for_node(pv, csi_node)
+            if translated is None:
+                raise BinderError(f'failed to translate pv to csi: could not translate pv "{pv.name}"')
+            if not pv_affinity_matches(translated, labels):
                 raise BinderError(f'pv "{pv.name}" node affinity doesn\'t match node "{node_name}"')
             if pv.claim_ref is None or not pv.claim_ref.uid:
                 raise BinderError(f'ClaimRef got reset for pv "{pv.name}"')
@@ -160,7 +165,10 @@ class VolumeBinder:
                 pv = self.lister.get_pv(pvc.volume_name)
                 if pv is None:
                     return False
-                if not pv_affinity_matches(pv, labels):
+                translated = pv_for_node(pv, csi_node)
+                if translated is None:
+                    raise BinderError(f'could not translate pv "{pv.name}"')
+                if not pv_affinity_matches(translated, labels):
                     raise BinderError(f'pv "{pv.name}" node affinity doesn\'t match node "{node_name}"')
             if not pvc.fully_bound:
                 return False

@@ -23,6 +23,12 @@ from policy_scheduler.scheduler.selectors import (
     match_requirement,
     node_matches_terms,
 )
+from policy_scheduler.scheduler.storage.csi_translation import (
+    in_tree_plugin_name,
+    is_plugin_migrated_on_node,
+    is_pv_migratable,
+    translate_pv_to_csi,
+)
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
     ANN_SELECTED_NODE,
@@ -163,14 +169,28 @@ def _selector_matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
 
 
 class _AffinityCache:
-    def __init__(self, table: NodeTable, rows: Rows) -> None:
-        self.table, self.rows = table, rows
+    def __init__(self, table: NodeTable, rows: Rows, lister: StorageLister) -> None:
+        self.table, self.rows, self.lister = table, rows, lister
         self._masks: dict[str, BoolArray] = {}
+        self._migrated: dict[str, BoolArray] = {}
 
-    def of(self, pv: PersistentVolume) -> BoolArray:
-        mask = self._masks.get(pv.name)
+    def of(self, pv: PersistentVolume, key: str = "") -> BoolArray:
+        key = key or pv.name
+        mask = self._masks.get(key)
         if mask is None:
-            mask = self._masks[pv.name] = pv_affinity(self.table, self.rows, pv)
+            mask = self._masks[key] = pv_affinity(self.table, self.rows, pv)
+        return mask
+
+    def migrated(self, plugin: str) -> BoolArray:
+        """Rows whose CSINode has the in-tree plugin migrated (the binder's criteria)."""
+        mask = self._migrated.get(plugin)
+        if mask is None:
+            nodes, get = self.table.nodes, self.lister.get_csi_node
+            mask = self._migrated[plugin] = np.fromiter(
+                (is_plugin_migrated_on_node(get(nodes[r].name), plugin) for r in self.rows),
+                dtype=np.bool_,
+                count=len(self.rows),
+            )
         return mask
 
 
@@ -179,6 +199,8 @@ def _check_bound_claims(
     cache: AssumeCache,
     affinity: _AffinityCache,
     reasons: npt.NDArray[np.int8],
+    error: npt.NDArray[np.int32],
+    errors: list[str],
 ) -> None:
     alive = np.ones(len(reasons), dtype=np.bool_)
     for pvc in claims:
@@ -187,6 +209,20 @@ def _check_bound_claims(
             reasons[alive] |= PV_NOT_EXIST
             return
         mask = affinity.of(pv)
+        if is_pv_migratable(pv):
+            # tryTranslatePVToCSI: nodes whose CSINode lists the plugin as migrated check the
+            # translated PV's affinity (CSI topology keys); a failed translation is an error.
+            plugin = in_tree_plugin_name(pv.in_tree_kind)
+            migrated = affinity.migrated(plugin)
+            if migrated.any():
+                translated = translate_pv_to_csi(pv)
+                if translated is None:
+                    index = len(errors)
+                    errors.append(f'could not translate pv: "{pv.name}"')
+                    error[alive & migrated] = index
+                    alive &= ~migrated
+                    continue
+                mask = np.where(migrated, affinity.of(translated, key=f"csi:{pv.name}"), mask)
         reasons[alive & ~mask] |= NODE_CONFLICT
         alive &= mask
 
@@ -239,9 +275,9 @@ def find_pod_volumes(
     reasons = np.zeros(count, dtype=np.int8)
     error = np.full(count, NO_ERROR, dtype=np.int32)
     errors: list[str] = []
-    affinity = _AffinityCache(table, rows)
+    affinity = _AffinityCache(table, rows, lister)
     if claims.bound:
-        _check_bound_claims(claims.bound, cache, affinity, reasons)
+        _check_bound_claims(claims.bound, cache, affinity, reasons, error, errors)
 
     selected = [pvc for pvc in claims.delay_binding if ANN_SELECTED_NODE in pvc.annotations]
     to_match = sorted(
