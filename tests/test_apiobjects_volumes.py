@@ -21,6 +21,10 @@ def test_volume_sources_and_resource_claims_decode() -> None:
                     {"name": "ebs", "awsElasticBlockStore": {"volumeID": "vol-1"}},
                     {"name": "iscsi", "iscsi": {"iqn": "iqn.x", "targetPortal": "t", "lun": 0}},
                     {"name": "rbd", "rbd": {"monitors": ["m1"], "pool": "p", "image": "i"}},
+                    {"name": "az", "azureDisk": {"diskName": "d", "diskURI": "/subs/d", "readOnly": True}},
+                    {"name": "cinder", "cinder": {"volumeID": "c-1"}},
+                    {"name": "vsphere", "vsphereVolume": {"volumePath": "[ds] v.vmdk"}},
+                    {"name": "px", "portworxVolume": {"volumeID": "px-1"}},
                     {"name": "cfg", "configMap": {"name": "c"}},
                 ],
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
@@ -35,6 +39,10 @@ def test_volume_sources_and_resource_claims_decode() -> None:
         Volume("ebs", volumes.AWS_EBS, source_id="vol-1"),
         Volume("iscsi", volumes.ISCSI, source_id="iqn.x"),
         Volume("rbd", volumes.RBD, source_id="p/i", rbd_monitors=("m1",)),
+        Volume("az", volumes.AZURE_DISK, source_id="/subs/d", read_only=True),
+        Volume("cinder", volumes.CINDER, source_id="c-1"),
+        Volume("vsphere", volumes.VSPHERE, source_id="[ds] v.vmdk"),
+        Volume("px", volumes.PORTWORX, source_id="px-1"),
         Volume("cfg"),
     )
     assert pod.volumes[1].claim_for(pod.name) == "p-scratch"

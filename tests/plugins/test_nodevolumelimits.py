@@ -27,7 +27,15 @@ from policy_scheduler.scheduler.storage.types import (
     StorageClass,
     VolumeAttachment,
 )
-from policy_scheduler.scheduler.storage.volumes import AWS_EBS, EPHEMERAL, GCE_PD, PORTWORX, PVC, Volume
+from policy_scheduler.scheduler.storage.volumes import (
+    AWS_EBS,
+    AZURE_DISK,
+    EPHEMERAL,
+    GCE_PD,
+    PORTWORX,
+    PVC,
+    Volume,
+)
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -439,3 +447,28 @@ def test_csi_node_updated_hint_queues_for_new_driver() -> None:
     old = CSINode("test-node")
     assert hint.hint(EBS_ONE, old, CSINode("test-node", (CSINodeDriver(EBS, "n", 1),))) == QueueingHint.QUEUE
     assert hint.hint(EBS_ONE, old, CSINode("test-node", (CSINodeDriver(EBS, "n"),))) == QueueingHint.SKIP
+
+
+AZURE_DISK_DRIVER = "disk.csi.azure.com"
+
+
+def inline_azure_disk(disk_uri: str) -> Pod:
+    return Pod(f"inline-{disk_uri}", volumes=(Volume("v", AZURE_DISK, source_id=disk_uri),))
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "want"),
+    [
+        (inline_azure_disk("disk-3"), [inline_azure_disk("disk-1"), inline_azure_disk("disk-2")], EXCEEDED),
+        (inline_azure_disk("disk-1"), [inline_azure_disk("disk-1"), inline_azure_disk("disk-2")], SUCCESS),
+        (inline_azure_disk("disk-3"), [inline_azure_disk("disk-1")], SUCCESS),
+    ],
+    ids=["third disk exceeds", "a disk already attached counts once", "under the limit"],
+)
+def test_inline_azure_disks_count_under_their_csi_driver(new: Pod, existing: list[Pod], want: Status) -> None:
+    """checkAttachableInlineVolume for azureDisk: diskURI is the CSI handle of disk.csi.azure.com."""
+    case = Case("azure", new, existing, 2, ("kubernetes.io/azure-disk", AZURE_DISK_DRIVER))
+    plugin = build(case)
+    state = CycleState()
+    assert plugin.pre_filter(state, new)[1] == SUCCESS
+    assert plugin.filter(state, new, np.array([0])).status_of(0) == want

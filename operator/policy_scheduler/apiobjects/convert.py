@@ -191,6 +191,15 @@ def _volume(v: structs.Volume) -> Volume:
         return Volume(v.name, volumes.AWS_EBS, source_id=ebs.volume_id, read_only=ebs.read_only)
     if v.iscsi is not None:
         return Volume(v.name, volumes.ISCSI, source_id=v.iscsi.iqn, read_only=v.iscsi.read_only)
+    in_tree = {
+        volumes.AZURE_DISK: v.azure_disk,
+        volumes.CINDER: v.cinder,
+        volumes.VSPHERE: v.vsphere_volume,
+        volumes.PORTWORX: v.portworx_volume,
+    }
+    for kind, source in in_tree.items():
+        if source is not None:
+            return Volume(v.name, kind, source_id=source.id, read_only=source.read_only)
     if v.rbd is not None:
         rbd = v.rbd
         return Volume(

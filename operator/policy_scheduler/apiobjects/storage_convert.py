@@ -70,8 +70,7 @@ def _in_tree_source(spec: st.PersistentVolumeSpec) -> dict[str, str]:
     }
     for kind, source in sources.items():
         if source is not None:
-            volume_id = source.pd_name or source.volume_id or source.disk_uri or source.volume_path
-            return {"in_tree_kind": kind, "in_tree_volume_id": volume_id}
+            return {"in_tree_kind": kind, "in_tree_volume_id": source.id}
     return {}
 
 

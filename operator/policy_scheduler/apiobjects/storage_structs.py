@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from policy_scheduler.apiobjects.structs import (
+    InTreeSource,
     LabelSelector,
     NodeSelector,
     ObjectMeta,
@@ -28,15 +29,6 @@ class ObjectReference(_Base):
 class CSIPersistentVolumeSource(_Base):
     driver: str = ""
     volume_handle: str = ""
-
-
-class InTreeSource(_Base):
-    """The id fields of the migratable in-tree sources (pdName, volumeID, diskURI, volumePath)."""
-
-    pd_name: str = ""
-    volume_id: str = msgspec.field(default="", name="volumeID")
-    disk_uri: str = msgspec.field(default="", name="diskURI")
-    volume_path: str = ""
 
 
 class PersistentVolumeSpec(_Base):

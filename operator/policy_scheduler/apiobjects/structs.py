@@ -181,6 +181,21 @@ class AWSElasticBlockStoreVolumeSource(_Base):
     read_only: bool = False
 
 
+class InTreeSource(_Base):
+    """The id fields of the in-tree sources CSI migration translates (pdName, volumeID, diskURI,
+    volumePath), for PVs and inline pod volumes alike."""
+
+    pd_name: str = ""
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    disk_uri: str = msgspec.field(default="", name="diskURI")
+    volume_path: str = ""
+    read_only: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.pd_name or self.volume_id or self.disk_uri or self.volume_path
+
+
 class ISCSIVolumeSource(_Base):
     iqn: str = ""
     read_only: bool = False
@@ -202,6 +217,11 @@ class Volume(_Base):
     aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
     iscsi: ISCSIVolumeSource | None = None
     rbd: RBDVolumeSource | None = None
+    # Inline in-tree sources NodeVolumeLimits counts under their CSI driver (CSI migration).
+    azure_disk: InTreeSource | None = None
+    cinder: InTreeSource | None = None
+    vsphere_volume: InTreeSource | None = None
+    portworx_volume: InTreeSource | None = None
 
 
 class PodResourceClaim(_Base):

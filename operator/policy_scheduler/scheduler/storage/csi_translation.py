@@ -148,6 +148,8 @@ def inline_volume_handle(volume: Volume) -> str | None:
         return f"projects/{UNSPECIFIED}/zones/{UNSPECIFIED}/disks/{volume.source_id}"
     if volume.kind == AWS_EBS:
         return ebs_volume_id(volume.source_id)
+    if volume.kind in (AZURE_DISK, CINDER, VSPHERE, PORTWORX):
+        return volume.source_id  # diskURI, volumeID, volumePath, volumeID as the handle
     return None
 
 

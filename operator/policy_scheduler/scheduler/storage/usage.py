@@ -12,9 +12,22 @@ from collections.abc import Iterator
 
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, PodListener
-from policy_scheduler.scheduler.storage.volumes import AWS_EBS, GCE_PD, ISCSI, PVC, RBD, Volume
+from policy_scheduler.scheduler.storage.volumes import (
+    AWS_EBS,
+    AZURE_DISK,
+    CINDER,
+    GCE_PD,
+    ISCSI,
+    PORTWORX,
+    PVC,
+    RBD,
+    VSPHERE,
+    Volume,
+)
 
 RESTRICTED_KINDS = frozenset({GCE_PD, AWS_EBS, ISCSI, RBD})
+# Indexed disks: VolumeRestrictions' kinds, plus the inline in-tree ones NodeVolumeLimits counts.
+DISK_KINDS = RESTRICTED_KINDS | {AZURE_DISK, CINDER, VSPHERE, PORTWORX}
 
 
 class VolumeUsage:
@@ -23,7 +36,7 @@ class VolumeUsage:
         self.pvc_rows: dict[str, Counter[int]] = {}
         # "namespace/claim" of PVC and ephemeral volumes → rows (for attach counting)
         self.claim_rows: dict[str, Counter[int]] = {}
-        # (kind, source id) → [(row, volume)] of scheduled pods' restricted disks
+        # (kind, source id) → [(row, pod key, volume)] of scheduled pods' disks (DISK_KINDS)
         self.disks: dict[tuple[str, str], list[tuple[int, str, Volume]]] = {}
         self._accounted: dict[str, tuple[Pod, int]] = {}  # pod key → what was counted
         self.listener = PodListener(self.on_add, self.on_remove)
@@ -62,7 +75,7 @@ class VolumeUsage:
                 if volume.kind == PVC:
                     _bump(self.pvc_rows, key, row, sign)
                 _bump(self.claim_rows, key, row, sign)
-            elif volume.kind in RESTRICTED_KINDS:
+            elif volume.kind in DISK_KINDS:
                 entries = self.disks.setdefault((volume.kind, volume.source_id), [])
                 if sign > 0:
                     entries.append((row, pod.key, volume))

@@ -15,7 +15,7 @@ GCE_PD = "gcePersistentDisk"
 AWS_EBS = "awsElasticBlockStore"
 ISCSI = "iscsi"
 RBD = "rbd"
-# In-tree sources a PV may have (CSI migration); inline pod volumes decode only GCE PD and EBS.
+# More in-tree sources a PV or an inline pod volume may have (CSI migration).
 AZURE_DISK = "azureDisk"
 AZURE_FILE = "azureFile"
 CINDER = "cinder"
@@ -30,8 +30,8 @@ class Volume:
     kind: str = OTHER
     claim_name: str = ""  # persistentVolumeClaim.claimName
     read_only: bool = False
-    # csi: the driver; gcePersistentDisk: pdName; awsElasticBlockStore: volumeID; iscsi: iqn;
-    # rbd: "pool/image".
+    # csi: the driver; gcePersistentDisk: pdName; awsElasticBlockStore, cinder, portworxVolume:
+    # volumeID; azureDisk: diskURI; vsphereVolume: volumePath; iscsi: iqn; rbd: "pool/image".
     source_id: str = ""
     rbd_monitors: tuple[str, ...] = ()
 

@@ -191,7 +191,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 add(*self._driver_info(pvc), claim_users)
         for (kind, _), disk_users in usage.disks.items():
             plugin = in_tree_plugin_name(kind)
-            if plugin:  # existing pods' inline in-tree volumes (GCE PD, EBS)
+            if plugin:  # existing pods' inline in-tree volumes
                 handle = inline_volume_handle(disk_users[0][2])
                 add(csi_name_from_in_tree_name(plugin), handle or "", plugin, (r for r, _, _ in disk_users))
         self._count_attachments(position, drivers, counts, present)
