@@ -12,25 +12,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from policy_scheduler.policy.plugin_args import ARGS_MODELS
+from policy_scheduler.scheduler.config import EXTENSION_POINTS, MULTI_POINT
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 
 Json = Any
 
-POINTS = [
-    "multiPoint",
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-]
+POINTS = [MULTI_POINT, *EXTENSION_POINTS]
 PLUGINS = sorted(implemented_plugin_names())
 
 HUGE_INTS = st.sampled_from([2**31, 2**31 - 1, -(2**31) - 1, 2**53 + 1, 2**63, -(2**63) - 1, 10**30])
