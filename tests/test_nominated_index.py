@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.model import (
     Pod,
     PodAffinity,
     PodAffinityTerm,
+    Taint,
 )
 from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
@@ -87,6 +88,8 @@ def _reference(
     pod=pods,
     self_nominated=st.booleans(),
     subset=st.lists(st.integers(0, 5), unique=True, min_size=1),
+    tainted=st.sets(st.integers(0, 5), max_size=2),
+    cordoned=st.sets(st.integers(0, 5), max_size=2),
 )
 def test_indexed_pass_matches_per_node_reference(
     nodes: int,
@@ -95,12 +98,21 @@ def test_indexed_pass_matches_per_node_reference(
     pod: Pod,
     self_nominated: bool,
     subset: list[int],
+    tainted: set[int],
+    cordoned: set[int],
 ) -> None:
     table = NodeTable()
     for i in range(nodes):
         name = f"n{i}"
         table.set_node(
-            Node(name, labels={HOSTNAME_LABEL: name}, allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 3})
+            Node(
+                name,
+                labels={HOSTNAME_LABEL: name},
+                allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 3},
+                # node-only filters (their one-row paths) reject some nodes
+                taints=(Taint("dedicated", "x", "NoSchedule"),) if i in tainted else (),
+                unschedulable=i in cordoned,
+            )
         )
     for j, (other, row) in enumerate(placed):
         table.add_pod(dataclasses.replace(other, name=f"placed-{j}", uid=f"placed-{j}"), row % nodes)
@@ -130,6 +142,11 @@ def test_indexed_pass_matches_per_node_reference(
         for i, row in enumerate(rows.tolist()):  # one row at a time, as preemption asks
             single = fw.run_filters_with_nominated_pods(state, pod, np.asarray([row], dtype=np.intp))
             assert single.status_at(0) == want[i]
+            # The array-free path of preemption's dry runs decides the same.
+            assert fw.filter_row_with_nominated_pods(state, pod, row) == want[i]
+            assert fw.filter_row(state, pod, row) == fw.run_filters(state, pod, np.asarray([row])).status_at(
+                0
+            )
     # Every trial placement was undone.
     assert [dict(p) for p in table.pods[: len(table)]] == before
     assert (table.requested == requested).all()

@@ -223,6 +223,12 @@ class Pod:
             )
         return list(self._host_ports)
 
+    @property
+    def has_host_ports(self) -> bool:
+        if self._host_ports is None:
+            self.host_ports()
+        return bool(self._host_ports)
+
     def images(self) -> list[str]:
         return [c.image for c in (*self.init_containers, *self.containers) if c.image]
 

@@ -319,15 +319,21 @@ class NodeTable:
             listener.on_remove(pod, row)
 
     def _apply_pod(self, pod: Pod, row: int, sign: int) -> None:
+        # Preemption's dry runs call this hundreds of times per cycle: locals, no copies.
+        index_of = self.resource_index
         for name, value in pod.requests.items():
-            index = self._ensure_resource(name)  # may grow the array: index first
+            index = index_of.get(name)
+            if index is None:
+                index = self._ensure_resource(name)  # grows the arrays: look them up after
             self.requested[index, row] += sign * value
         cpu, memory = pod.non_zero_requests
-        self.non_zero_requested[0, row] += sign * cpu
-        self.non_zero_requested[1, row] += sign * memory
+        non_zero = self.non_zero_requested
+        non_zero[0, row] += sign * cpu
+        non_zero[1, row] += sign * memory
         self.pod_count[row] += sign
-        for port in pod.host_ports():
-            self._account_port(port, row, sign)
+        if pod.has_host_ports:
+            for port in pod.host_ports():
+                self._account_port(port, row, sign)
         self.generation += 1
 
     def _account_port(self, port: ContainerPort, row: int, sign: int) -> None:

@@ -168,6 +168,7 @@ class FrameworkHandle(Protocol):
     def node_only_filters(self) -> frozenset[str]: ...
     def trial_placements(self, state: CycleState) -> AbstractContextManager[None]: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
+    def filter_row_with_nominated_pods(self, state: CycleState, pod: Pod, row: int) -> Status: ...
     def run_pre_filter(
         self, state: CycleState, pod: Pod
     ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
@@ -259,6 +260,11 @@ class FilterPlugin(Plugin):
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         raise NotImplementedError
+
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        """`filter` on one row. Preemption's dry runs ask about one node at a time, hundreds of
+        times per cycle; plugins on that path override this with plain Python."""
+        return self.filter(state, pod, np.asarray([row], dtype=np.intp)).status_of(0)
 
 
 class PostFilterPlugin(Plugin):

@@ -38,19 +38,11 @@ class NominatedPodsFilter:
         if not positions:
             return outcome
         nominator = self.fw.handle.nominator
-        nodes, on_node = self.fw.handle.table.nodes, self.fw.handle.table.pods
+        nodes = self.fw.handle.table.nodes
         added: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods to add there)
         for i in positions:
             row = int(rows[i])
-            nominated = [
-                p
-                for p in nominator.nominated_pods_for_node(nodes[row].name)
-                if p.priority >= pod.priority
-                and p.uid != pod.uid
-                and p.key != pod.key
-                # already on the node (a gang preemption's scratch placement): counted once
-                and p.key not in on_node[row]
-            ]
+            nominated = self._eligible(pod, row, nominator.nominated_pods_for_node(nodes[row].name))
             if nominated:
                 added.append((i, row, nominated))
         if not self._has_active_extensions(state):
@@ -62,6 +54,55 @@ class NominatedPodsFilter:
                 outcome.statuses.append(status)
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
+
+    def run_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        """`run` on one row, as upstream orders it: with the nominated pods first (a failure
+        there is the node's status), then without them."""
+        nominated = self._nominated_on(row, pod)
+        if nominated:
+            if self._has_active_extensions(state):
+                status = self.filter_with_added_pods(state, pod, row, nominated)
+            else:
+                status = self._filter_row_with_added_pods(state, pod, row, nominated)
+            if not status.is_success:
+                return status
+        return self.fw.filter_row(state, pod, row)
+
+    def _nominated_on(self, row: int, pod: Pod) -> list[Pod]:
+        """The nominated pods addGENominatedPods would place on this row for `pod`."""
+        tops = self.fw.handle.nominator.nominated_priorities()
+        if not tops:
+            return []
+        name = self.fw.handle.table.nodes[row].name
+        if tops.get(name, pod.priority - 1) < pod.priority:
+            return []
+        return self._eligible(pod, row, self.fw.handle.nominator.nominated_pods_for_node(name))
+
+    def _eligible(self, pod: Pod, row: int, candidates: list[Pod]) -> list[Pod]:
+        on_node = self.fw.handle.table.pods[row]
+        return [
+            p
+            for p in candidates
+            if p.priority >= pod.priority
+            and p.uid != pod.uid
+            and p.key != pod.key
+            # already on the node (a gang preemption's scratch placement): counted once
+            and p.key not in on_node
+        ]
+
+    def _filter_row_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
+        """`_filter_rows_with_added_pods` for one row."""
+        table = self.fw.handle.table
+        placed: list[Pod] = []
+        with self.fw.trial_placements(state):
+            try:
+                for other in added:
+                    table.add_pod(other, row)
+                    placed.append(other)
+                return self.fw.filter_row(state.clone(), pod, row)
+            finally:
+                for other in placed:
+                    table.remove_pod(other, row)
 
     def _rows_with_nominations(self, rows: Rows, pod: Pod) -> list[int]:
         """Positions of rows whose node holds a nominated pod of priority >= the pod's, in row
@@ -137,8 +178,7 @@ class NominatedPodsFilter:
                 status = self.fw.run_pre_filter_add_pod(trial_state, pod, other, row)
                 if not status.is_success:
                     return error(f"adding nominated pod {other.key}: {status.message}")
-            single = self.fw.run_filters(trial_state, pod, np.asarray([row], dtype=np.intp))
-            return single.status_at(0)
+            return self.fw.filter_row(trial_state, pod, row)
         finally:
             for other in placed:
                 table.remove_pod(other, row)

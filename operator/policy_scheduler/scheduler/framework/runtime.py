@@ -242,8 +242,29 @@ class Framework:
                 break
         return FilterOutcome(rows, status_ref, statuses)
 
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        """`run_filters` on one row, without arrays: the status of the first failing plugin."""
+        metrics = self.plugin_metrics
+        for plugin in self.points.filter:
+            if plugin.name in state.skip_filter:
+                continue
+            started = time.perf_counter()
+            status = plugin.filter_row(state, pod, row)
+            if metrics is not None:
+                self._plugin_ran(
+                    state, plugin.name, "Filter", 1, started, None if status.is_success else status
+                )
+            if not status.is_success:
+                if status.is_rejected:
+                    return status.with_plugin(plugin.name)
+                return Status(Code.ERROR, status.reasons, plugin.name)
+        return SUCCESS
+
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
         return self.nominated.run(state, pod, rows)
+
+    def filter_row_with_nominated_pods(self, state: CycleState, pod: Pod, row: int) -> Status:
+        return self.nominated.run_row(state, pod, row)
 
     @contextlib.contextmanager
     def trial_placements(self, state: CycleState) -> Iterator[None]:

@@ -7,7 +7,7 @@ import numpy as np
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, SignFragments
-from policy_scheduler.scheduler.framework.status import unresolvable
+from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, Rows
 
@@ -28,6 +28,11 @@ class NodeName(FilterPlugin):
         target = self.table.index.get(pod.node_name)
         failed: BoolArray = rows != target if target is not None else np.ones(len(rows), dtype=np.bool_)
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON))
+
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        if not pod.node_name or self.table.index.get(pod.node_name) == row:
+            return SUCCESS
+        return unresolvable(ERR_REASON)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD))]

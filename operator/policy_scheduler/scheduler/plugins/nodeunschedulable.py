@@ -13,7 +13,7 @@ from policy_scheduler.scheduler.framework.events import (
     unexpected_objects,
 )
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, SignFragments
-from policy_scheduler.scheduler.framework.status import unresolvable
+from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import Rows
 
@@ -38,6 +38,11 @@ class NodeUnschedulable(FilterPlugin):
             return FilterResult.all_pass(len(rows))
         failed = self.table.unschedulable[rows]
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNSCHEDULABLE))
+
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        if self.table.unschedulable[row] and not tolerates_unschedulable(pod):
+            return unresolvable(ERR_REASON_UNSCHEDULABLE)
+        return SUCCESS
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return taint_events(self._after_node_change, self._after_pod_toleration_change)

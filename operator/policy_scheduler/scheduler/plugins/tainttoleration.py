@@ -112,6 +112,15 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         failed = lut[self.table.taint_set[rows]].astype(np.bool_)
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNTOLERATED))
 
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        lut = self._per_taint_set.lookup(
+            self.table,
+            "filter",
+            pod.tolerations,
+            lambda ts, tol: int(has_untolerated_do_not_schedule_taint(ts, tol)),
+        )
+        return unresolvable(ERR_REASON_UNTOLERATED) if lut[int(self.table.taint_set[row])] else SUCCESS
+
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
         state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
         return SUCCESS

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import FrameworkHandle
 from policy_scheduler.scheduler.framework.services import PDB
@@ -130,8 +128,7 @@ class _DryRunRow:
 
 def _filter(framework: FrameworkHandle, state: CycleState, pod: Pod, row: int) -> Status:
     """RunFilterPluginsWithNominatedPods on one node."""
-    outcome = framework.run_filters_with_nominated_pods(state, pod, np.asarray([row], dtype=np.intp))
-    status = outcome.status_at(0)
+    status = framework.filter_row_with_nominated_pods(state, pod, row)
     if status.code == Code.ERROR and status.plugin:
         return Status(Code.ERROR, (f'running "{status.plugin}" filter plugin: {status.message}',))
     return status

@@ -147,7 +147,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
             )
         if len(rows) == 1:
-            return self._filter_row(request, int(rows[0]))
+            status = self._filter_row(request, int(rows[0]))
+            if status.is_success:
+                return FilterResult.all_pass(1)
+            return FilterResult(np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32), (status,))
         table = self.table
         reasons = [TOO_MANY_PODS]
         too_many = table.pod_count[rows] + 1 > resource_column(table, table.allocatable, PODS, rows)
@@ -164,13 +167,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 unresolvable |= short & (quantity > allocatable)
         return _result(reasons, insufficient, unresolvable)
 
-    def _filter_row(self, request: PodRequest, row: int) -> FilterResult:
+    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        request = state.read(PRE_FILTER_KEY)
+        if not isinstance(request, PodRequest):
+            return error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
+        return self._filter_row(request, row)
+
+    def _filter_row(self, request: PodRequest, row: int) -> Status:
         """The same checks on one row with plain ints: preemption's dry runs filter one node at a
         time, where numpy's per-call cost would dominate."""
         table = self.table
+        index_of = table.resource_index
 
         def value(matrix: IntArray, resource: str) -> int:
-            index = table.resource_index.get(resource)
+            index = index_of.get(resource)
             return 0 if index is None else int(matrix[index, row])
 
         reasons = [TOO_MANY_PODS] if int(table.pod_count[row]) + 1 > value(table.allocatable, PODS) else []
@@ -182,11 +192,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     reasons.append(_reason(resource))
                     unresolvable |= quantity > allocatable
         if not reasons:
-            return FilterResult.all_pass(1)
+            return SUCCESS
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-        return FilterResult(
-            np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32), (Status(code, tuple(reasons)),)
-        )
+        return Status(code, tuple(reasons))
 
     # ---- score -----------------------------------------------------------------------------------
 
