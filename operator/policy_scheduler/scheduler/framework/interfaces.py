@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -169,6 +169,9 @@ class FrameworkHandle(Protocol):
     def trial_placements(self, state: CycleState) -> AbstractContextManager[None]: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
     def filter_row_with_nominated_pods(self, state: CycleState, pod: Pod, row: int) -> Status: ...
+    def fits_adding_in_turn(
+        self, state: CycleState, pod: Pod, row: int, candidates: Sequence[Pod]
+    ) -> list[bool] | None: ...
     def run_pre_filter(
         self, state: CycleState, pod: Pod
     ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
@@ -265,6 +268,14 @@ class FilterPlugin(Plugin):
         """`filter` on one row. Preemption's dry runs ask about one node at a time, hundreds of
         times per cycle; plugins on that path override this with plain Python."""
         return self.filter(state, pod, np.asarray([row], dtype=np.intp)).status_of(0)
+
+    def fits_adding_in_turn(
+        self, state: CycleState, row: int, added: Sequence[Pod], candidates: Sequence[Pod]
+    ) -> list[bool] | None:
+        """For preemption's reprieve, when this is the only filter left to ask: with `added`
+        placed on the row, put each candidate back in turn if the pod still fits; whether each
+        was put back. None (the default): not computable, filter the row after each step."""
+        return None
 
 
 class PostFilterPlugin(Plugin):

@@ -45,7 +45,7 @@ class NominatedPodsFilter:
             nominated = self._eligible(pod, row, nominator.nominated_pods_for_node(nodes[row].name))
             if nominated:
                 added.append((i, row, nominated))
-        if not self._has_active_extensions(state):
+        if not self.has_active_extensions(state):
             statuses = self._filter_rows_with_added_pods(state, pod, added)
         else:
             statuses = [self.filter_with_added_pods(state, pod, row, pods) for _, row, pods in added]
@@ -58,9 +58,9 @@ class NominatedPodsFilter:
     def run_row(self, state: CycleState, pod: Pod, row: int) -> Status:
         """`run` on one row, as upstream orders it: with the nominated pods first (a failure
         there is the node's status), then without them."""
-        nominated = self._nominated_on(row, pod)
+        nominated = self.nominated_on(row, pod)
         if nominated:
-            if self._has_active_extensions(state):
+            if self.has_active_extensions(state):
                 status = self.filter_with_added_pods(state, pod, row, nominated)
             else:
                 status = self._filter_row_with_added_pods(state, pod, row, nominated)
@@ -68,7 +68,7 @@ class NominatedPodsFilter:
                 return status
         return self.fw.filter_row(state, pod, row)
 
-    def _nominated_on(self, row: int, pod: Pod) -> list[Pod]:
+    def nominated_on(self, row: int, pod: Pod) -> list[Pod]:
         """The nominated pods addGENominatedPods would place on this row for `pod`."""
         tops = self.fw.handle.nominator.nominated_priorities()
         if not tops:
@@ -140,7 +140,7 @@ class NominatedPodsFilter:
         self._cache = (tops, table.rows_generation, top_by_row)
         return top_by_row
 
-    def _has_active_extensions(self, state: CycleState) -> bool:
+    def has_active_extensions(self, state: CycleState) -> bool:
         """Whether a PreFilter plugin with AddPod/RemovePod extensions runs for this pod: then the
         cycle state depends on which pods are added and each node needs its own state."""
         return any(p.has_extensions and p.name not in state.skip_filter for p in self.fw.points.pre_filter)

@@ -174,6 +174,13 @@ def select_victims_on_node(
         importance = more_important_key(now)
         potential.sort(key=importance)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        ordered = violating + non_violating
+        kept = framework.fits_adding_in_turn(state, pod, row, ordered)
+        if kept is not None:  # the same verdicts as the loop below, without re-filtering
+            chosen = [victim for victim, back in zip(ordered, kept, strict=True) if not back]
+            if violating and non_violating:
+                chosen.sort(key=importance)
+            return NodeVictims(chosen, kept[: len(violating)].count(False), SUCCESS)
         victims: list[Pod] = []
 
         def reprieve(victim: Pod) -> tuple[bool, Status]:

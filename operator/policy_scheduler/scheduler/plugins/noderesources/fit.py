@@ -6,7 +6,7 @@ reason, in fitsRequest's order. Score applies the configured scoring strategy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,6 +172,40 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not isinstance(request, PodRequest):
             return error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
         return self._filter_row(request, row)
+
+    def fits_adding_in_turn(
+        self, state: CycleState, row: int, added: Sequence[Pod], candidates: Sequence[Pod]
+    ) -> list[bool] | None:
+        """Preemption's reprieve when this is the only filter left: with `added` (nominated pods)
+        placed on the row, each candidate in turn is put back if the pod still fits, else left
+        out; whether each was put back. Integers instead of re-filtering the row per candidate:
+        the same verdicts as `_filter_row` on the table after each step. None: no PreFilter state."""
+        request = state.read(PRE_FILTER_KEY)
+        if not isinstance(request, PodRequest):
+            return None
+        table = self.table
+        index_of = table.resource_index
+
+        def value(matrix: IntArray, resource: str) -> int:
+            index = index_of.get(resource)
+            return 0 if index is None else int(matrix[index, row])
+
+        checked = (
+            [] if request.empty else request.checked(self.ignored_resources, self.ignored_resource_groups)
+        )
+        # Room left for the pod itself: pod slots and each compared resource, with `added` placed.
+        slots = value(table.allocatable, PODS) - int(table.pod_count[row]) - 1 - len(added)
+        free = [value(table.allocatable, r) - value(table.requested, r) for r, _ in checked]
+        for other in added:
+            free = [f - other.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
+        kept: list[bool] = []
+        for candidate in candidates:
+            trial = [f - candidate.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
+            fits = slots >= 1 and all(q <= f for f, (_, q) in zip(trial, checked, strict=True))
+            if fits:
+                slots, free = slots - 1, trial
+            kept.append(fits)
+        return kept
 
     def _filter_row(self, request: PodRequest, row: int) -> Status:
         """The same checks on one row with plain ints: preemption's dry runs filter one node at a
