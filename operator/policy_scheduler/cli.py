@@ -11,6 +11,9 @@ from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
+    from policy_scheduler.kube import lazy_client
+
+    lazy_client.install()  # before kopf and our client import kubernetes_asyncio (start-up time)
     from policy_scheduler.config import OperatorConfig
     from policy_scheduler.operator_main import run_operator
 
