@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from policy_scheduler import cli, operator_main
+from policy_scheduler.config import OperatorConfig
 
 
 def test_run_imports_without_the_collector_then_freezes_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,7 +21,7 @@ def test_run_imports_without_the_collector_then_freezes_them(monkeypatch: pytest
         return 0
 
     monkeypatch.setattr(operator_main, "run_operator", fake_run_operator)
-    monkeypatch.setattr(operator_main.OperatorConfig, "from_args", staticmethod(lambda args: args))
+    monkeypatch.setattr(OperatorConfig, "from_args", staticmethod(lambda args: args))
     try:
         assert cli._run(argparse.Namespace()) == 0
     finally:
