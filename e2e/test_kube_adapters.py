@@ -18,7 +18,7 @@ from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityC
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.binder import BindError, bind
-from policy_scheduler.kube.client import make_api_client, request, request_ok
+from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler import model
@@ -109,7 +109,7 @@ async def test_pod_informer_lists_and_watches(api: Any, namespace: str) -> None:
         on_delete=seen.delete,
         on_decode_failure=convert.pod_from_decode_failure,
         field_selector=f"metadata.namespace={namespace}",
-        page_size=1,  # exercises the continue token
+        page_size=1,  # ignored by the first list (watch cache); relists page (test below)
     )
     pods.start()
     try:
@@ -329,3 +329,38 @@ async def test_relist_diffs_against_store(api: Any, namespace: str) -> None:
     assert ("delete", "ghost", "1") in seen.events
     assert f"{namespace}/survivor" in pods.store
     assert pods.relists == 1
+
+
+async def test_first_list_reads_the_watch_cache_relists_page(
+    api: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first list is one answer whatever the page size (resourceVersion=0, as the reflector);
+    a relist is a consistent read, one page per `page_size` objects through continue tokens."""
+    for name in ("paged-a", "paged-b", "paged-c"):
+        await create_pod(api, namespace, name)
+    queries: list[dict[str, Any]] = []
+    real_call = call
+
+    async def counting_call(*args: Any, **kwargs: Any) -> Any:
+        queries.append(dict(kwargs.get("query") or {}))
+        return await real_call(*args, **kwargs)
+
+    monkeypatch.setattr(inf, "call", counting_call)
+    pods: inf.Informer[structs.Pod, model.Pod] = inf.Informer(
+        api,
+        inf.PODS,
+        structs.Pod,
+        convert.pod_from_api_or_malformed,
+        field_selector=f"metadata.namespace={namespace}",
+        page_size=1,
+    )
+    await pods._list_and_sync()
+    assert [q.get("resourceVersion") for q in queries] == ["0"]
+    assert {f"{namespace}/paged-{x}" for x in "abc"} <= set(pods.store)
+    listed = set(pods.store)
+    queries.clear()
+    await pods._list_and_sync()
+    assert len(queries) >= 3  # one page per pod of the namespace
+    assert all("resourceVersion" not in q for q in queries)
+    assert all("continue" in q for q in queries[1:])
+    assert set(pods.store) == listed

@@ -250,3 +250,31 @@ async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: 
     assert 1.6 <= slept[1] < 3.2  # the reflector's second delay, in [d, 2d) with d = 1.6 s
     assert inf.has_synced.is_set()
     assert inf.resource_version == "5"
+
+
+async def test_first_list_reads_the_watch_cache_and_relists_read_etcd(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """resourceVersion=0 on the first page of the first list only (as the reflector): later pages
+    carry just the continue token, and a relist after 410 Gone is a consistent read."""
+    pages = {
+        "": b'{"kind":"PodList","metadata":{"resourceVersion":"5","continue":"t1"},"items":[]}',
+        "t1": b'{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}',
+    }
+    queries: list[dict[str, Any]] = []
+
+    async def fake_call(*_: Any, query: dict[str, Any], **__: Any) -> Answer:
+        queries.append(query)
+        return Answer(200, pages[str(query.get("continue", ""))])
+
+    monkeypatch.setattr(informer_module, "call", fake_call)
+    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed)
+    await inf._list_and_sync()
+    await inf._list_and_sync()  # the relist after 410 Gone
+    assert [(q.get("resourceVersion"), q.get("continue")) for q in queries] == [
+        ("0", None),
+        (None, "t1"),
+        (None, None),
+        (None, "t1"),
+    ]
+    assert all(q["limit"] == 500 for q in queries)

@@ -1,10 +1,11 @@
 """A list-then-watch cache of one resource, calling back on every change.
 
-Semantics follow client-go's reflector: a paginated LIST gives a consistent snapshot and a
-resourceVersion; a WATCH from that version streams changes; bookmarks keep the version fresh
-so a reconnect rarely needs a relist; 410 Gone (version too old) forces a relist, which is
-diffed against the store so consumers see deletes, updates and adds exactly once. Callbacks
-are synchronous and run on the event loop, so consumers' caches need no locking.
+Semantics follow client-go's reflector: a LIST gives a snapshot and a resourceVersion (the
+first from the watch cache, as resourceVersion=0; a relist paginated and consistent); a WATCH
+from that version streams changes; bookmarks keep the version fresh so a reconnect rarely needs
+a relist; 410 Gone (version too old) forces a relist, which is diffed against the store so
+consumers see deletes, updates and adds exactly once. Callbacks are synchronous and run on the
+event loop, so consumers' caches need no locking.
 """
 
 from __future__ import annotations
@@ -166,10 +167,17 @@ class Informer(Generic[S, V]):
         items: list[S] = []
         failures: list[DecodeFailure] = []
         token = ""
+        # As client-go's reflector: the first list is served from the API server's watch cache
+        # (resourceVersion=0, which also ignores the page limit: one answer instead of one round
+        # trip per 500 objects); the watch that follows brings a possibly older snapshot up to
+        # date. A relist after 410 Gone must not go back in time: it reads from etcd.
+        from_cache = not self.has_synced.is_set()
         while True:
             query: dict[str, str | int | bool] = {"limit": self.page_size, **self._selectors()}
             if token:
-                query["continue"] = token
+                query["continue"] = token  # the server refuses a resourceVersion with a token
+            elif from_cache:
+                query["resourceVersion"] = "0"
             answer = await call(
                 self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
             )
