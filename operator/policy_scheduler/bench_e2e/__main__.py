@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
 import logging
 import shlex
 import sys
@@ -18,7 +17,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import policy_scheduler
 from policy_scheduler.bench_e2e import contenders
 from policy_scheduler.bench_e2e.runner import RunResult
 from policy_scheduler.bench_e2e.suite import create_bench_nodes, run_size, write_outputs
@@ -55,13 +53,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def precompile() -> None:
-    """Write the package's bytecode, as installing its wheel does: with PYTHONDONTWRITEBYTECODE
-    set (as on the CI machines) every start would otherwise compile the sources again, a cost
-    an installed operator never pays."""
-    compileall.compile_dir(str(Path(policy_scheduler.__file__).parent), quiet=1)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     known = catalogue()
@@ -82,7 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     workloads = [known[n] for n in _split(args.workloads)]
     names = _split(args.contenders)
     logging.basicConfig(level=logging.WARNING)
-    precompile()
     results: list[RunResult] = []
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
         base = args.workdir or Path(tmp)
