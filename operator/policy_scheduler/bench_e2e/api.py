@@ -18,7 +18,11 @@ from urllib.parse import urlencode
 import aiohttp
 import yaml
 
+from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
+
 JSON = dict[str, Any]
+IDEMPOTENT = frozenset({"GET", "DELETE"})
+HARNESS_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=5)
 
 
 class ApiError(RuntimeError):
@@ -67,10 +71,22 @@ class Client:
         self, method: str, path: str, body: JSON | None = None, *, params: dict[str, str] | None = None
     ) -> JSON:
         url = self.creds.server + path + (f"?{urlencode(params)}" if params else "")
-        async with self._session.request(method, url, json=body) as response:
-            text = await response.text()
-            if response.status >= 400:
-                raise ApiError(method, path, response.status, text)
+
+        async def send() -> Answer:
+            async with self._session.request(method, url, json=body) as response:
+                return Answer(response.status, await response.read())
+
+        # The API server may close a kept-alive connection under the load of a big cluster: GETs
+        # and DELETEs are retried (POSTs would double-create, and say so with a 409 anyway).
+        if method in IDEMPOTENT:
+            answer = await with_retries(
+                send, HARNESS_RETRY, connection_errors=(aiohttp.ClientConnectionError,), what=method
+            )
+        else:
+            answer = await send()
+        text = answer.body.decode()
+        if answer.status >= 400:
+            raise ApiError(method, path, answer.status, text)
         result: JSON = json.loads(text) if text else {}
         return result
 
