@@ -102,24 +102,22 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((TOLERATIONS_SIGNER, tolerations_signature(pod)),)
 
-    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
-        lut = self._per_taint_set.lookup(
+    def _untolerated(self, pod: Pod) -> IntArray:
+        """Per taint set of the table: 1 where the pod does not tolerate a NoSchedule/NoExecute taint."""
+        return self._per_taint_set.lookup(
             self.table,
             "filter",
             pod.tolerations,
             lambda ts, tol: int(has_untolerated_do_not_schedule_taint(ts, tol)),
         )
-        failed = lut[self.table.taint_set[rows]].astype(np.bool_)
+
+    def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
+        failed = self._untolerated(pod)[self.table.taint_set[rows]].astype(np.bool_)
         return FilterResult.reject_where(failed, unresolvable(ERR_REASON_UNTOLERATED))
 
     def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
-        lut = self._per_taint_set.lookup(
-            self.table,
-            "filter",
-            pod.tolerations,
-            lambda ts, tol: int(has_untolerated_do_not_schedule_taint(ts, tol)),
-        )
-        return unresolvable(ERR_REASON_UNTOLERATED) if lut[int(self.table.taint_set[row])] else SUCCESS
+        untolerated = self._untolerated(pod)[int(self.table.taint_set[row])]
+        return unresolvable(ERR_REASON_UNTOLERATED) if untolerated else SUCCESS
 
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
         state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
