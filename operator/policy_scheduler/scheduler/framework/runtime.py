@@ -59,6 +59,13 @@ class PluginMetrics(Protocol):
     def executed(self, plugin: str, point: str, code: str, seconds: float) -> None: ...
 
 
+def _attributed(status: Status, plugin: str) -> Status:
+    """A failing filter's status, naming its plugin. Anything but a rejection is an Error; its
+    message is wrapped where it is reported ('running "X" filter plugin: ...'), as the
+    preemption dry run does too."""
+    return status.with_plugin(plugin) if status.is_rejected else Status(Code.ERROR, status.reasons, plugin)
+
+
 class Framework:
     """One profile's plugin instances wired to the extension points."""
 
@@ -229,12 +236,7 @@ class Framework:
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
             offset = len(statuses)
-            # Anything but a rejection is an Error; its message is wrapped where it is reported
-            # ('running "X" filter plugin: ...'), as the preemption dry run does too.
-            statuses.extend(
-                s.with_plugin(plugin.name) if s.is_rejected else Status(Code.ERROR, s.reasons, plugin.name)
-                for s in result.statuses
-            )
+            statuses.extend(_attributed(s, plugin.name) for s in result.statuses)
             positions = np.flatnonzero(failed) if alive is None else alive[failed]
             status_ref[positions] = offset + result.status_index[failed]
             alive = np.flatnonzero(status_ref == PASSED)
@@ -255,9 +257,7 @@ class Framework:
                     state, plugin.name, "Filter", 1, started, None if status.is_success else status
                 )
             if not status.is_success:
-                if status.is_rejected:
-                    return status.with_plugin(plugin.name)
-                return Status(Code.ERROR, status.reasons, plugin.name)
+                return _attributed(status, plugin.name)
         return SUCCESS
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
