@@ -60,10 +60,7 @@ class NominatedPodsFilter:
         there is the node's status), then without them."""
         nominated = self.nominated_on(row, pod)
         if nominated:
-            if self.has_active_extensions(state):
-                status = self.filter_with_added_pods(state, pod, row, nominated)
-            else:
-                status = self._filter_row_with_added_pods(state, pod, row, nominated)
+            status = self.filter_with_added_pods(state, pod, row, nominated)
             if not status.is_success:
                 return status
         return self.fw.filter_row(state, pod, row)
@@ -89,20 +86,6 @@ class NominatedPodsFilter:
             # already on the node (a gang preemption's scratch placement): counted once
             and p.key not in on_node
         ]
-
-    def _filter_row_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
-        """`_filter_rows_with_added_pods` for one row."""
-        table = self.fw.handle.table
-        placed: list[Pod] = []
-        with self.fw.trial_placements(state):
-            try:
-                for other in added:
-                    table.add_pod(other, row)
-                    placed.append(other)
-                return self.fw.filter_row(state.clone(), pod, row)
-            finally:
-                for other in placed:
-                    table.remove_pod(other, row)
 
     def _rows_with_nominations(self, rows: Rows, pod: Pod) -> list[int]:
         """Positions of rows whose node holds a nominated pod of priority >= the pod's, in row
@@ -168,17 +151,20 @@ class NominatedPodsFilter:
                     table.remove_pod(other, row)
 
     def filter_with_added_pods(self, state: CycleState, pod: Pod, row: int, added: list[Pod]) -> Status:
+        """One node with its nominated pods placed (and the PreFilter extensions told, on a
+        clone of the state); everything is undone before returning."""
         table = self.fw.handle.table
         trial_state = state.clone()
         placed: list[Pod] = []
-        try:
-            for other in added:
-                table.add_pod(other, row)
-                placed.append(other)
-                status = self.fw.run_pre_filter_add_pod(trial_state, pod, other, row)
-                if not status.is_success:
-                    return error(f"adding nominated pod {other.key}: {status.message}")
-            return self.fw.filter_row(trial_state, pod, row)
-        finally:
-            for other in placed:
-                table.remove_pod(other, row)
+        with self.fw.trial_placements(state):
+            try:
+                for other in added:
+                    table.add_pod(other, row)
+                    placed.append(other)
+                    status = self.fw.run_pre_filter_add_pod(trial_state, pod, other, row)
+                    if not status.is_success:
+                        return error(f"adding nominated pod {other.key}: {status.message}")
+                return self.fw.filter_row(trial_state, pod, row)
+            finally:
+                for other in placed:
+                    table.remove_pod(other, row)
