@@ -34,7 +34,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
+from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesFitArgs, ScoringStrategy
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     MOST_ALLOCATED,
@@ -119,6 +119,13 @@ def _scorer(strategy: ScoringStrategy) -> Scorer:
     return least_allocated_scorer(resources)
 
 
+def _cell(table: NodeTable, matrix: IntArray, resource: str, row: int) -> int:
+    """One row's quantity of a resource in the table's allocatable or requested matrix (0 where
+    no node has the resource): preemption's one-node paths read plain ints, not columns."""
+    index = table.resource_index.get(resource)
+    return 0 if index is None else int(matrix[index, row])
+
+
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
     signs_pods = True
@@ -184,18 +191,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not isinstance(request, PodRequest):
             return None
         table = self.table
-        index_of = table.resource_index
-
-        def value(matrix: IntArray, resource: str) -> int:
-            index = index_of.get(resource)
-            return 0 if index is None else int(matrix[index, row])
-
         checked = (
             [] if request.empty else request.checked(self.ignored_resources, self.ignored_resource_groups)
         )
         # Room left for the pod itself: pod slots and each compared resource, with `added` placed.
-        slots = value(table.allocatable, PODS) - int(table.pod_count[row]) - 1 - len(added)
-        free = [value(table.allocatable, r) - value(table.requested, r) for r, _ in checked]
+        slots = _cell(table, table.allocatable, PODS, row) - int(table.pod_count[row]) - 1 - len(added)
+        free = [
+            _cell(table, table.allocatable, r, row) - _cell(table, table.requested, r, row)
+            for r, _ in checked
+        ]
         for other in added:
             free = [f - other.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
         kept: list[bool] = []
@@ -211,18 +215,16 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         """The same checks on one row with plain ints: preemption's dry runs filter one node at a
         time, where numpy's per-call cost would dominate."""
         table = self.table
-        index_of = table.resource_index
-
-        def value(matrix: IntArray, resource: str) -> int:
-            index = index_of.get(resource)
-            return 0 if index is None else int(matrix[index, row])
-
-        reasons = [TOO_MANY_PODS] if int(table.pod_count[row]) + 1 > value(table.allocatable, PODS) else []
+        reasons = (
+            [TOO_MANY_PODS]
+            if int(table.pod_count[row]) + 1 > _cell(table, table.allocatable, PODS, row)
+            else []
+        )
         unresolvable = False
         if not request.empty:
             for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
-                allocatable = value(table.allocatable, resource)
-                if quantity > allocatable - value(table.requested, resource):
+                allocatable = _cell(table, table.allocatable, resource, row)
+                if quantity > allocatable - _cell(table, table.requested, resource, row):
                     reasons.append(_reason(resource))
                     unresolvable |= quantity > allocatable
         if not reasons:
