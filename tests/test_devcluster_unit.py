@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from policy_scheduler.commands import Deferred
 from policy_scheduler.devcluster import cli, hostnet
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
@@ -210,7 +211,7 @@ def test_cli_parser_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     args = parser.parse_args(["dev-cluster", "up", "--nodes", "3"])
     assert args.nodes == 3
     assert args.workdir == cli.default_workdir()
-    assert args.func is cli.cmd_up
+    assert args.func == Deferred("policy_scheduler.devcluster.cli", "cmd_up")
 
 
 def test_module_entry_point_help() -> None:

@@ -187,3 +187,81 @@ def test_row_cache_follows_node_changes() -> None:
     rows = np.arange(len(table), dtype=np.intp)
     assert [table.nodes[r].name for r in rows] == ["c", "b"]
     assert fw.run_filters_with_nominated_pods(state, pod, rows).passed.tolist() == [False, True]
+
+
+def test_plain_pod_pass_places_nothing_on_the_table() -> None:
+    """With NodeResourcesFit the only filter reading the node's pods, the pass with nominated
+    pods is answered by integers (Framework.adjusting_filter) and agrees with placing them."""
+    table = NodeTable()
+    for i in range(3):
+        table.set_node(Node(f"n{i}", labels={HOSTNAME_LABEL: f"n{i}"}, allocatable={"cpu": 1000, "pods": 3}))
+    nominator = PodNominator()
+    nominator.add_nominated_pod(_pod("nom-0", 600, 5, None, False), "n0")
+    nominator.add_nominated_pod(_pod("nom-1", 100, 5, None, False), "n1")
+    nominator.add_nominated_pod(_pod("nom-2", 900, -1, None, False), "n2")  # lower: not counted
+    fw = Framework(
+        resolve_profile(ProfileConfig(), implemented_plugin_names()),
+        in_tree_registry(),
+        Handle(table, nominator=nominator),
+    )
+    pod = _pod("pod", 500, 1, None, False)
+    state = CycleState()
+    fw.run_pre_filter(state, pod)
+    assert fw.adjusting_filter(state) is fw.plugins["NodeResourcesFit"]
+    rows = np.arange(3, dtype=np.intp)
+    want = _reference(fw, nominator, state, pod, rows)
+    placed: list[str] = []
+    real_add = table.add_pod
+
+    def counting_add(added: Pod, row: int) -> None:
+        placed.append(added.key)
+        real_add(added, row)
+
+    table.add_pod = counting_add  # type: ignore[method-assign,assignment]
+    fw.plugin_metrics = by_integers = CountingMetrics()
+    got = fw.run_filters_with_nominated_pods(state, pod, rows)
+    assert [got.status_at(i) for i in range(3)] == want
+    assert [s.is_success for s in want] == [False, True, True]
+    assert placed == []
+    # Plugins evaluated as often as when the nominated pods are placed and the rows re-filtered.
+    fw.plugin_metrics = by_placing = CountingMetrics()
+    fw.adjusting_filter = lambda *_: None  # type: ignore[method-assign]
+    fw.run_filters_with_nominated_pods(state, pod, rows)
+    assert placed
+    assert by_integers.counts == by_placing.counts
+
+
+class CountingMetrics:
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None:
+        if point == "Filter":
+            self.counts[plugin] = self.counts.get(plugin, 0) + count
+
+    def executed(self, plugin: str, point: str, code: str, seconds: float) -> None:
+        return None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "delete"]), st.integers(0, 5), st.integers(-3, 3), st.integers(0, 2)
+        ),
+        max_size=30,
+    )
+)
+def test_priorities_kept_incrementally_match_a_rescan(steps: list[tuple[str, int, int, int]]) -> None:
+    nominator = PodNominator()
+    for action, which, priority, node in steps:
+        pod = _pod(f"p{which}", 100, priority, None, False)
+        if action == "add":
+            nominator.add_nominated_pod(pod, f"n{node}")
+        else:
+            nominator.delete_nominated_pod_if_exists(pod)
+        rescan = {
+            name: max(p.priority for p in nominator.nominated_pods_for_node(name))
+            for name in nominator.nominated_node_names()
+        }
+        assert dict(nominator.nominated_priorities()) == rescan

@@ -1,6 +1,7 @@
-"""SelectVictimsOnNode's reprieve computed by NodeResourcesFit alone (Framework.fits_adding_in_turn)
-gives the same victims, violation counts and evaluation counts as re-filtering the row after each
-step, the loop upstream runs; and the row comes back unchanged."""
+"""SelectVictimsOnNode computed by NodeResourcesFit's integers (Framework.adjusting_filter: the
+victims are never taken off the table) gives the same victims, statuses, violation counts and
+evaluation counts as removing them and re-filtering the row after each step, the loop upstream
+runs; and the row comes back unchanged."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.framework.runtime import Framework
+from policy_scheduler.scheduler.framework.status import SUCCESS
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, NodeTable
 from policy_scheduler.scheduler.plugins.defaultpreemption.victims import NodeVictims, select_victims_on_node
@@ -65,12 +67,13 @@ pods = st.builds(
 
 @contextmanager
 def _refiltering(fw: Framework) -> Iterator[None]:
-    """The framework without the shortcut: every reprieve step filters the row again."""
-    fw.fits_adding_in_turn = lambda *_: None  # type: ignore[method-assign]
+    """The framework without the integer path: victims are removed from the table and every
+    reprieve step filters the row again."""
+    fw.adjusting_filter = lambda *_: None  # type: ignore[method-assign]
     try:
         yield
     finally:
-        del fw.fits_adding_in_turn
+        del fw.adjusting_filter
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,8 +145,10 @@ def test_shortcut_is_taken_for_a_plain_pod() -> None:
     pod = _pod("high", 1000, 0, 0, 10, "a")
     state = CycleState()
     fw.run_pre_filter(state, pod)
-    state.skip_filter |= fw.node_only_filters
+    fit = fw.adjusting_filter(state)
+    assert fit is fw.plugins["NodeResourcesFit"]
     victims = list(table.pods[0].values())
-    for victim in victims:  # as the dry run does before asking
-        table.remove_pod(victim, 0)
-    assert fw.fits_adding_in_turn(state, pod, 0, victims) == [True, False]
+    assert not fw.filter_row_with_nominated_pods(state, pod, 0, fit).is_success
+    assert fw.filter_row_with_nominated_pods(state, pod, 0, fit, victims[:1]) == SUCCESS
+    state.skip_filter |= fw.node_only_filters
+    assert fw.fits_adding_in_turn(state, pod, 0, fit, victims, victims) == [True, False]

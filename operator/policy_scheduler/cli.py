@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     val.set_defaults(func=_validate)
 
-    from policy_scheduler.explain.command import add_parser as add_explain
+    from policy_scheduler.explain.arguments import add_parser as add_explain
 
     add_explain(sub)
 
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="leave the cluster and operator running")
     demo.set_defaults(func=_demo)
 
-    from policy_scheduler.devcluster.cli import add_parser as add_devcluster
+    from policy_scheduler.devcluster.arguments import add_parser as add_devcluster
 
     add_devcluster(sub)
     return parser

@@ -20,7 +20,6 @@ import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PODGROUPS_PATH, PodGroupObject, pod_group_from_api
-from policy_scheduler.celdevice import compile_selector
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
@@ -47,6 +46,7 @@ from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.metrics import extension_point_duration, pending_pods
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
+from policy_scheduler.scheduler.dra.model import DeviceSelector
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
@@ -61,6 +61,13 @@ PROFILES = "schedulingprofiles"
 
 def _observe_extension_point(profile: str, point: str, status: str, seconds: float) -> None:
     extension_point_duration.labels(point, status, profile).observe(seconds)
+
+
+def _compile_selector(expression: str) -> DeviceSelector:
+    # Imported on the first CEL device selector: celpy is ~0.1 CPU-s of start-up (issue 12).
+    from policy_scheduler.celdevice import compile_selector
+
+    return compile_selector(expression)
 
 
 class EnginePods:
@@ -121,7 +128,7 @@ class Operator:
             eviction_policy=self.policies.policy_for_scheduler,
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
-            dra=DraServices(self.dra_store, compile_selector, ApiClaimWriter(api)),
+            dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api)),
         )
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.

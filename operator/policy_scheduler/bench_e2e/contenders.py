@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import compileall
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,8 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
                 sys.executable,
                 "-m",
                 "policy_scheduler.cli",
-                "--log-level=WARNING",
+                # INFO shows the start-up steps' times in the log (listed, running)
+                f"--log-level={os.environ.get('BENCH_E2E_LOG_LEVEL', 'WARNING')}",
                 "run",
                 f"--kubeconfig={kubeconfig}",
                 "--no-leader-elect",

@@ -15,27 +15,6 @@ from policy_scheduler.scheduler.diagnosis_recorder import Explanation
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("explain", help="why a pod is pending, or why its node won")
-    p.add_argument("pod", metavar="NAMESPACE/NAME", help="the pod (or NAME with -n)")
-    p.add_argument("-n", "--namespace", default="default", help="namespace when the pod is given as NAME")
-    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
-    p.add_argument(
-        "--endpoint",
-        help="the operator's HTTP address (e.g. http://127.0.0.1:10259) instead of the leader pod",
-    )
-    p.add_argument("--lease-namespace", default="policy-scheduler", help="where the operator's lease is")
-    p.add_argument("--lease-name", default="policy-scheduler")
-    p.add_argument(
-        "--recompute",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="when the operator has no answer, recompute one from a live snapshot (default: on)",
-    )
-    p.set_defaults(func=explain_command)
-
-
 def parse_target(pod: str, namespace: str) -> tuple[str, str]:
     if "/" in pod:
         ns, _, name = pod.partition("/")

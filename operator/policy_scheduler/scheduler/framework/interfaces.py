@@ -168,10 +168,24 @@ class FrameworkHandle(Protocol):
     def node_only_filters(self) -> frozenset[str]: ...
     def trial_placements(self, state: CycleState) -> AbstractContextManager[None]: ...
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome: ...
-    def filter_row_with_nominated_pods(self, state: CycleState, pod: Pod, row: int) -> Status: ...
+    def adjusting_filter(self, state: CycleState) -> FilterPlugin | None: ...
+    def filter_row_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin | None = None,
+        removed: Sequence[Pod] = (),
+    ) -> Status: ...
     def fits_adding_in_turn(
-        self, state: CycleState, pod: Pod, row: int, candidates: Sequence[Pod]
-    ) -> list[bool] | None: ...
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin,
+        removed: Sequence[Pod],
+        candidates: Sequence[Pod],
+    ) -> list[bool]: ...
     def run_pre_filter(
         self, state: CycleState, pod: Pod
     ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
@@ -260,6 +274,9 @@ class FilterPlugin(Plugin):
     # True when the verdict depends only on the pod and the node object, never on the pods
     # placed on the node: preemption then need not ask again while it adds victims back.
     node_only: ClassVar[bool] = False
+    # True when filter_row_adjusted and fits_adding_in_turn answer: with only node_only filters
+    # besides it, dry runs and the pass with nominated pods need not place pods on the table.
+    answers_adjusted: ClassVar[bool] = False
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         raise NotImplementedError
@@ -269,12 +286,31 @@ class FilterPlugin(Plugin):
         times per cycle; plugins on that path override this with plain Python."""
         return self.filter(state, pod, np.asarray([row], dtype=np.intp)).status_of(0)
 
+    def filter_adjusted(
+        self, state: CycleState, pod: Pod, rows: Rows, added: Sequence[Sequence[Pod]]
+    ) -> FilterResult | None:
+        """`filter` as if `added[i]` were placed on `rows[i]`, without placing them (plugins with
+        `answers_adjusted`). None (the default): not computable."""
+        return None
+
+    def filter_row_adjusted(
+        self, state: CycleState, pod: Pod, row: int, added: Sequence[Pod], removed: Sequence[Pod]
+    ) -> Status | None:
+        """`filter_row` as if `added` were placed on the row and `removed` taken off, without
+        placing them (plugins with `answers_adjusted`). None (the default): not computable."""
+        return None
+
     def fits_adding_in_turn(
-        self, state: CycleState, row: int, added: Sequence[Pod], candidates: Sequence[Pod]
+        self,
+        state: CycleState,
+        row: int,
+        added: Sequence[Pod],
+        removed: Sequence[Pod],
+        candidates: Sequence[Pod],
     ) -> list[bool] | None:
-        """For preemption's reprieve, when this is the only filter left to ask: with `added`
-        placed on the row, put each candidate back in turn if the pod still fits; whether each
-        was put back. None (the default): not computable, filter the row after each step."""
+        """For preemption's reprieve, when this is the only filter reading the node's pods: with
+        `added` placed on the row and `removed` taken off, put each candidate back in turn if the
+        pod still fits; whether each was put back. None (the default): not computable."""
         return None
 
 

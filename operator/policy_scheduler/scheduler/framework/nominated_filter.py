@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.outcomes import FilterOutcome
-from policy_scheduler.scheduler.framework.status import Status, error
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin
+from policy_scheduler.scheduler.framework.outcomes import PASSED, FilterOutcome
+from policy_scheduler.scheduler.framework.status import Status, error, filter_failure
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import Rows
 
@@ -45,6 +46,10 @@ class NominatedPodsFilter:
             nominated = self._eligible(pod, row, nominator.nominated_pods_for_node(nodes[row].name))
             if nominated:
                 added.append((i, row, nominated))
+        adjusted = self.fw.adjusting_filter(state)
+        if adjusted is not None:
+            self._override_by_adjusted_filter(state, pod, outcome, added, adjusted)
+            return outcome
         if not self.has_active_extensions(state):
             statuses = self._filter_rows_with_added_pods(state, pod, added)
         else:
@@ -55,15 +60,65 @@ class NominatedPodsFilter:
                 outcome.status_ref[i] = len(outcome.statuses) - 1
         return outcome
 
-    def run_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+    def _override_by_adjusted_filter(
+        self,
+        state: CycleState,
+        pod: Pod,
+        outcome: FilterOutcome,
+        added: list[tuple[int, int, list[Pod]]],
+        adjusted: FilterPlugin,
+    ) -> None:
+        """The pass with nominated pods for all their rows at once, nothing placed on the table
+        (see Framework.adjusting_filter). Every other running filter reads only the node, so with
+        the nominated pods it decides as it did without them: a row's status changes only where
+        the pass without them got as far as `adjusted` and `adjusted` now fails."""
+        order = [p.name for p in self.fw.points.filter if p.name not in state.skip_filter]
+        at = order.index(adjusted.name)
+        position_of = {name: k for k, name in enumerate(order)}
+        positions = np.asarray([i for i, _, _ in added], dtype=np.intp)
+        result = adjusted.filter_adjusted(state, pod, outcome.rows[positions], [pods for _, _, pods in added])
+        if result is None:
+            raise ValueError(f"{adjusted.name} does not answer adjusted rows")
+        # Where the pass without nominated pods stopped: the failing plugin's place, or past the end.
+        reached = np.asarray(
+            [
+                len(order) if ref == PASSED else position_of.get(outcome.statuses[ref].plugin, len(order))
+                for ref in outcome.status_ref[positions].tolist()
+            ],
+            dtype=np.intp,
+        )
+        failed = ~result.passed
+        override = failed & (reached >= at)
+        for j in np.flatnonzero(override).tolist():
+            outcome.statuses.append(filter_failure(result.status_of(j), adjusted.name))
+            outcome.status_ref[positions[j]] = len(outcome.statuses) - 1
+        metrics = self.fw.plugin_metrics
+        if metrics is not None:
+            # The pass with nominated pods evaluates each plugin up to where it stops.
+            stops = np.where(override, at, reached)
+            for k, name in enumerate(order):
+                metrics.evaluated(self.fw.scheduler_name, name, "Filter", int(np.count_nonzero(stops >= k)))
+
+    def run_row(
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin | None = None,
+        removed: Sequence[Pod] = (),
+    ) -> Status:
         """`run` on one row, as upstream orders it: with the nominated pods first (a failure
-        there is the node's status), then without them."""
+        there is the node's status), then without them. With `adjusted` (the framework's
+        adjusting_filter), nothing is placed on the table and `removed` counts as taken off."""
         nominated = self.nominated_on(row, pod)
         if nominated:
-            status = self.filter_with_added_pods(state, pod, row, nominated)
+            if adjusted is not None:
+                status = self.fw.filter_row(state, pod, row, adjusted, nominated, removed)
+            else:
+                status = self.filter_with_added_pods(state, pod, row, nominated)
             if not status.is_success:
                 return status
-        return self.fw.filter_row(state, pod, row)
+        return self.fw.filter_row(state, pod, row, adjusted, (), removed)
 
     def nominated_on(self, row: int, pod: Pod) -> list[Pod]:
         """The nominated pods addGENominatedPods would place on this row for `pod`."""

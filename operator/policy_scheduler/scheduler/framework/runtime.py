@@ -18,6 +18,7 @@ from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
 from policy_scheduler.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    FilterPlugin,
     Handle,
     Plugin,
     PostFilterResult,
@@ -34,7 +35,7 @@ from policy_scheduler.scheduler.framework.outcomes import (
     plugin_failure,
 )
 from policy_scheduler.scheduler.framework.points import batchable_signers, build_points
-from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error
+from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error, filter_failure
 from policy_scheduler.scheduler.framework.waiting_pod import MAX_PERMIT_WAIT_SECONDS, WaitingPod
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
@@ -57,13 +58,6 @@ class PluginMetrics(Protocol):
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None: ...
 
     def executed(self, plugin: str, point: str, code: str, seconds: float) -> None: ...
-
-
-def _attributed(status: Status, plugin: str) -> Status:
-    """A failing filter's status, naming its plugin. Anything but a rejection is an Error; its
-    message is wrapped where it is reported ('running "X" filter plugin: ...'), as the
-    preemption dry run does too."""
-    return status.with_plugin(plugin) if status.is_rejected else Status(Code.ERROR, status.reasons, plugin)
 
 
 class Framework:
@@ -236,7 +230,7 @@ class Framework:
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
             offset = len(statuses)
-            statuses.extend(_attributed(s, plugin.name) for s in result.statuses)
+            statuses.extend(filter_failure(s, plugin.name) for s in result.statuses)
             positions = np.flatnonzero(failed) if alive is None else alive[failed]
             status_ref[positions] = offset + result.status_index[failed]
             alive = np.flatnonzero(status_ref == PASSED)
@@ -244,44 +238,90 @@ class Framework:
                 break
         return FilterOutcome(rows, status_ref, statuses)
 
-    def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
-        """`run_filters` on one row, without arrays: the status of the first failing plugin."""
+    def filter_row(
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin | None = None,
+        added: Sequence[Pod] = (),
+        removed: Sequence[Pod] = (),
+    ) -> Status:
+        """`run_filters` on one row, without arrays: the status of the first failing plugin.
+        With `adjusted` (see `adjusting_filter`), that plugin answers as if `added` were placed
+        on the row and `removed` taken off; the others read only the node."""
         metrics = self.plugin_metrics
         for plugin in self.points.filter:
             if plugin.name in state.skip_filter:
                 continue
             started = time.perf_counter()
-            status = plugin.filter_row(state, pod, row)
+            if plugin is adjusted:
+                answer = plugin.filter_row_adjusted(state, pod, row, added, removed)
+                status = answer if answer is not None else error(f"{plugin.name} cannot filter adjusted rows")
+            else:
+                status = plugin.filter_row(state, pod, row)
             if metrics is not None:
                 self._plugin_ran(
                     state, plugin.name, "Filter", 1, started, None if status.is_success else status
                 )
             if not status.is_success:
-                return _attributed(status, plugin.name)
+                return filter_failure(status, plugin.name)
         return SUCCESS
+
+    def adjusting_filter(self, state: CycleState) -> FilterPlugin | None:
+        """The one running filter that reads the pods on a node, when it can answer for pods
+        added or removed without placing them (`answers_adjusted`, NodeResourcesFit) and every
+        other running filter reads only the node: then the pass with nominated pods and
+        preemption's dry runs need not touch the table. None otherwise, or when a PreFilter
+        extension (whose state follows placements) runs."""
+        if self.nominated.has_active_extensions(state):
+            return None
+        found: FilterPlugin | None = None
+        for plugin in self.points.filter:
+            if plugin.name in state.skip_filter or plugin.node_only:
+                continue
+            if found is not None or not plugin.answers_adjusted:
+                return None
+            found = plugin
+        return found
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, rows: Rows) -> FilterOutcome:
         return self.nominated.run(state, pod, rows)
 
-    def filter_row_with_nominated_pods(self, state: CycleState, pod: Pod, row: int) -> Status:
-        return self.nominated.run_row(state, pod, row)
+    def filter_row_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin | None = None,
+        removed: Sequence[Pod] = (),
+    ) -> Status:
+        """RunFilterPluginsWithNominatedPods on one row. With `adjusted` (this state's
+        `adjusting_filter`), answered without touching the table, `removed` counting as taken
+        off the row (preemption's dry run)."""
+        return self.nominated.run_row(state, pod, row, adjusted, removed)
 
     def fits_adding_in_turn(
-        self, state: CycleState, pod: Pod, row: int, candidates: Sequence[Pod]
-    ) -> list[bool] | None:
-        """SelectVictimsOnNode's reprieve answered by the one filter left, when it can (see
-        FilterPlugin.fits_adding_in_turn): each step would otherwise re-filter the row with and
-        without the nominated pods. Evaluations are counted as those filter calls would be."""
-        active = [p for p in self.points.filter if p.name not in state.skip_filter]
-        if len(active) != 1 or self.nominated.has_active_extensions(state):
-            return None
-        plugin = active[0]
+        self,
+        state: CycleState,
+        pod: Pod,
+        row: int,
+        adjusted: FilterPlugin,
+        removed: Sequence[Pod],
+        candidates: Sequence[Pod],
+    ) -> list[bool]:
+        """SelectVictimsOnNode's reprieve with `removed` taken off the row, answered by
+        `adjusted` (this state's `adjusting_filter`; the node-only filters passed and are not
+        asked again): each step would otherwise re-filter the row with and without the
+        nominated pods. Evaluations are counted as those filter calls would be."""
         added = self.nominated.nominated_on(row, pod)
-        kept = plugin.fits_adding_in_turn(state, row, added, candidates)
-        if kept is not None and self.plugin_metrics is not None:
+        kept = adjusted.fits_adding_in_turn(state, row, added, removed, candidates)
+        if kept is None:
+            raise FrameworkError(f"{adjusted.name} does not answer adjusted rows")
+        if self.plugin_metrics is not None:
             # With nominated pods upstream filters twice when the first pass succeeds.
             evaluations = sum(2 if added and fits else 1 for fits in kept)
-            self.plugin_metrics.evaluated(self.profile.scheduler_name, plugin.name, "Filter", evaluations)
+            self.plugin_metrics.evaluated(self.profile.scheduler_name, adjusted.name, "Filter", evaluations)
         return kept
 
     @contextlib.contextmanager

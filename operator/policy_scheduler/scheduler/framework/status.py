@@ -53,3 +53,10 @@ def unresolvable(*reasons: str) -> Status:
 
 def error(message: str) -> Status:
     return Status(Code.ERROR, (message,))
+
+
+def filter_failure(status: Status, plugin: str) -> Status:
+    """A failing filter's status, naming its plugin. Anything but a rejection is an Error; its
+    message is wrapped where it is reported ('running "X" filter plugin: ...'), as the
+    preemption dry run does too."""
+    return status.with_plugin(plugin) if status.is_rejected else Status(Code.ERROR, status.reasons, plugin)

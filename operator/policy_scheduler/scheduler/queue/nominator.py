@@ -24,8 +24,10 @@ class PodNominator:
         self.pod_lister = pod_lister
         self._by_node: dict[str, list[Pod]] = {}
         self._node_of: dict[str, str] = {}
-        # node -> highest priority nominated to it; rebuilt lazily, a new object per change so
-        # that callers may cache what they derive from it by identity.
+        # node -> highest priority nominated to it, kept up to date per change; `_top` is a copy
+        # taken lazily, a new object per change so that callers may cache what they derive
+        # from it by identity (a C-level copy, not a rescan of every nominated pod).
+        self._live_top: dict[str, int] = {}
         self._top: Mapping[str, int] | None = None
 
     def add_nominated_pod(self, pod: Pod, node_name: str | None = None) -> None:
@@ -47,6 +49,9 @@ class PodNominator:
                 return
         self._node_of[pod_uid(pod)] = target
         self._by_node.setdefault(target, []).append(pod)
+        top = self._live_top.get(target)
+        if top is None or pod.priority > top:
+            self._live_top[target] = pod.priority
         self._top = None
 
     def update_nominated_pod(self, old: Pod, new: Pod) -> None:
@@ -64,8 +69,11 @@ class PodNominator:
             return
         pods = self._by_node.get(node_name, [])
         pods[:] = [p for p in pods if pod_uid(p) != uid]
-        if not pods:
+        if pods:
+            self._live_top[node_name] = max(p.priority for p in pods)
+        else:
             self._by_node.pop(node_name, None)
+            self._live_top.pop(node_name, None)
         self._top = None
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
@@ -80,7 +88,7 @@ class PodNominator:
         absent): the framework re-filters only nodes holding a pod of priority >= the pod's.
         The same object is returned until the nominations change."""
         if self._top is None:
-            self._top = {node: max(p.priority for p in pods) for node, pods in self._by_node.items()}
+            self._top = dict(self._live_top)
         return self._top
 
     def nominated_node_name(self, pod: Pod) -> str | None:

@@ -128,10 +128,54 @@ class _DryRunRow:
 
 def _filter(framework: FrameworkHandle, state: CycleState, pod: Pod, row: int) -> Status:
     """RunFilterPluginsWithNominatedPods on one node."""
-    status = framework.filter_row_with_nominated_pods(state, pod, row)
+    return _as_filter_error(framework.filter_row_with_nominated_pods(state, pod, row))
+
+
+def _as_filter_error(status: Status) -> Status:
     if status.code == Code.ERROR and status.plugin:
         return Status(Code.ERROR, (f'running "{status.plugin}" filter plugin: {status.message}',))
     return status
+
+
+def _in_reprieve_order(potential: list[Pod], pdbs: Sequence[PDB], now: float) -> tuple[list[Pod], int]:
+    """The potential victims in the order the reprieve tries them (PDB-violating first, each
+    group most important first), and how many lead that order as PDB-violating."""
+    potential = sorted(potential, key=more_important_key(now))
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    return violating + non_violating, len(violating)
+
+
+def _left_out(ordered: list[Pod], kept: list[bool], num_violating: int, now: float) -> NodeVictims:
+    """The victims: the candidates not put back, in order of importance."""
+    victims = [victim for victim, back in zip(ordered, kept, strict=True) if not back]
+    if 0 < num_violating < len(ordered):
+        victims.sort(key=more_important_key(now))
+    return NodeVictims(victims, kept[:num_violating].count(False), SUCCESS)
+
+
+def _select_by_integers(
+    framework: FrameworkHandle,
+    state: CycleState,
+    pod: Pod,
+    row: int,
+    potential: list[Pod],
+    pdbs: Sequence[PDB],
+    now: float,
+) -> NodeVictims | None:
+    """SelectVictimsOnNode without touching the table, when the filters can answer for pods
+    taken off and put back (Framework.adjusting_filter): the same verdicts, statuses and
+    evaluation counts as removing the victims and re-filtering. None: they cannot."""
+    adjusted = framework.adjusting_filter(state)
+    if adjusted is None:
+        return None
+    status = framework.filter_row_with_nominated_pods(state, pod, row, adjusted, potential)
+    if not status.is_success:
+        return NodeVictims([], 0, _as_filter_error(status))
+    # Adding victims back cannot change what filters reading only the node decided: they passed.
+    state.skip_filter |= framework.node_only_filters
+    ordered, num_violating = _in_reprieve_order(potential, pdbs, now)
+    kept = framework.fits_adding_in_turn(state, pod, row, adjusted, potential, ordered)
+    return _left_out(ordered, kept, num_violating, now)
 
 
 def select_victims_on_node(
@@ -146,6 +190,12 @@ def select_victims_on_node(
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` must be a clone: the PreFilter extensions update it."""
+    potential = [p for p in framework.table.pods[row].values() if eligible(p)]
+    if not potential:
+        return NodeVictims([], 0, unresolvable(NO_VICTIMS))
+    by_integers = _select_by_integers(framework, state, pod, row, potential, pdbs, now)
+    if by_integers is not None:
+        return by_integers
     with framework.trial_placements(state), _DryRunRow(framework.table, row) as dry:
 
         def remove(victim: Pod) -> Status:
@@ -158,54 +208,24 @@ def select_victims_on_node(
             status = framework.run_pre_filter_add_pod(state, pod, victim, row)
             return SUCCESS if status.is_success else _extension_error("AddPod", status)
 
-        potential = [p for _, p in dry.original if eligible(p)]
         for victim in potential:
             status = remove(victim)
             if not status.is_success:
                 return NodeVictims([], 0, status)
-        if not potential:
-            return NodeVictims([], 0, unresolvable(NO_VICTIMS))
         status = _filter(framework, state, pod, row)
         if not status.is_success:
             return NodeVictims([], 0, status)
-        # Adding victims back cannot change what filters reading only the node decided: they passed.
-        state.skip_filter |= framework.node_only_filters
-
-        importance = more_important_key(now)
-        potential.sort(key=importance)
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-        ordered = violating + non_violating
-        kept = framework.fits_adding_in_turn(state, pod, row, ordered)
-        if kept is not None:  # the same verdicts as the loop below, without re-filtering
-            chosen = [victim for victim, back in zip(ordered, kept, strict=True) if not back]
-            if violating and non_violating:
-                chosen.sort(key=importance)
-            return NodeVictims(chosen, kept[: len(violating)].count(False), SUCCESS)
-        victims: list[Pod] = []
-
-        def reprieve(victim: Pod) -> tuple[bool, Status]:
+        state.skip_filter |= framework.node_only_filters  # as in _select_by_integers
+        ordered, num_violating = _in_reprieve_order(potential, pdbs, now)
+        kept: list[bool] = []
+        for victim in ordered:  # put back while the pod still fits
             status = add(victim)
             if not status.is_success:
-                return False, status
+                return NodeVictims([], 0, status)
             fits = _filter(framework, state, pod, row).is_success
             if not fits:
                 status = remove(victim)
                 if not status.is_success:
-                    return False, status
-                victims.append(victim)
-            return fits, SUCCESS
-
-        num_violating = 0
-        for victim in violating:
-            fits, status = reprieve(victim)
-            if not status.is_success:
-                return NodeVictims([], 0, status)
-            if not fits:
-                num_violating += 1
-        for victim in non_violating:
-            _, status = reprieve(victim)
-            if not status.is_success:
-                return NodeVictims([], 0, status)
-        if violating and non_violating:
-            victims.sort(key=importance)  # keep the victims in order of importance
-        return NodeVictims(victims, num_violating, SUCCESS)
+                    return NodeVictims([], 0, status)
+            kept.append(fits)
+        return _left_out(ordered, kept, num_violating, now)

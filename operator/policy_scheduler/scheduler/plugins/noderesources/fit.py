@@ -34,7 +34,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error
 from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesFitArgs, ScoringStrategy
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     MOST_ALLOCATED,
@@ -119,16 +119,18 @@ def _scorer(strategy: ScoringStrategy) -> Scorer:
     return least_allocated_scorer(resources)
 
 
-def _cell(table: NodeTable, matrix: IntArray, resource: str, row: int) -> int:
-    """One row's quantity of a resource in the table's allocatable or requested matrix (0 where
-    no node has the resource): preemption's one-node paths read plain ints, not columns."""
-    index = table.resource_index.get(resource)
-    return 0 if index is None else int(matrix[index, row])
+@dataclass(frozen=True, slots=True)
+class _Room:
+    slots: int
+    checked: Sequence[tuple[str, int]]
+    allocatable: list[int]
+    free: list[int]
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
     signs_pods = True
+    answers_adjusted = True
 
     def __init__(self, handle: Handle, args: NodeResourcesFitArgs | Mapping[str, Any]) -> None:
         super().__init__(handle, args)
@@ -154,19 +156,43 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
             )
         if len(rows) == 1:
-            status = self._filter_row(request, int(rows[0]))
+            status = self.filter_row(state, pod, int(rows[0]))
             if status.is_success:
                 return FilterResult.all_pass(1)
             return FilterResult(np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int32), (status,))
+        return self._filter_rows(request, rows, None)
+
+    def filter_adjusted(
+        self, state: CycleState, pod: Pod, rows: Rows, added: Sequence[Sequence[Pod]]
+    ) -> FilterResult | None:
+        request = state.read(PRE_FILTER_KEY)
+        if not isinstance(request, PodRequest):
+            return None
+        return self._filter_rows(request, rows, added)
+
+    def _filter_rows(
+        self, request: PodRequest, rows: Rows, added: Sequence[Sequence[Pod]] | None
+    ) -> FilterResult:
+        """The checks on many rows at once; with `added`, as if added[i] were placed on rows[i]
+        (the pass with nominated pods), summed per row instead of placed on the table."""
         table = self.table
         reasons = [TOO_MANY_PODS]
-        too_many = table.pod_count[rows] + 1 > resource_column(table, table.allocatable, PODS, rows)
+        count = table.pod_count[rows]
+        if added is not None:
+            count = count + np.fromiter((len(pods) for pods in added), dtype=count.dtype, count=len(rows))
+        too_many = count + 1 > resource_column(table, table.allocatable, PODS, rows)
         insufficient = [too_many]
         unresolvable = np.zeros(len(rows), dtype=np.bool_)
         if not request.empty:
             for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
                 allocatable = resource_column(table, table.allocatable, resource, rows)
                 free = allocatable - resource_column(table, table.requested, resource, rows)
+                if added is not None:
+                    free = free - np.fromiter(
+                        (sum(p.requests.get(resource, 0) for p in pods) for pods in added),
+                        dtype=free.dtype,
+                        count=len(rows),
+                    )
                 short = quantity > free
                 reasons.append(_reason(resource))
                 insufficient.append(short)
@@ -175,33 +201,50 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return _result(reasons, insufficient, unresolvable)
 
     def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
+        status = self.filter_row_adjusted(state, pod, row, (), ())
+        assert status is not None
+        return status
+
+    def filter_row_adjusted(
+        self, state: CycleState, pod: Pod, row: int, added: Sequence[Pod], removed: Sequence[Pod]
+    ) -> Status | None:
+        """The checks of `filter` on one row with plain ints, as if `added` were placed on it and
+        `removed` taken off: preemption's dry runs and the pass with nominated pods ask about
+        one node at a time, where numpy's per-call cost (and placing pods) would dominate."""
         request = state.read(PRE_FILTER_KEY)
         if not isinstance(request, PodRequest):
             return error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
-        return self._filter_row(request, row)
+        room = self._room(request, row, added, removed)
+        reasons = [TOO_MANY_PODS] if room.slots < 1 else []
+        unresolvable = False
+        for (resource, quantity), allocatable, free in zip(
+            room.checked, room.allocatable, room.free, strict=True
+        ):
+            if quantity > free:
+                reasons.append(_reason(resource))
+                unresolvable |= quantity > allocatable
+        if not reasons:
+            return SUCCESS
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return Status(code, tuple(reasons))
 
     def fits_adding_in_turn(
-        self, state: CycleState, row: int, added: Sequence[Pod], candidates: Sequence[Pod]
+        self,
+        state: CycleState,
+        row: int,
+        added: Sequence[Pod],
+        removed: Sequence[Pod],
+        candidates: Sequence[Pod],
     ) -> list[bool] | None:
-        """Preemption's reprieve when this is the only filter left: with `added` (nominated pods)
-        placed on the row, each candidate in turn is put back if the pod still fits, else left
-        out; whether each was put back. Integers instead of re-filtering the row per candidate:
-        the same verdicts as `_filter_row` on the table after each step. None: no PreFilter state."""
+        """Preemption's reprieve: with `added` (nominated pods) placed on the row and `removed`
+        (the potential victims) taken off, each candidate in turn is put back if the pod still
+        fits, else left out; whether each was put back. The same verdicts as filtering the row
+        after each step. None: no PreFilter state."""
         request = state.read(PRE_FILTER_KEY)
         if not isinstance(request, PodRequest):
             return None
-        table = self.table
-        checked = (
-            [] if request.empty else request.checked(self.ignored_resources, self.ignored_resource_groups)
-        )
-        # Room left for the pod itself: pod slots and each compared resource, with `added` placed.
-        slots = _cell(table, table.allocatable, PODS, row) - int(table.pod_count[row]) - 1 - len(added)
-        free = [
-            _cell(table, table.allocatable, r, row) - _cell(table, table.requested, r, row)
-            for r, _ in checked
-        ]
-        for other in added:
-            free = [f - other.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
+        room = self._room(request, row, added, removed)
+        slots, free, checked = room.slots - 1, room.free, room.checked  # the pod's own slot taken
         kept: list[bool] = []
         for candidate in candidates:
             trial = [f - candidate.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
@@ -211,26 +254,33 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             kept.append(fits)
         return kept
 
-    def _filter_row(self, request: PodRequest, row: int) -> Status:
-        """The same checks on one row with plain ints: preemption's dry runs filter one node at a
-        time, where numpy's per-call cost would dominate."""
+    def _room(self, request: PodRequest, row: int, added: Sequence[Pod], removed: Sequence[Pod]) -> _Room:
+        """Free pod slots and free quantity of each compared resource on the row, with `added`
+        placed and `removed` taken off (the pods' requests as NodeTable accounts them)."""
         table = self.table
-        reasons = (
-            [TOO_MANY_PODS]
-            if int(table.pod_count[row]) + 1 > _cell(table, table.allocatable, PODS, row)
-            else []
+        index_of = table.resource_index
+        # One row of each matrix as ints: cheaper than a numpy scalar per resource.
+        allocatable_row = table.allocatable[:, row].tolist()
+        requested_row = table.requested[:, row].tolist()
+        pods_index = index_of.get(PODS)
+        slots = (0 if pods_index is None else allocatable_row[pods_index]) - int(table.pod_count[row])
+        slots += len(removed) - len(added)
+        checked = (
+            [] if request.empty else request.checked(self.ignored_resources, self.ignored_resource_groups)
         )
-        unresolvable = False
-        if not request.empty:
-            for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
-                allocatable = _cell(table, table.allocatable, resource, row)
-                if quantity > allocatable - _cell(table, table.requested, resource, row):
-                    reasons.append(_reason(resource))
-                    unresolvable |= quantity > allocatable
-        if not reasons:
-            return SUCCESS
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-        return Status(code, tuple(reasons))
+        allocatable: list[int] = []
+        free: list[int] = []
+        for resource, _ in checked:
+            index = index_of.get(resource)
+            quantity = 0 if index is None else allocatable_row[index]
+            room = quantity - (0 if index is None else requested_row[index])
+            for other in added:
+                room -= other.requests.get(resource, 0)
+            for other in removed:
+                room += other.requests.get(resource, 0)
+            allocatable.append(quantity)
+            free.append(room)
+        return _Room(slots, checked, allocatable, free)
 
     # ---- score -----------------------------------------------------------------------------------
 
