@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy_scheduler.commands import Deferred
-from policy_scheduler.devcluster import cli, hostnet
+from policy_scheduler.devcluster import arguments, cli, hostnet
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
 from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
@@ -202,7 +202,7 @@ def test_from_state_without_state_and_stop_without_start(tmp_path: Path) -> None
 
 def test_cli_parser_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
-    cli.add_parser(parser.add_subparsers())
+    arguments.add_parser(parser.add_subparsers())
     args = parser.parse_args(["dev-cluster", "status", "--workdir", str(tmp_path)])
     assert args.func(args) == 1
     assert "not running" in capsys.readouterr().out
@@ -210,7 +210,7 @@ def test_cli_parser_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert args.func(args) == 0
     args = parser.parse_args(["dev-cluster", "up", "--nodes", "3"])
     assert args.nodes == 3
-    assert args.workdir == cli.default_workdir()
+    assert args.workdir == arguments.default_workdir()
     assert args.func == Deferred("policy_scheduler.devcluster.cli", "cmd_up")
 
 
