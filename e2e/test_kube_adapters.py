@@ -17,6 +17,7 @@ from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import informer as inf
+from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
@@ -364,3 +365,44 @@ async def test_first_list_reads_the_watch_cache_relists_page(
     assert all("resourceVersion" not in q for q in queries)
     assert all("continue" in q for q in queries[1:])
     assert set(pods.store) == listed
+
+
+async def test_first_list_answered_by_the_start_up_prefetch(
+    api: Any, kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` asks for the node list while it imports the rest (kube.prefetch): the informer's
+    first list takes that answer instead of asking again; a failed early request is asked again."""
+    timings = DEFAULTS.informer
+    queries: list[str] = []
+    real_call = call
+
+    async def counting_call(*args: Any, **kwargs: Any) -> Any:
+        queries.append(str(args[2]))
+        return await real_call(*args, **kwargs)
+
+    monkeypatch.setattr(inf, "call", counting_call)
+
+    def nodes_informer() -> inf.Informer[structs.Node, model.Node]:
+        return inf.Informer(api, inf.NODES, structs.Node, convert_cluster.node_from_api, timings=timings)
+
+    try:
+        thread = prefetch.start(str(kubeconfig), (inf.NODES,), timings.page_size, timings.list_timeout)
+        nodes = nodes_informer()
+        await nodes._list_and_sync()
+        assert queries == []  # answered by the early request
+        assert any(n.allocatable.get("cpu") for n in nodes.store.values())
+        assert nodes.resource_version
+        await asyncio.to_thread(thread.join, 10)
+        assert (
+            prefetch.take(inf.NODES, prefetch.first_list_query(timings.page_size, {})) is None
+        )  # taken once
+
+        missing = tmp_path / "no-such-kubeconfig"
+        thread = prefetch.start(str(missing), (inf.NODES,), timings.page_size, timings.list_timeout)
+        await asyncio.to_thread(thread.join, 30)
+        again = nodes_informer()
+        await again._list_and_sync()
+        assert queries == [inf.NODES]  # the early request failed: listed here
+        assert set(again.store) == set(nodes.store)
+    finally:
+        prefetch.discard()

@@ -13,6 +13,7 @@ from policy_scheduler.kube.informer import Informer
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.model import Container, Node, Pod
+from policy_scheduler.scheduler.queue.changes import pod_scheduling_properties_change
 
 
 @pytest.fixture
@@ -32,18 +33,18 @@ def setup(monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, Pod, list[str], list
     cache_calls: list[str] = []
     events: list[ClusterEvent] = []
     real_update = engine.cache.update_pod
-    real_move = engine.queue.move_all_to_active_or_backoff
+    real_updated = engine.queue.assigned_pod_updated
 
     def update_pod(p: Pod) -> None:
         cache_calls.append(p.resource_version)
         real_update(p)
 
-    def move(event: ClusterEvent, *args: Any, **kwargs: Any) -> None:
-        events.append(event)
-        real_move(event, *args, **kwargs)
+    def assigned_pod_updated(old: Pod, new: Pod) -> None:  # the events the queue offers its hints
+        events.extend(pod_scheduling_properties_change(new, old))
+        real_updated(old, new)
 
     monkeypatch.setattr(engine.cache, "update_pod", update_pod)
-    monkeypatch.setattr(engine.queue, "move_all_to_active_or_backoff", move)
+    monkeypatch.setattr(engine.queue, "assigned_pod_updated", assigned_pod_updated)
     return engine, pod, cache_calls, events
 
 

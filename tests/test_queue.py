@@ -21,7 +21,16 @@ from policy_scheduler.scheduler.framework.events import (
 )
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
-from policy_scheduler.scheduler.model import Node, Pod, Taint, Toleration
+from policy_scheduler.scheduler.model import (
+    Affinity,
+    LabelSelector,
+    Node,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+)
 from policy_scheduler.scheduler.queue import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_FORCE_ACTIVATE,
@@ -460,7 +469,50 @@ def test_assigned_pod_and_node_helpers_send_their_events() -> None:
     q.node_updated(Node("n"), Node("n", taints=(Taint("k"),)))
     q.node_updated(Node("n"), Node("n", labels={"only": "labels"}))  # nobody registered labels
     q.node_deleted(Node("n"))
-    assert seen == ["pod-add", "pod-label", "pod-delete", "node-add", "node-taint", "node-delete"]
+    # A pod rejected by "P" has no cross-topology term: a pod added or relabelled elsewhere is not
+    # offered to it (upstream's getUnschedulablePodsWithCrossTopologyTerm).
+    assert seen == ["pod-delete", "node-add", "node-taint", "node-delete"]
+
+
+def test_assigned_pod_events_reach_pods_with_a_cross_topology_term_only() -> None:
+    """AssignedPodAdded / AssignedPodUpdated (v1.35): pods rejected by PodTopologySpread in the
+    pod's namespace and pods with a required pod-affinity term the pod matches are offered the
+    event; others only a scale-down (which may free room for any pod)."""
+    offered: list[str] = []
+
+    def hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        offered.append(pod.name)
+        return QueueingHint.SKIP
+
+    q, _ = make_queue(
+        {
+            "PodTopologySpread": [ClusterEventWithHint(ClusterEvent(Resource.POD, Action.ALL), hint)],
+            "InterPodAffinity": [ClusterEventWithHint(ClusterEvent(Resource.POD, Action.ALL), hint)],
+            "NodeResourcesFit": [ClusterEventWithHint(ClusterEvent(Resource.POD, Action.ALL), hint)],
+        }
+    )
+    term = PodAffinityTerm("zone", LabelSelector(match_labels=(("app", "db"),)))
+    with_affinity = make_pod("with-affinity", affinity=Affinity(pod_affinity=PodAffinity(required=(term,))))
+    other_ns = make_pod("spread-elsewhere", namespace="other")
+    for pod, plugin in (
+        (make_pod("spread"), "PodTopologySpread"),
+        (other_ns, "PodTopologySpread"),
+        (with_affinity, "InterPodAffinity"),
+        (make_pod("fit"), "NodeResourcesFit"),
+    ):
+        q.add(pod)
+        info = q.try_pop()
+        assert info is not None
+        fail(q, info, plugin)
+    db = make_pod("db", labels={"app": "db"}, node_name="n", cpu=100)
+    q.assigned_pod_added(db)
+    assert sorted(offered) == ["spread", "with-affinity"]
+    offered.clear()
+    q.assigned_pod_added(make_pod("web", labels={"app": "web"}, node_name="n"))
+    assert offered == ["spread"]  # the affinity term does not match a web pod
+    offered.clear()
+    q.assigned_pod_updated(db, make_pod("db", labels={"app": "db"}, node_name="n", cpu=50))
+    assert sorted(offered) == ["fit", "spread", "spread-elsewhere", "with-affinity"]  # scale-down
 
 
 def test_unschedulable_timeout_flush_after_five_minutes() -> None:

@@ -17,15 +17,20 @@ def _run(args: argparse.Namespace) -> int:
     # the imports nor the first lists of a big cluster pay for rescanning them (~0.3 CPU-s).
     gc.disable()
     try:
-        from policy_scheduler.kube import lazy_client
-
-        lazy_client.install()  # before kopf and our client import kubernetes_asyncio
         from policy_scheduler.config import OperatorConfig
+        from policy_scheduler.kube import lazy_client, prefetch
+        from policy_scheduler.kube.paths import NODES, PODS
+
+        config = OperatorConfig.from_args(args)
+        lazy_client.install()  # before kopf and our client import kubernetes_asyncio
+        # The big lists first: the API server prepares them while we import the rest.
+        timings = config.informer
+        prefetch.start(config.kubeconfig, (NODES, PODS), timings.page_size, timings.list_timeout)
         from policy_scheduler.operator_main import run_operator
     finally:
         gc.freeze()
         gc.enable()
-    return run_operator(OperatorConfig.from_args(args))
+    return run_operator(config)
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ event loop, so consumers' caches need no locking.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import random
@@ -24,13 +25,14 @@ from policy_scheduler.apiobjects import owners, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decode_watch_event
 from policy_scheduler.apiobjects.owners import OwnerInfo
 from policy_scheduler.config import DEFAULTS, InformerTimings
+from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
-from policy_scheduler.kube.retry import Backoff, Sleep, parse_retry_after
+from policy_scheduler.kube.paths import NODES as NODES
+from policy_scheduler.kube.paths import PODS as PODS
+from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
 
 log = logging.getLogger(__name__)
 
-PODS = "/api/v1/pods"
-NODES = "/api/v1/nodes"
 NAMESPACES = "/api/v1/namespaces"
 PDBS = "/apis/policy/v1/poddisruptionbudgets"
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -173,14 +175,21 @@ class Informer(Generic[S, V]):
         # date. A relist after 410 Gone must not go back in time: it reads from etcd.
         from_cache = not self.has_synced.is_set()
         while True:
-            query: dict[str, str | int | bool] = {"limit": self.page_size, **self._selectors()}
+            query: dict[str, str | int | bool]
+            early = None
             if token:
-                query["continue"] = token  # the server refuses a resourceVersion with a token
+                # the server refuses a resourceVersion with a token
+                query = {"limit": self.page_size, **self._selectors(), "continue": token}
             elif from_cache:
-                query["resourceVersion"] = "0"
-            answer = await call(
-                self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
-            )
+                query = prefetch.first_list_query(self.page_size, self._selectors())
+                early = prefetch.take(self.path, query)
+            else:
+                query = {"limit": self.page_size, **self._selectors()}
+            answer = await self._early_answer(early) if early is not None else None
+            if answer is None:
+                answer = await call(
+                    self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
+                )
             if answer.status == 410 and token:
                 # The continue token outlived its snapshot: start the list over.
                 items, failures, token = [], [], ""
@@ -193,6 +202,15 @@ class Informer(Generic[S, V]):
             token = page.continue_token
             if not token:
                 return items, failures, page.resource_version
+
+    async def _early_answer(self, early: concurrent.futures.Future[Answer]) -> Answer | None:
+        """The answer to this first list asked for during start-up (kube.prefetch); None if
+        that request failed (then it is made again, here)."""
+        try:
+            return await asyncio.wrap_future(early)
+        except Exception as exc:
+            log.debug("early list unusable", extra={"resource": self.path, "error": repr(exc)})
+            return None
 
     async def _list_and_sync(self) -> None:
         items, failures, version = await self._list()

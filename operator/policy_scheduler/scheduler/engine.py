@@ -301,6 +301,7 @@ class Engine:
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self.base_handle.namespace_labels = labels
+        self.queue.namespace_labels = labels
         for framework in self.frameworks.values():
             framework.handle.namespace_labels = labels
 

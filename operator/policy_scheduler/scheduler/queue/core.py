@@ -18,6 +18,7 @@ from typing import Any
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.plugins.interpodaffinity.terms import parse_pod_terms
 from policy_scheduler.scheduler.queue import changes
 from policy_scheduler.scheduler.queue.active import ActiveQueue, InFlightEvent
 from policy_scheduler.scheduler.queue.backoff import BackoffQueue, has_rejector_plugins
@@ -78,6 +79,8 @@ class PriorityQueue:
         # (queue, event label) -> pods that entered that queue: upstream's queue_incoming_pods_total.
         self.incoming: Counter[tuple[str, str]] = Counter()
         self.hints = ProfileHints(self._framework_map)
+        # namespace -> labels (the engine's snapshot): affinity terms with namespace selectors
+        self.namespace_labels: Mapping[str, Mapping[str, str]] = {}
         self.closed = False
 
     # ---- frameworks ------------------------------------------------------------------------------
@@ -363,11 +366,34 @@ class PriorityQueue:
             self._broadcast()
 
     def assigned_pod_added(self, pod: Pod) -> None:
-        self.move_all_to_active_or_backoff(changes.EVENT_ASSIGNED_POD_ADD, None, pod)
+        """AssignedPodAdded: a new pod elsewhere can only help pods with a cross-topology term."""
+        event = changes.EVENT_ASSIGNED_POD_ADD
+        if self.is_event_of_interest(event):
+            self._move_pods(self._with_cross_topology_term(pod), event, None, pod)
 
     def assigned_pod_updated(self, old: Pod, new: Pod) -> None:
+        """AssignedPodUpdated, per event: a scale-down may free room for any pod; other changes
+        only help pods with a cross-topology term."""
         for event in changes.pod_scheduling_properties_change(new, old):
-            self.move_all_to_active_or_backoff(event, old, new)
+            if changes.match_cluster_events(_POD_SCALE_DOWN, event):
+                self.move_all_to_active_or_backoff(event, old, new)
+            elif self.is_event_of_interest(event):
+                self._move_pods(self._with_cross_topology_term(new), event, old, new)
+
+    def _with_cross_topology_term(self, pod: Pod) -> list[QueuedPodInfo]:
+        """getUnschedulablePodsWithCrossTopologyTerm: unschedulable pods that PodTopologySpread
+        rejected in `pod`'s namespace, or with a required pod-affinity term `pod` matches."""
+        ns_labels = self.namespace_labels.get(pod.namespace)
+        found: list[QueuedPodInfo] = []
+        for info in self.unschedulable:
+            waiting = info.pod
+            if _SPREAD in info.unschedulable_plugins and waiting.namespace == pod.namespace:
+                found.append(info)
+            elif waiting.affinity is not None and waiting.affinity.pod_affinity is not None:
+                terms, _ = parse_pod_terms(waiting)
+                if any(term.matches(pod, ns_labels) for term in terms.required_affinity):
+                    found.append(info)
+        return found
 
     def assigned_pod_deleted(self, pod: Pod) -> None:
         self.move_all_to_active_or_backoff(changes.EVENT_ASSIGNED_POD_DELETE, pod, None)
@@ -451,4 +477,6 @@ class PriorityQueue:
 
 
 _UNSCHEDULED_POD_ADD = event_label(changes.EVENT_UNSCHEDULED_POD_ADD)
+_POD_SCALE_DOWN = ClusterEvent(Resource.POD, Action.UPDATE_POD_SCALE_DOWN)
+_SPREAD = "PodTopologySpread"
 _UNSCHEDULED_POD_UPDATE = event_label(changes.EVENT_UNSCHEDULED_POD_UPDATE)

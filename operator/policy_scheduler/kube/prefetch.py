@@ -1,0 +1,100 @@
+"""The first lists of nodes and pods, asked for while the rest of the operator is imported.
+
+Start-up to first bind (issue 12): importing kopf, pydantic, numpy and the scheduling core takes
+about a second of CPU, and on a big cluster the API server needs as long again to answer the
+first lists. `start` sends those lists from a thread with its own event loop before the heavy
+imports, so the two overlap (the thread mostly waits on the socket). The informers of nodes and
+pods take the answer for their first list (`take`) if the request was the one they would make
+(`first_list_query`); otherwise, or if it failed, they list as usual. Nothing else changes: the
+answer is a watch-cache snapshot as their own first list would be, and the watch that follows
+brings it up to date.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.retry import Answer
+
+log = logging.getLogger(__name__)
+
+QueryValue = str | int | bool
+_Key = tuple[str, tuple[tuple[str, QueryValue], ...]]
+
+_pending: dict[_Key, concurrent.futures.Future[Answer]] = {}
+_lock = threading.Lock()
+
+
+def first_list_query(page_size: int, selectors: Mapping[str, QueryValue]) -> dict[str, QueryValue]:
+    """An informer's first list: from the API server's watch cache (resourceVersion=0, as
+    client-go's reflector; the server then ignores the page limit)."""
+    return {"limit": page_size, **selectors, "resourceVersion": "0"}
+
+
+def _key(path: str, query: Mapping[str, QueryValue]) -> _Key:
+    return path, tuple(sorted(query.items()))
+
+
+def start(kubeconfig: str | None, paths: Sequence[str], page_size: int, timeout: float) -> threading.Thread:
+    """Ask for the first list of each path (no selectors) from a daemon thread; returns it."""
+    futures: dict[str, concurrent.futures.Future[Answer]] = {}
+    with _lock:
+        for path in paths:
+            future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
+            _pending[_key(path, first_list_query(page_size, {}))] = future
+            futures[path] = future
+    thread = threading.Thread(
+        target=asyncio.run,
+        args=(_fetch(kubeconfig, futures, page_size, timeout),),
+        name="first lists",
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+def take(path: str, query: Mapping[str, QueryValue]) -> concurrent.futures.Future[Answer] | None:
+    """The prefetched answer to exactly this request, once (None if there is none)."""
+    with _lock:
+        return _pending.pop(_key(path, query), None)
+
+
+def discard() -> None:
+    """Forget answers nobody took (tests, or an operator that stopped before listing)."""
+    with _lock:
+        _pending.clear()
+
+
+async def _fetch(
+    kubeconfig: str | None,
+    futures: Mapping[str, concurrent.futures.Future[Answer]],
+    page_size: int,
+    request_timeout: float,
+) -> None:
+    from policy_scheduler.kube.client import call, make_api_client
+
+    try:
+        api = await make_api_client(kubeconfig)
+    except Exception as exc:  # the operator reports its own configuration error
+        for future in futures.values():
+            future.set_exception(exc)
+        return
+    try:
+
+        async def one(path: str, future: concurrent.futures.Future[Answer]) -> None:
+            try:
+                query = first_list_query(page_size, {})
+                future.set_result(await call(api, "GET", path, query=query, request_timeout=request_timeout))
+            except Exception as exc:
+                log.debug("early list failed; the informer lists again", extra={"resource": path})
+                future.set_exception(exc)
+
+        await asyncio.gather(*(one(path, future) for path, future in futures.items()))
+    finally:
+        await api.close()
