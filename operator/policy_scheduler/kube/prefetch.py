@@ -43,6 +43,10 @@ def _key(path: str, query: Mapping[str, QueryValue]) -> _Key:
 
 def start(kubeconfig: str | None, paths: Sequence[str], page_size: int, timeout: float) -> threading.Thread:
     """Ask for the first list of each path (no selectors) from a daemon thread; returns it."""
+    # The client is imported here, before the thread starts: imported in the thread it would
+    # share the interpreter with the caller's imports and the requests would leave later.
+    from policy_scheduler.kube import client  # noqa: F401
+
     futures: dict[str, concurrent.futures.Future[Answer]] = {}
     with _lock:
         for path in paths:
