@@ -7,7 +7,12 @@ scheduler_metrics.EngineCollector.
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -68,13 +73,31 @@ plugin_execution_duration = Histogram(
     buckets=exponential_buckets(0.00001, 1.5, 20),
     registry=REGISTRY,
 )
-plugin_evaluation = Counter(
-    "scheduler_plugin_evaluation_total",
-    "Number of attempts to schedule pods by each plugin and the extension point "
-    "(available only in PreFilter, Filter, PreScore, and Score).",
-    ["plugin", "extension_point", "profile"],
-    registry=REGISTRY,
-)
+
+
+class PluginEvaluations(Collector):
+    """scheduler_plugin_evaluation_total kept as plain counts and read at scrape time: a cycle
+    makes dozens of increments, and a prometheus_client Counter takes a lock for each."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[tuple[str, str, str]] = (
+            collections.Counter()
+        )  # plugin, point, profile
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "scheduler_plugin_evaluation_total",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            labels=["plugin", "extension_point", "profile"],
+        )
+        for labels, value in dict(self.counts).items():  # a copy: the loop may add while we read
+            family.add_metric(list(labels), value)
+        yield family
+
+
+plugin_evaluation = PluginEvaluations()
+REGISTRY.register(plugin_evaluation)
 extension_point_duration = Histogram(
     "scheduler_framework_extension_point_duration_seconds",
     "Latency for running all plugins of a specific extension point.",

@@ -59,8 +59,14 @@ log = logging.getLogger(__name__)
 PROFILES = "schedulingprofiles"
 
 
+@functools.cache
+def _extension_point_series(point: str, status: str, profile: str) -> Any:
+    # A few label sets, observed several times per cycle: look each up once.
+    return extension_point_duration.labels(point, status, profile)
+
+
 def _observe_extension_point(profile: str, point: str, status: str, seconds: float) -> None:
-    extension_point_duration.labels(point, status, profile).observe(seconds)
+    _extension_point_series(point, status, profile).observe(seconds)
 
 
 def _compile_selector(expression: str) -> DeviceSelector:

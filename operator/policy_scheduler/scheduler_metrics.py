@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -35,8 +34,6 @@ class MetricsObserver(CycleObserver):
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock  # the queue's clock: initial_attempt_timestamp comes from it
-        # Label lookups cost more than the increment: a cycle makes dozens, so keep the children.
-        self._evaluations: dict[tuple[str, str, str], Any] = {}
 
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         metrics.pod_scheduling_attempts.observe(info.attempts)
@@ -48,11 +45,7 @@ class MetricsObserver(CycleObserver):
 
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None:
         if point in EVALUATED_POINTS:
-            key = (plugin, point, profile)
-            child = self._evaluations.get(key)
-            if child is None:
-                child = self._evaluations[key] = metrics.plugin_evaluation.labels(plugin, point, profile)
-            child.inc(count)
+            metrics.plugin_evaluation.counts[plugin, point, profile] += count
         elif point == "PostFilter" and plugin == DEFAULT_PREEMPTION:
             metrics.preemption_attempts.inc()
 
