@@ -72,6 +72,8 @@ class NominatedPodsFilter:
         (see Framework.adjusting_filter). Every other running filter reads only the node, so with
         the nominated pods it decides as it did without them: a row's status changes only where
         the pass without them got as far as `adjusted` and `adjusted` now fails."""
+        if not added:
+            return
         order = [p.name for p in self.fw.points.filter if p.name not in state.skip_filter]
         at = order.index(adjusted.name)
         position_of = {name: k for k, name in enumerate(order)}
