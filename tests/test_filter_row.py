@@ -80,6 +80,11 @@ def test_fit_without_its_prefilter_state_is_an_error_named_after_it() -> None:
     status = fit.filter_row(state, PODS[0], 0)
     assert status.code == Code.ERROR
     assert status == fit.filter(state, PODS[0], np.asarray([0], dtype=np.intp)).status_of(0)
+    # The paths that answer for nominated pods without placing them say the same, never raise.
+    rows = np.asarray([0, 1], dtype=np.intp)
+    adjusted = fit.filter_adjusted(state, PODS[0], rows, [[PODS[1]], []])
+    assert [adjusted.status_of(i) for i in range(2)] == [status, status]
+    assert fit.filter_row_adjusted(state, PODS[0], 0, [PODS[1]], [PODS[2]]) == status
 
 
 class Broken(FilterPlugin):

@@ -70,7 +70,8 @@ def take(path: str, query: Mapping[str, QueryValue]) -> concurrent.futures.Futur
 
 
 def discard() -> None:
-    """Forget answers nobody took (tests, or an operator that stopped before listing)."""
+    """Forget answers nobody took (tests). `run` asks exactly what its informers will ask (the
+    same config.informer), so in the operator every answer is taken."""
     with _lock:
         _pending.clear()
 

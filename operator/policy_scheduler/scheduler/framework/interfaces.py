@@ -288,17 +288,17 @@ class FilterPlugin(Plugin):
 
     def filter_adjusted(
         self, state: CycleState, pod: Pod, rows: Rows, added: Sequence[Sequence[Pod]]
-    ) -> FilterResult | None:
-        """`filter` as if `added[i]` were placed on `rows[i]`, without placing them (plugins with
-        `answers_adjusted`). None (the default): not computable."""
-        return None
+    ) -> FilterResult:
+        """`filter` as if `added[i]` were placed on `rows[i]`, without placing them. Only plugins
+        with `answers_adjusted` are asked."""
+        raise NotImplementedError
 
     def filter_row_adjusted(
         self, state: CycleState, pod: Pod, row: int, added: Sequence[Pod], removed: Sequence[Pod]
-    ) -> Status | None:
+    ) -> Status:
         """`filter_row` as if `added` were placed on the row and `removed` taken off, without
-        placing them (plugins with `answers_adjusted`). None (the default): not computable."""
-        return None
+        placing them. Only plugins with `answers_adjusted` are asked."""
+        raise NotImplementedError
 
     def fits_adding_in_turn(
         self,
@@ -310,8 +310,9 @@ class FilterPlugin(Plugin):
     ) -> list[bool] | None:
         """For preemption's reprieve, when this is the only filter reading the node's pods: with
         `added` placed on the row and `removed` taken off, put each candidate back in turn if the
-        pod still fits; whether each was put back. None (the default): not computable."""
-        return None
+        pod still fits; whether each was put back. None: the cycle state lacks what the plugin's
+        PreFilter writes. Only plugins with `answers_adjusted` are asked."""
+        raise NotImplementedError
 
 
 class PostFilterPlugin(Plugin):

@@ -79,16 +79,13 @@ class NominatedPodsFilter:
         position_of = {name: k for k, name in enumerate(order)}
         positions = np.asarray([i for i, _, _ in added], dtype=np.intp)
         result = adjusted.filter_adjusted(state, pod, outcome.rows[positions], [pods for _, _, pods in added])
-        if result is None:
-            raise ValueError(f"{adjusted.name} does not answer adjusted rows")
-        # Where the pass without nominated pods stopped: the failing plugin's place, or past the end.
-        reached = np.asarray(
-            [
-                len(order) if ref == PASSED else position_of.get(outcome.statuses[ref].plugin, len(order))
-                for ref in outcome.status_ref[positions].tolist()
-            ],
-            dtype=np.intp,
+        # Where the pass without nominated pods stopped: the failing plugin's place (one lookup
+        # per distinct status, not per row), or past the end where it passed.
+        place_of_status = np.asarray(
+            [position_of.get(s.plugin, len(order)) for s in outcome.statuses] + [len(order)], dtype=np.intp
         )
+        refs = outcome.status_ref[positions]
+        reached = place_of_status[np.where(refs == PASSED, len(outcome.statuses), refs)]
         failed = ~result.passed
         override = failed & (reached >= at)
         for j in np.flatnonzero(override).tolist():

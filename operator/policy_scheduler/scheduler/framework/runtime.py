@@ -256,8 +256,7 @@ class Framework:
                 continue
             started = time.perf_counter()
             if plugin is adjusted:
-                answer = plugin.filter_row_adjusted(state, pod, row, added, removed)
-                status = answer if answer is not None else error(f"{plugin.name} cannot filter adjusted rows")
+                status = plugin.filter_row_adjusted(state, pod, row, added, removed)
             else:
                 status = plugin.filter_row(state, pod, row)
             if metrics is not None:

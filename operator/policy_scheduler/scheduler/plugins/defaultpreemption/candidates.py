@@ -95,7 +95,7 @@ def dry_run_preemption(
     for i in range(len(rows)):
         row = int(rows[(offset + i) % len(rows)])
         name = table.nodes[row].name
-        found = select_victims_on_node(framework, state.clone(), pod, row, pdbs, eligible, now)
+        found = select_victims_on_node(framework, state, pod, row, pdbs, eligible, now)
         status = found.status
         if status.is_success and found.victims:
             violations = found.num_pdb_violations

@@ -164,15 +164,14 @@ def _select_by_integers(
 ) -> NodeVictims | None:
     """SelectVictimsOnNode without touching the table, when the filters can answer for pods
     taken off and put back (Framework.adjusting_filter): the same verdicts, statuses and
-    evaluation counts as removing the victims and re-filtering. None: they cannot."""
+    evaluation counts as removing the victims and re-filtering. None: they cannot. `state` is
+    only read (the node-only filters, which passed, are not asked again while victims go back)."""
     adjusted = framework.adjusting_filter(state)
     if adjusted is None:
         return None
     status = framework.filter_row_with_nominated_pods(state, pod, row, adjusted, potential)
     if not status.is_success:
         return NodeVictims([], 0, _as_filter_error(status))
-    # Adding victims back cannot change what filters reading only the node decided: they passed.
-    state.skip_filter |= framework.node_only_filters
     ordered, num_violating = _in_reprieve_order(potential, pdbs, now)
     kept = framework.fits_adding_in_turn(state, pod, row, adjusted, potential, ordered)
     return _left_out(ordered, kept, num_violating, now)
@@ -189,13 +188,15 @@ def select_victims_on_node(
 ) -> NodeVictims:
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
-    `state` must be a clone: the PreFilter extensions update it."""
+    `state` is left as it is: the path that places pods works on a clone (the PreFilter
+    extensions update it), the integer path needs none."""
     potential = [p for p in framework.table.pods[row].values() if eligible(p)]
     if not potential:
         return NodeVictims([], 0, unresolvable(NO_VICTIMS))
     by_integers = _select_by_integers(framework, state, pod, row, potential, pdbs, now)
     if by_integers is not None:
         return by_integers
+    state = state.clone()
     with framework.trial_placements(state), _DryRunRow(framework.table, row) as dry:
 
         def remove(victim: Pod) -> Status:
@@ -215,7 +216,8 @@ def select_victims_on_node(
         status = _filter(framework, state, pod, row)
         if not status.is_success:
             return NodeVictims([], 0, status)
-        state.skip_filter |= framework.node_only_filters  # as in _select_by_integers
+        # Adding victims back cannot change what filters reading only the node decided: they passed.
+        state.skip_filter |= framework.node_only_filters
         ordered, num_violating = _in_reprieve_order(potential, pdbs, now)
         kept: list[bool] = []
         for victim in ordered:  # put back while the pod still fits

@@ -106,6 +106,10 @@ class _PreScoreState:
         return self
 
 
+def _no_request() -> Status:
+    return error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
+
+
 def _reason(resource: str) -> str:
     return f"Insufficient {resource}"
 
@@ -152,9 +156,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         request = state.read(PRE_FILTER_KEY)
         if not isinstance(request, PodRequest):
-            return FilterResult.reject_all(
-                len(rows), error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
-            )
+            return FilterResult.reject_all(len(rows), _no_request())
         if len(rows) == 1:
             status = self.filter_row(state, pod, int(rows[0]))
             if status.is_success:
@@ -164,10 +166,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def filter_adjusted(
         self, state: CycleState, pod: Pod, rows: Rows, added: Sequence[Sequence[Pod]]
-    ) -> FilterResult | None:
+    ) -> FilterResult:
         request = state.read(PRE_FILTER_KEY)
         if not isinstance(request, PodRequest):
-            return None
+            return FilterResult.reject_all(len(rows), _no_request())
         return self._filter_rows(request, rows, added)
 
     def _filter_rows(
@@ -201,19 +203,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return _result(reasons, insufficient, unresolvable)
 
     def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
-        status = self.filter_row_adjusted(state, pod, row, (), ())
-        assert status is not None
-        return status
+        return self.filter_row_adjusted(state, pod, row, (), ())
 
     def filter_row_adjusted(
         self, state: CycleState, pod: Pod, row: int, added: Sequence[Pod], removed: Sequence[Pod]
-    ) -> Status | None:
+    ) -> Status:
         """The checks of `filter` on one row with plain ints, as if `added` were placed on it and
         `removed` taken off: preemption's dry runs and the pass with nominated pods ask about
         one node at a time, where numpy's per-call cost (and placing pods) would dominate."""
         request = state.read(PRE_FILTER_KEY)
         if not isinstance(request, PodRequest):
-            return error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
+            return _no_request()
         room = self._room(request, row, added, removed)
         reasons = [TOO_MANY_PODS] if room.slots < 1 else []
         unresolvable = False
