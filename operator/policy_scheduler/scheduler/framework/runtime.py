@@ -316,7 +316,7 @@ class Framework:
         added = self.nominated.nominated_on(row, pod)
         kept = adjusted.fits_adding_in_turn(state, row, added, removed, candidates)
         if kept is None:
-            raise FrameworkError(f"{adjusted.name} does not answer adjusted rows")
+            raise FrameworkError(f"{adjusted.name}: its PreFilter state is missing from the cycle")
         if self.plugin_metrics is not None:
             # With nominated pods upstream filters twice when the first pass succeeds.
             evaluations = sum(2 if added and fits else 1 for fits in kept)
