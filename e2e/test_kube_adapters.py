@@ -21,6 +21,7 @@ from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.events import EventRecorder, ObjectRef
+from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
@@ -370,8 +371,9 @@ async def test_first_list_reads_the_watch_cache_relists_page(
 async def test_first_list_answered_by_the_start_up_prefetch(
     api: Any, kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`run` asks for the node list while it imports the rest (kube.prefetch): the informer's
-    first list takes that answer instead of asking again; a failed early request is asked again."""
+    """`run` asks for the node and pod lists while it imports the rest (kube.prefetch): the
+    informers' first lists take those answers instead of asking again (the pod list with the
+    informer's field selector); a failed early request is asked again."""
     timings = DEFAULTS.informer
     queries: list[str] = []
     real_call = call
@@ -386,10 +388,20 @@ async def test_first_list_answered_by_the_start_up_prefetch(
         return inf.Informer(api, inf.NODES, structs.Node, convert_cluster.node_from_api, timings=timings)
 
     try:
-        thread = prefetch.start(str(kubeconfig), (inf.NODES,), timings.page_size, timings.list_timeout)
+        thread = prefetch.start(str(kubeconfig), FIRST_LISTS, timings.page_size, timings.list_timeout)
         nodes = nodes_informer()
         await nodes._list_and_sync()
-        assert queries == []  # answered by the early request
+        pods = inf.Informer(
+            api,
+            inf.PODS,
+            structs.Pod,
+            convert.pod_from_api_or_malformed,
+            field_selector=POD_FIELD_SELECTOR,
+            timings=timings,
+        )
+        await pods._list_and_sync()
+        assert queries == []  # both answered by the early requests
+        assert pods.resource_version
         assert any(n.allocatable.get("cpu") for n in nodes.store.values())
         assert nodes.resource_version
         await asyncio.to_thread(thread.join, 10)
@@ -398,7 +410,7 @@ async def test_first_list_answered_by_the_start_up_prefetch(
         )  # taken once
 
         missing = tmp_path / "no-such-kubeconfig"
-        thread = prefetch.start(str(missing), (inf.NODES,), timings.page_size, timings.list_timeout)
+        thread = prefetch.start(str(missing), {inf.NODES: {}}, timings.page_size, timings.list_timeout)
         await asyncio.to_thread(thread.join, 30)
         again = nodes_informer()
         await again._list_and_sync()

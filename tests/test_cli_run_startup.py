@@ -1,21 +1,40 @@
-"""`run`'s start-up: imports happen without the collector, then leave its generations; the first
-lists of nodes and pods are asked for before the operator's heavy imports."""
+"""`run`'s start-up: the collector stays off from the imports until the informers have synced,
+and the first lists of nodes and pods, with the informers' own selectors, are asked for before
+the operator's heavy imports."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
+from collections.abc import Iterator
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 
-from policy_scheduler import cli, operator_main
-from policy_scheduler.config import OperatorConfig
+from policy_scheduler import cli, operator_main, startup_gc
+from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.config import DEFAULTS, OperatorConfig
 from policy_scheduler.kube import prefetch
-from policy_scheduler.kube.paths import NODES, PODS
+from policy_scheduler.kube.cluster_informers import ClusterInformers
+from policy_scheduler.kube.informer import Informer
+from policy_scheduler.kube.paths import FIRST_LISTS, NODES, PODS
 
 
-def test_run_imports_without_the_collector_then_freezes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    """Whatever a test does to the collector, the rest of the session collects as usual."""
+    yield
+    startup_gc.resume()
+    gc.unfreeze()
+    gc.enable()
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_run_keeps_the_collector_off_and_the_imports_frozen_until_the_operator_resumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen: dict[str, Any] = {}
 
     def fake_run_operator(config: Any) -> int:
@@ -23,18 +42,66 @@ def test_run_imports_without_the_collector_then_freezes_them(monkeypatch: pytest
         seen["frozen"] = gc.get_freeze_count()
         return 0
 
-    def fake_prefetch(kubeconfig: str | None, paths: Any, page_size: int, timeout: float) -> None:
-        seen["prefetch"] = (kubeconfig, tuple(paths), page_size, timeout)
+    def fake_prefetch(kubeconfig: str | None, lists: Any, page_size: int, timeout: float) -> None:
+        seen["prefetch"] = (kubeconfig, lists, page_size, timeout)
 
     config = OperatorConfig(kubeconfig="/some/kubeconfig")
     monkeypatch.setattr(operator_main, "run_operator", fake_run_operator)
     monkeypatch.setattr(OperatorConfig, "from_args", staticmethod(lambda args: config))
     monkeypatch.setattr(prefetch, "start", fake_prefetch)
-    try:
-        assert cli._run(argparse.Namespace()) == 0
-    finally:
-        gc.unfreeze()  # the rest of the test session collects as usual
-    assert seen["enabled"] is True  # the operator runs with the collector on
+    assert cli._run(argparse.Namespace()) == 0
+    assert seen["enabled"] is False  # off until the first sync
     assert seen["frozen"] > 0
     timings = config.informer
-    assert seen["prefetch"] == ("/some/kubeconfig", (NODES, PODS), timings.page_size, timings.list_timeout)
+    assert seen["prefetch"] == ("/some/kubeconfig", FIRST_LISTS, timings.page_size, timings.list_timeout)
+    startup_gc.resume()
+    assert gc.isenabled()
+
+
+def test_the_early_lists_are_exactly_the_informers_first_lists() -> None:
+    """An early answer is taken only for the very request the informer would make: a selector
+    here that differs from the informer's would silently waste the early pod list."""
+    cluster = ClusterInformers(
+        None,
+        Mock(),  # never called: nothing is listed
+        on_pod_deleted=lambda pod: None,
+        owners=DefaultSelectorIndex(),
+        pdbs=ClusterInformers.pdb_informer(None, DEFAULTS.informer),
+        timings=DEFAULTS.informer,
+    )
+    informers: dict[str, Informer[Any, Any]] = {
+        cluster.nodes.path: cluster.nodes,
+        cluster.pods.path: cluster.pods,
+    }
+    assert set(FIRST_LISTS) == {NODES, PODS} == set(informers)
+    for path, selectors in FIRST_LISTS.items():
+        assert dict(selectors) == informers[path].selectors()
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_resume_only_undoes_pause() -> None:
+    gc.disable()  # someone else's choice
+    startup_gc.resume()
+    assert not gc.isenabled()
+    gc.enable()
+    startup_gc.pause()
+    assert not gc.isenabled()
+    before = gc.get_freeze_count()
+    garbage: list[Any] = []
+    garbage.append(garbage)  # a cycle made while paused ...
+    del garbage
+    startup_gc.resume()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > before  # ... is frozen with the rest, not rescanned later
+    startup_gc.resume()  # twice is harmless
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_restored")
+async def test_the_deadline_resumes_the_collector_when_the_lists_never_come() -> None:
+    startup_gc.pause()
+    startup_gc.resume_after(0.0)
+    assert not gc.isenabled()
+    for _ in range(3):  # the loop runs the timer at its next turn
+        await asyncio.sleep(0)
+    assert gc.isenabled()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import sys
 from collections.abc import Sequence
@@ -12,24 +11,21 @@ from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Start-up time (issue 12): imports create over 100k container objects that live as long as the
-    # process; without the collector while importing, then moved out of its generations, neither
-    # the imports nor the first lists of a big cluster pay for rescanning them (~0.3 CPU-s).
-    gc.disable()
-    try:
-        from policy_scheduler.config import OperatorConfig
-        from policy_scheduler.kube import lazy_client, prefetch
-        from policy_scheduler.kube.paths import NODES, PODS
+    from policy_scheduler import startup_gc
 
-        config = OperatorConfig.from_args(args)
-        lazy_client.install()  # before kopf and our client import kubernetes_asyncio
-        # The big lists first: the API server prepares them while we import the rest.
-        timings = config.informer
-        prefetch.start(config.kubeconfig, (NODES, PODS), timings.page_size, timings.list_timeout)
-        from policy_scheduler.operator_main import run_operator
-    finally:
-        gc.freeze()
-        gc.enable()
+    startup_gc.pause()  # until the informers have synced (the operator resumes it)
+    from policy_scheduler.config import OperatorConfig
+    from policy_scheduler.kube import lazy_client, prefetch
+    from policy_scheduler.kube.paths import FIRST_LISTS
+
+    config = OperatorConfig.from_args(args)
+    lazy_client.install()  # before kopf and our client import kubernetes_asyncio
+    # The big lists first: the API server prepares them while we import the rest.
+    timings = config.informer
+    prefetch.start(config.kubeconfig, FIRST_LISTS, timings.page_size, timings.list_timeout)
+    from policy_scheduler.operator_main import run_operator
+
+    startup_gc.checkpoint()
     return run_operator(config)
 
 

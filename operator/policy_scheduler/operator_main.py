@@ -18,6 +18,7 @@ from typing import Any
 
 import kopf
 
+from policy_scheduler import startup_gc
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PODGROUPS_PATH, PodGroupObject, pod_group_from_api
 from policy_scheduler.config import OperatorConfig
@@ -284,10 +285,13 @@ class Operator:
         # signalled; when it ends for any reason, the whole operator stops.
         kopf_task.add_done_callback(lambda _: stop.set())
         tasks.append(kopf_task)
+        collector_deadline = startup_gc.resume_after()
         await asyncio.wait(
             [asyncio.ensure_future(self.cluster.wait_synced()), asyncio.ensure_future(stop.wait())],
             return_when=asyncio.FIRST_COMPLETED,
         )
+        startup_gc.resume()
+        collector_deadline.cancel()
         tasks.append(
             asyncio.create_task(
                 self.engine.run(self.leader.is_leader, self.leader.became_leader.wait), name="scheduler"

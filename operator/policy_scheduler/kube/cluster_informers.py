@@ -6,7 +6,6 @@ ResourceClaims."""
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -17,12 +16,10 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
+from policy_scheduler.kube.paths import POD_FIELD_SELECTOR
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
-
-# As kube-scheduler: terminal pods hold no resources and are never scheduled.
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 class ClusterSink(Protocol):
@@ -136,7 +133,3 @@ class ClusterInformers:
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(i.has_synced.wait() for i in self._all()))
-        # The initial lists created most long-lived objects at once: move them out of the
-        # collector's generations so later collections don't rescan them (big clusters).
-        gc.collect()
-        gc.freeze()

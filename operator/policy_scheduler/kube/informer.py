@@ -157,7 +157,7 @@ class Informer(Generic[S, V]):
 
     # --- list ----------------------------------------------------------------------------------
 
-    def _selectors(self) -> dict[str, str | int | bool]:
+    def selectors(self) -> dict[str, str | int | bool]:
         query: dict[str, str | int | bool] = {}
         if self.field_selector:
             query["fieldSelector"] = self.field_selector
@@ -179,12 +179,12 @@ class Informer(Generic[S, V]):
             early = None
             if token:
                 # the server refuses a resourceVersion with a token
-                query = {"limit": self.page_size, **self._selectors(), "continue": token}
+                query = {"limit": self.page_size, **self.selectors(), "continue": token}
             elif from_cache:
-                query = prefetch.first_list_query(self.page_size, self._selectors())
+                query = prefetch.first_list_query(self.page_size, self.selectors())
                 early = prefetch.take(self.path, query)
             else:
-                query = {"limit": self.page_size, **self._selectors()}
+                query = {"limit": self.page_size, **self.selectors()}
             answer = await self._early_answer(early) if early is not None else None
             if answer is None:
                 answer = await call(
@@ -246,7 +246,7 @@ class Informer(Generic[S, V]):
             "resourceVersion": self.resource_version,
             "allowWatchBookmarks": True,
             "timeoutSeconds": timeout_seconds,
-            **self._selectors(),
+            **self.selectors(),
         }
         started = time.monotonic()
         received = False

@@ -41,21 +41,24 @@ def _key(path: str, query: Mapping[str, QueryValue]) -> _Key:
     return path, tuple(sorted(query.items()))
 
 
-def start(kubeconfig: str | None, paths: Sequence[str], page_size: int, timeout: float) -> threading.Thread:
-    """Ask for the first list of each path (no selectors) from a daemon thread; returns it."""
+def start(
+    kubeconfig: str | None, lists: Mapping[str, Mapping[str, QueryValue]], page_size: int, timeout: float
+) -> threading.Thread:
+    """Ask for the first list of each path, with its selectors, from a daemon thread; returns it."""
     # The client is imported here, before the thread starts: imported in the thread it would
     # share the interpreter with the caller's imports and the requests would leave later.
     from policy_scheduler.kube import client  # noqa: F401
 
-    futures: dict[str, concurrent.futures.Future[Answer]] = {}
+    requests: list[tuple[str, dict[str, QueryValue], concurrent.futures.Future[Answer]]] = []
     with _lock:
-        for path in paths:
+        for path, selectors in lists.items():
+            query = first_list_query(page_size, selectors)
             future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
-            _pending[_key(path, first_list_query(page_size, {}))] = future
-            futures[path] = future
+            _pending[_key(path, query)] = future
+            requests.append((path, query, future))
     thread = threading.Thread(
         target=asyncio.run,
-        args=(_fetch(kubeconfig, futures, page_size, timeout),),
+        args=(_fetch(kubeconfig, requests, timeout),),
         name="first lists",
         daemon=True,
     )
@@ -78,8 +81,7 @@ def discard() -> None:
 
 async def _fetch(
     kubeconfig: str | None,
-    futures: Mapping[str, concurrent.futures.Future[Answer]],
-    page_size: int,
+    requests: Sequence[tuple[str, Mapping[str, QueryValue], concurrent.futures.Future[Answer]]],
     request_timeout: float,
 ) -> None:
     from policy_scheduler.kube.client import call, make_api_client
@@ -87,19 +89,20 @@ async def _fetch(
     try:
         api = await make_api_client(kubeconfig)
     except Exception as exc:  # the operator reports its own configuration error
-        for future in futures.values():
+        for _, _, future in requests:
             future.set_exception(exc)
         return
     try:
 
-        async def one(path: str, future: concurrent.futures.Future[Answer]) -> None:
+        async def one(
+            path: str, query: Mapping[str, QueryValue], future: concurrent.futures.Future[Answer]
+        ) -> None:
             try:
-                query = first_list_query(page_size, {})
                 future.set_result(await call(api, "GET", path, query=query, request_timeout=request_timeout))
             except Exception as exc:
                 log.debug("early list failed; the informer lists again", extra={"resource": path})
                 future.set_exception(exc)
 
-        await asyncio.gather(*(one(path, future) for path, future in futures.items()))
+        await asyncio.gather(*(one(*request) for request in requests))
     finally:
         await api.close()

@@ -34,14 +34,13 @@ from policy_scheduler.kube.informer import (
     PRIORITY_CLASSES,
     object_key,
 )
+from policy_scheduler.kube.paths import POD_FIELD_SELECTOR
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
 
 DRA_API = "/apis/resource.k8s.io/v1"
-# As the operator's pod informer: terminal pods hold nothing and are never scheduled.
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PAGE_SIZE = 500
 RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=5)
 

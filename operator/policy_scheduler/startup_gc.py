@@ -1,0 +1,56 @@
+"""The cyclic garbage collector during start-up (issue 12).
+
+Importing the operator and decoding the first lists of a big cluster create millions of objects
+that live as long as the process. With the collector on, they are scanned again and again while
+they are being created (about half of the CPU of decoding and converting 13,000 pods). So `run`
+turns the collector off before its imports (`pause`) and turns it back on once the informers
+have synced (`resume`), freezing everything made so far out of its generations: later
+collections then never rescan it. If the first sync never comes (API server unreachable),
+`resume_after` turns it on anyway, so a long outage cannot pile up cyclic garbage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+
+log = logging.getLogger(__name__)
+
+# Longer than any sane first sync; after it the collector runs whether or not the lists are in.
+RESUME_DEADLINE = 120.0
+
+_paused = False
+
+
+def pause() -> None:
+    """Stop automatic collection until `resume` (a no-op if already paused)."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def checkpoint() -> None:
+    """Move what exists now (the imports' objects) out of the collector's generations."""
+    gc.freeze()
+
+
+def resume() -> None:
+    """Freeze what start-up made and collect as usual from now on.
+
+    No collection first: at 5000 nodes and 14,000 pods one takes 0.25 s on the way to the first
+    bind and finds a few hundred cyclic leftovers of start-up; those few stay, frozen. Only
+    undoes `pause`: a collector turned off by someone else stays off."""
+    global _paused
+    if not _paused:
+        return
+    _paused = False
+    gc.freeze()
+    gc.enable()
+    log.debug("collector resumed", extra={"frozen": gc.get_freeze_count()})
+
+
+def resume_after(seconds: float = RESUME_DEADLINE) -> asyncio.TimerHandle:
+    """`resume` on the running loop after `seconds`, if nothing resumed it before."""
+    return asyncio.get_running_loop().call_later(seconds, resume)
