@@ -115,7 +115,7 @@ def test_error_storm_on_bindings_and_status_writes(
     assert min(gaps, default=1.0) >= 0.5, sorted(gaps)[:5]
     assert max(len(t) for t in per_pod.values()) <= 8
     # Status writes retry transient errors with their own backoff (0.1-0.2 s, doubling), afresh
-    # for each failed attempt of the pod, and a new failure may start a second writer for the
-    # same pod while one is retrying: a handful per second at most, never a hot loop.
+    # for each failed attempt of the pod; a pod has one write in flight at a time (newer statuses
+    # wait behind it, coalesced): a handful per second at most, never a hot loop.
     assert peak_writes_one_pod <= 8
     s.check(expect_bound=s.keys(fitting), allow_conflicts=True)

@@ -2,7 +2,8 @@
 
 The scheduling loop calls these synchronously; API writes are queued and done by a small pool
 of writer tasks. Writes for the same pod coalesce, so a pod that fails a hundred times while
-a write is pending costs one write.
+a write is pending costs one write, and a pod has at most one write in flight (with its
+retries), so an older status can never land after a newer one.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class PodReporter:
         self.on_preempt = on_preempt
         self.stats: dict[str, ProfileStats] = {}
         self._pending: dict[str, _Failure] = {}
+        self._writing: set[str] = set()  # pods whose write (retries included) is in flight
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._nomination_tasks: set[asyncio.Task[None]] = set()
@@ -146,28 +148,40 @@ class PodReporter:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def _next_key(self) -> str | None:
+        return next((key for key in self._pending if key not in self._writing), None)
+
     async def _writer(self) -> None:
         while True:
-            if not self._pending:
+            key = self._next_key()
+            if key is None:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            key = next(iter(self._pending))
             failure = self._pending.pop(key)
             if not self.is_leader():
                 continue
+            self._writing.add(key)
             try:
-                await set_unschedulable_condition(
-                    self.api,
-                    failure.pod.namespace,
-                    failure.pod.name,
-                    reason=failure.reason,
-                    message=failure.message,
-                    nominated_node=failure.nominated,
-                    uid=failure.pod.uid,
-                )
-                summary = failure.summary
-                if summary is not None and failure.pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
-                    await self._annotate(failure.pod, summary)
-            except Exception as exc:  # the API said no for good: log, keep scheduling
-                log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})
+                await self._write(key, failure)
+            finally:
+                self._writing.discard(key)
+                if key in self._pending:
+                    self._wake.set()  # a newer status came while this one was written
+
+    async def _write(self, key: str, failure: _Failure) -> None:
+        try:
+            await set_unschedulable_condition(
+                self.api,
+                failure.pod.namespace,
+                failure.pod.name,
+                reason=failure.reason,
+                message=failure.message,
+                nominated_node=failure.nominated,
+                uid=failure.pod.uid,
+            )
+            summary = failure.summary
+            if summary is not None and failure.pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
+                await self._annotate(failure.pod, summary)
+        except Exception as exc:  # the API said no for good: log, keep scheduling
+            log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})
