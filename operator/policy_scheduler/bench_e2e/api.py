@@ -23,6 +23,8 @@ from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 JSON = dict[str, Any]
 IDEMPOTENT = frozenset({"GET", "DELETE"})
 HARNESS_RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=5)
+# No answer, or an answer cut short (ClientPayloadError is not a ClientConnectionError).
+RETRIED_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
 
 
 class ApiError(RuntimeError):
@@ -76,12 +78,11 @@ class Client:
             async with self._session.request(method, url, json=body) as response:
                 return Answer(response.status, await response.read())
 
-        # The API server may close a kept-alive connection under the load of a big cluster: GETs
-        # and DELETEs are retried (POSTs would double-create, and say so with a 409 anyway).
+        # The API server may close a kept-alive connection under the load of a big cluster, even
+        # in the middle of an answer: GETs and DELETEs are retried (POSTs would double-create, and
+        # say so with a 409 anyway).
         if method in IDEMPOTENT:
-            answer = await with_retries(
-                send, HARNESS_RETRY, connection_errors=(aiohttp.ClientConnectionError,), what=method
-            )
+            answer = await with_retries(send, HARNESS_RETRY, connection_errors=RETRIED_ERRORS, what=method)
         else:
             answer = await send()
         text = answer.body.decode()
