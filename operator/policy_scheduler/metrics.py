@@ -80,9 +80,8 @@ class PluginEvaluations(Collector):
     makes dozens of increments, and a prometheus_client Counter takes a lock for each."""
 
     def __init__(self) -> None:
-        self.counts: collections.Counter[tuple[str, str, str]] = (
-            collections.Counter()
-        )  # plugin, point, profile
+        # (plugin, extension point, profile) -> evaluations
+        self.counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
