@@ -25,7 +25,6 @@ def _run(args: argparse.Namespace) -> int:
     prefetch.start(config.kubeconfig, FIRST_LISTS, timings.page_size, timings.list_timeout)
     from policy_scheduler.operator_main import run_operator
 
-    startup_gc.checkpoint()
     return run_operator(config)
 
 
