@@ -185,14 +185,15 @@ def top_scores(
     take = min(k + 1, len(total))
     best = np.argpartition(-total, take - 1)[:take] if take < len(total) else np.arange(len(total))
     best = best[np.argsort(-total[best], kind="stable")]
-    chosen_pos = int(np.flatnonzero(feasible == table.row(chosen))[0])
-    order = [chosen_pos, *[int(i) for i in best if int(i) != chosen_pos][: k - 1]]
-
-    def entry(pos: int) -> NodeScore:
-        by_plugin = {name: int(values[pos]) for name, values in scores.by_plugin.items()}
-        return NodeScore(table.nodes[int(feasible[pos])].name, int(total[pos]), by_plugin)
-
-    return tuple(entry(pos) for pos in order)
+    chosen_pos = int(np.argmax(feasible == table.row(chosen)))
+    order = [chosen_pos, *[i for i in best.tolist() if i != chosen_pos][: k - 1]]
+    rows = feasible[order].tolist()
+    return tuple(
+        NodeScore(table.nodes[row].name, score, by_plugin)
+        for row, score, by_plugin in zip(
+            rows, total[order].tolist(), scores.plugin_scores_at(order), strict=True
+        )
+    )
 
 
 def pending_summary(explanation: Explanation, cap: int = 512) -> str:

@@ -264,7 +264,7 @@ class ScheduleOne:
             scores = framework.run_score(state, pod, feasible)
             framework.timed("Score", started)
         else:
-            scores = ScoreOutcome(np.ones(len(feasible), dtype=np.int64), {})
+            scores = ScoreOutcome.unscored(len(feasible))
         others: list[str] | None = None
         if hint.signature is None:
             best = np.flatnonzero(scores.total == scores.total.max())

@@ -48,5 +48,22 @@ class FilterOutcome:
 
 @dataclass(slots=True)
 class ScoreOutcome:
+    """Weighted scores of the scored rows: `weighted[i]` is plugin `plugins[i]`'s, `total` their sum."""
+
     total: IntArray
-    by_plugin: dict[str, IntArray]  # weighted scores, kept for explanations
+    plugins: tuple[str, ...]
+    weighted: IntArray  # [plugin, position], kept for explanations
+
+    @classmethod
+    def unscored(cls, count: int) -> ScoreOutcome:
+        """Every row scores 1: no score plugin ran."""
+        return cls(np.ones(count, dtype=np.int64), (), np.empty((0, count), dtype=np.int64))
+
+    @property
+    def by_plugin(self) -> dict[str, IntArray]:
+        return dict(zip(self.plugins, self.weighted, strict=True))
+
+    def plugin_scores_at(self, positions: list[int]) -> list[dict[str, int]]:
+        """Each position's weighted score per plugin, read from the matrix in one go."""
+        columns: list[list[int]] = self.weighted[:, positions].T.tolist()
+        return [dict(zip(self.plugins, column, strict=True)) for column in columns]

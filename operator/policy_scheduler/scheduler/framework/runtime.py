@@ -223,10 +223,11 @@ class Framework:
             batch = rows if alive is None else rows[alive]
             result = plugin.filter(state, pod, batch)
             failed = ~result.passed
+            any_failed = bool(failed.any())
             if self.plugin_metrics is not None:
-                first = result.statuses[0] if failed.any() and result.statuses else None
+                first = result.statuses[0] if any_failed and result.statuses else None
                 self._plugin_ran(state, plugin.name, "Filter", len(batch), started, first)
-            if not failed.any():
+            if not any_failed:
                 continue
             assert result.status_index is not None, f"{plugin.name} rejected rows without a status"
             offset = len(statuses)
@@ -390,25 +391,29 @@ class Framework:
         return SUCCESS
 
     def run_score(self, state: CycleState, pod: Pod, rows: Rows) -> ScoreOutcome:
-        total = np.zeros(len(rows), dtype=np.int64)
-        by_plugin: dict[str, IntArray] = {}
-        for plugin, weight in self.points.score:
-            if plugin.name in state.skip_score:
-                continue
+        running = [
+            (plugin, weight) for plugin, weight in self.points.score if plugin.name not in state.skip_score
+        ]
+        normalized = np.empty((len(running), len(rows)), dtype=np.int64)
+        for i, (plugin, _) in enumerate(running):
             started = time.perf_counter()
-            scores = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
+            normalized[i] = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
             self._plugin_ran(state, plugin.name, "Score", len(rows), started, None)
-            if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
-                bad = int(scores[(scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)][0])
-                raise FrameworkError(  # upstream's text; the first bad score in node order
-                    f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" returns an '
-                    f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                    "after normalizing"
-                )
-            weighted = scores * weight
-            by_plugin[plugin.name] = weighted
-            total += weighted
-        return ScoreOutcome(total, by_plugin)
+        # One range check for all plugins; the error names the first plugin in order.
+        if normalized.size and (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
+            for (plugin, _), scores in zip(running, normalized, strict=True):
+                out_of_range = (scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE)
+                if out_of_range.any():
+                    bad = int(scores[out_of_range][0])
+                    raise FrameworkError(  # upstream's text; the first bad score in node order
+                        f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" returns '
+                        f"an invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, "
+                        f"{MAX_NODE_SCORE}] after normalizing"
+                    )
+        weights = np.fromiter((weight for _, weight in running), dtype=np.int64, count=len(running))
+        weighted: IntArray = normalized * weights[:, None]
+        total: IntArray = weighted.sum(axis=0, dtype=np.int64)
+        return ScoreOutcome(total, tuple(plugin.name for plugin, _ in running), weighted)
 
     # ---- reserve, permit, bind -------------------------------------------------------------------
 
