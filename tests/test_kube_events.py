@@ -5,6 +5,7 @@ Only the synchronous half is exercised (what gets queued); nothing talks to a se
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -151,12 +152,98 @@ def test_series_window_expires() -> None:
     assert rec._series == {}
 
 
-def test_global_rate_limit_drops_and_counts() -> None:
+def test_global_rate_limit_queues_rather_than_drops() -> None:
     rec = recorder(FakeClock(), qps=1.0, burst=3)
     for i in range(5):
         rec.failed_scheduling(ObjectRef("Pod", f"p{i}", "ns", f"u{i}"), "x")
-    assert queued(rec) == ["create"] * 3
-    assert rec.dropped == 2
+    assert queued(rec) == ["create"] * 5
+    assert rec.dropped == 0
+
+
+class FakeServer:
+    """Stands in for `request`: records when each write was made, answers 201, and can hold
+    writes until the test releases them."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.writes: list[tuple[float, str, str]] = []  # (time, method, event name)
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.release = asyncio.Event()
+        self.release.set()
+        self.arrived = asyncio.Condition()
+
+    async def __call__(self, api: Any, method: str, path: str, **options: Any) -> tuple[int, bytes]:
+        body = options["body"]
+        name = body["metadata"]["name"] if method == "POST" else path.rsplit("/", 1)[1]
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.writes.append((self.clock(), method, name))
+        try:
+            async with self.arrived:
+                self.arrived.notify_all()
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+        return 201, b"{}"
+
+
+def writing_recorder(
+    clock: FakeClock, server: FakeServer, monkeypatch: pytest.MonkeyPatch, **timings: Any
+) -> EventRecorder:
+    monkeypatch.setattr(events, "request", server)
+    return EventRecorder(
+        None,
+        instance="test-1",
+        clock=clock,
+        sleep=clock.sleep,
+        timings=dataclasses.replace(DEFAULTS.events, flush_interval=3600.0, **timings),
+    )
+
+
+async def test_writes_wait_for_the_rate_and_none_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    server = FakeServer(clock)
+    rec = writing_recorder(clock, server, monkeypatch, qps=2.0, burst=3, writers=4)
+    start = clock()
+    for i in range(7):
+        rec.scheduled(ObjectRef("Pod", f"p{i}", "ns", f"u{i}"), "n1")
+    rec.start()
+    try:
+        await rec.drain()
+    finally:
+        await rec.stop()
+    times = [at - start for at, _, _ in server.writes]
+    assert times == pytest.approx([0, 0, 0, 0.5, 1.0, 1.5, 2.0])  # the burst, then 2 per second
+    assert (rec.written, rec.dropped, rec.failed) == (7, 0, 0)
+
+
+async def test_writers_run_in_parallel_but_one_write_per_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    server = FakeServer(clock)
+    server.release.clear()  # every write hangs until released
+    rec = writing_recorder(clock, server, monkeypatch, writers=4)
+    rec.failed_scheduling(POD, "a")
+    rec.failed_scheduling(POD, "a")  # the series starts: a patch queued behind the create
+    for i in range(3):
+        rec.scheduled(ObjectRef("Pod", f"p{i}", "ns", f"u{i}"), "n1")
+    rec.start()
+    try:
+        async with server.arrived:
+            # bounded, so that a writer pool that never runs four writes fails instead of hanging
+            await asyncio.wait_for(server.arrived.wait_for(lambda: len(server.writes) >= 4), 10)
+        # The patch did not overtake the create still in flight: it waits for the flush.
+        assert [method for _, method, _ in server.writes] == ["POST"] * 4
+        assert server.most_in_flight == 4
+        [series] = [s for s in rec._series.values() if s.body["reason"] == "FailedScheduling"]
+        assert series.dirty
+        server.release.set()
+        await rec.drain()
+        rec.flush()
+        await rec.drain()
+    finally:
+        await rec.stop()
+    assert [method for _, method, name in server.writes if name == series.name] == ["POST", "PATCH"]
 
 
 def test_per_object_cap() -> None:
@@ -205,15 +292,15 @@ def test_helpers_reasons_and_actions() -> None:
 
 
 @pytest.mark.parametrize("count", [2, 3])
-def test_series_start_patch_respects_global_limit(count: int) -> None:
+def test_series_start_is_queued_at_once_later_repeats_wait_for_the_flush(count: int) -> None:
     clock = FakeClock()
     rec = recorder(clock, qps=0.001, burst=1)
     for _ in range(count):
         rec.failed_scheduling(POD, "a")
-    # The create used the only token; the series patch waits for a flush.
-    assert queued(rec) == ["create"]
+    # The rate delays writes, it does not hold the series' first patch back.
+    assert queued(rec) == ["create", "patch"]
     [series] = rec._series.values()
-    assert series.dirty
+    assert series.dirty == (count > 2)
     assert series.count == count
 
 

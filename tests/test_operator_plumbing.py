@@ -89,8 +89,16 @@ def test_operator_config_from_the_command_line() -> None:
     assert config.kubeconfig is None
     assert config.identity is None
     assert config.eviction == DEFAULTS.eviction  # timings are not command-line options
+    assert config.events == DEFAULTS.events
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.leader_elect = True  # type: ignore[misc]
+
+
+def test_event_rate_from_the_command_line() -> None:
+    args = build_parser().parse_args(["run", "--event-qps", "5000", "--event-burst", "6000"])
+    events = OperatorConfig.from_args(args).events
+    assert (events.qps, events.burst) == (5000.0, 6000)
+    assert events.queue_size == DEFAULTS.events.queue_size
 
 
 def test_operator_is_composed_in_dependency_order() -> None:

@@ -113,6 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="serve only SchedulingProfiles whose labels match (kubectl -l syntax, e.g. 'shard=a,!canary')",
     )
+    run.add_argument(
+        "--event-qps",
+        type=float,
+        help="event writes per second, more wait their turn (default: kube-scheduler's clientConnection.qps)",
+    )
+    run.add_argument(
+        "--event-burst",
+        type=int,
+        help="event writes at once (default: kube-scheduler's clientConnection.burst)",
+    )
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")

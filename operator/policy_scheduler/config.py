@@ -7,7 +7,7 @@ is one, so tuning and review happen in one place.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from policy_scheduler.kube.retry import RetryPolicy
 
@@ -52,15 +52,20 @@ class InformerTimings:
 
 @dataclass(frozen=True, slots=True)
 class EventTimings:
-    qps: float = 25.0
-    burst: int = 50
+    # Writes wait for a token, as kube-scheduler's event client waits on its clientConnection
+    # limiter (defaults qps 50, burst 100); events are not dropped for the rate.
+    qps: float = 50.0
+    burst: int = 100
+    writers: int = 8  # writes in flight at once (upstream: one goroutine per event)
     # client-go's event spam filter: a burst of 25 per object, then one per 5 minutes.
     per_object_qps: float = 1 / 300
     per_object_burst: int = 25
     series_window: float = 360.0  # client-go events finishTime (6 min)
     flush_interval: float = 30.0  # series counts are written this often
     drain_timeout: float = 5.0  # at shutdown
-    queue_size: int = 1000  # client-go maxQueuedEvents
+    # Events waiting for a token or a writer; beyond this they are dropped and counted. Upstream
+    # queues without bound (a goroutine per event waits on the limiter).
+    queue_size: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,17 @@ class OperatorConfig:
             lease_name=args.lease_name,
             identity=args.identity,
             profile_selector=args.profile_selector,
+            events=_event_timings(args),
         )
+
+
+def _event_timings(args: argparse.Namespace) -> EventTimings:
+    events = EventTimings()
+    if args.event_qps is not None:
+        events = replace(events, qps=args.event_qps)
+    if args.event_burst is not None:
+        events = replace(events, burst=args.event_burst)
+    return events
 
 
 # The defaults, for components built without an OperatorConfig (tests, tools).

@@ -103,6 +103,10 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
                 "--no-leader-elect",
                 "--metrics-port=0",
                 f"--profile-selector={PROFILE_LABEL}={scheduler_name}",
+                # kube-scheduler's event writes go through its client at CLIENT_QPS: ours alike,
+                # so that both write every Scheduled event during the run.
+                f"--event-qps={CLIENT_QPS}",
+                f"--event-burst={CLIENT_BURST}",
             ]
         )
     raise ValueError(f"unknown contender {contender!r}; known: {', '.join(ALL)}")

@@ -1,10 +1,12 @@
 """Recording events.k8s.io/v1 Events without ever making the scheduling loop wait.
 
-`EventRecorder.event()` is synchronous: it decides (aggregation, rate limits) in memory and
-queues at most one write. A background task performs the writes. As in client-go's events
-broadcaster, an event repeated within the series window is not written again: the first
-repeat PATCHes a `series` onto the stored event, later repeats only bump a counter that a
-periodic flush writes, so a pod failing to schedule every second costs a handful of writes.
+`EventRecorder.event()` is synchronous: it decides (aggregation, the per-object cap) in memory
+and queues at most one write. Background writers perform the writes, each waiting for a token
+of the global rate as client-go's rate limiter makes kube-scheduler's event writes wait: events
+are delayed by the rate, not dropped. As in client-go's events broadcaster, an event repeated
+within the series window is not written again: the first repeat PATCHes a `series` onto the
+stored event, later repeats only bump a counter that a periodic flush writes, so a pod failing
+to schedule every second costs a handful of writes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from urllib.parse import quote
 from policy_scheduler.config import DEFAULTS, EventTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
 from policy_scheduler.kube.ratelimit import TokenBucket
+from policy_scheduler.kube.retry import Sleep
 from policy_scheduler.scheduler import model
 
 log = logging.getLogger(__name__)
@@ -154,9 +157,10 @@ def series_patch(count: int, last_observed: float) -> dict[str, Any]:
 class EventRecorder:
     """Aggregating, rate-limited, fire-and-forget event writer.
 
-    Limits: `qps`/`burst` across all writes; `per_object_qps`/`per_object_burst` on new events
-    about one object (client-go's spam filter: 25, then one per 5 minutes). Events beyond the
-    limits or a full queue are dropped and counted in `dropped`.
+    Limits: `qps`/`burst` across all writes (a write waits for its token); `per_object_qps`/
+    `per_object_burst` on new events about one object (client-go's spam filter: 25, then one per
+    5 minutes). Events beyond the per-object cap or a full queue are dropped and counted in
+    `dropped`.
     """
 
     def __init__(
@@ -168,6 +172,7 @@ class EventRecorder:
         timings: EventTimings = DEFAULTS.events,
         clock: Callable[[], float] = time.time,
         hostname: str | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.api = api
         self.instance = instance
@@ -176,6 +181,7 @@ class EventRecorder:
         self.timings = timings
         self.series_window = timings.series_window
         self.clock = clock
+        self._sleep = sleep  # waits for the global rate, on `clock`'s time
         self.dropped = 0
         self.written = 0
         self.failed = 0
@@ -184,6 +190,7 @@ class EventRecorder:
         self._per_object: dict[str, TokenBucket] = {}
         self._series: dict[EventKey, _Series] = {}
         self._queue: asyncio.Queue[_Write] = asyncio.Queue(maxsize=timings.queue_size)
+        self._writing: set[EventKey] = set()  # series with a write in flight
         self._last_name_ns = 0
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -209,11 +216,11 @@ class EventRecorder:
             series.count += 1
             series.last_observed = now
             if series.count == 2:
-                self._enqueue(_Write("patch", key), now)  # start the series at once
+                self._enqueue(_Write("patch", key))  # start the series at once
             else:
                 series.dirty = True  # the periodic flush writes the count
             return
-        if not self._object_bucket(regarding.identity).allow(now) or not self._global.allow(now):
+        if not self._object_bucket(regarding.identity).allow(now):
             self.dropped += 1
             return
         name = self._event_name(regarding.name)
@@ -231,7 +238,7 @@ class EventRecorder:
             instance=f"{controller}-{self.hostname}" if controller else self.instance,
         )
         self._series[key] = _Series(name, body["metadata"]["namespace"], body, 1, now)
-        self._enqueue(_Write("create", key), None)
+        self._enqueue(_Write("create", key))
 
     def scheduled(self, pod: PodLike, node_name: str) -> None:
         ref = _ref(pod)
@@ -263,10 +270,7 @@ class EventRecorder:
         self._last_name_ns = nanos
         return f"{object_name}.{nanos:x}"
 
-    def _enqueue(self, write: _Write, patch_time: float | None) -> None:
-        if patch_time is not None and not self._global.allow(patch_time):
-            self._series[write.key].dirty = True  # retried by the next flush
-            return
+    def _enqueue(self, write: _Write) -> None:
         try:
             self._queue.put_nowait(write)
         except asyncio.QueueFull:
@@ -279,7 +283,10 @@ class EventRecorder:
     def start(self) -> None:
         if not self._tasks:
             self._tasks = [
-                asyncio.create_task(self._writer(), name="events writer"),
+                *(
+                    asyncio.create_task(self._writer(), name=f"events writer {i}")
+                    for i in range(self.timings.writers)
+                ),
                 asyncio.create_task(self._flusher(), name="events flusher"),
             ]
 
@@ -302,7 +309,7 @@ class EventRecorder:
         for key, series in list(self._series.items()):
             if series.dirty:
                 series.dirty = False
-                self._enqueue(_Write("patch", key), now)
+                self._enqueue(_Write("patch", key))
             elif now - series.last_observed > self.series_window:
                 del self._series[key]
         for identity, bucket in list(self._per_object.items()):
@@ -322,7 +329,7 @@ class EventRecorder:
         while True:
             write = await self._queue.get()
             try:
-                await self._write(write)
+                await self._write_in_turn(write)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -330,6 +337,28 @@ class EventRecorder:
                 log.warning("event write failed", extra={"event_kind": write.kind, "error": repr(exc)})
             finally:
                 self._queue.task_done()
+
+    async def _write_in_turn(self, write: _Write) -> None:
+        """One write per series at a time, so that a patch never overtakes its create: a write
+        for a series that is being written is left to the next flush."""
+        series = self._series.get(write.key)
+        if series is None:
+            return  # forgotten meanwhile (queue overflow)
+        if write.key in self._writing:
+            series.dirty = True
+            return
+        self._writing.add(write.key)
+        try:
+            await self._rate_token()
+            await self._write(write)
+        finally:
+            self._writing.discard(write.key)
+
+    async def _rate_token(self) -> None:
+        """Wait for a token of the global rate, as client-go's rate limiter Wait does."""
+        while (delay := self._global.delay(self.clock())) > 0:
+            await self._sleep(delay)
+        self._global.take()
 
     async def _write(self, write: _Write) -> None:
         series = self._series.get(write.key)
