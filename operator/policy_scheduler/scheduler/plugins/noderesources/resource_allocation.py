@@ -167,6 +167,18 @@ def requested_and_allocatable(
 ) -> tuple[IntArray, IntArray]:
     """calculateResourceAllocatableRequest for every resource and row: (requested, allocatable),
     both [resource, row]; (0, 0) marks a resource left out of that row's score."""
+    index = table.resource_index
+    if all(spec.name in (CPU, MEMORY) and spec.name in index for spec in resources):
+        # cpu and memory only (the default): all rows of both matrices in one indexing each.
+        alloc_rows = np.array([[index[spec.name]] for spec in resources], dtype=np.intp)
+        if use_requested:
+            used = table.requested[alloc_rows, rows]
+        else:
+            used = table.non_zero_requested[[[0 if spec.name == CPU else 1] for spec in resources], rows]
+        allocatable_cm: IntArray = table.allocatable[alloc_rows, rows]
+        added = used + np.asarray(pod_requests, dtype=np.int64)[:, None]
+        requested_cm: IntArray = np.where(allocatable_cm != 0, added, 0)
+        return requested_cm, allocatable_cm
     requested = np.zeros((len(resources), len(rows)), dtype=np.int64)
     allocatable = np.zeros((len(resources), len(rows)), dtype=np.int64)
     for i, (spec, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
@@ -207,16 +219,29 @@ def _integer_mean(node_score: IntArray, weight_sum: IntArray) -> IntArray:
     return np.where(weight_sum == 0, 0, go_div(node_score, np.where(weight_sum == 0, 1, weight_sum)))
 
 
+def least_allocated_general(requested: IntArray, allocatable: IntArray, weights: IntArray) -> IntArray:
+    """leastResourceScorer over rows, any row may leave resources out (allocatable 0)."""
+    present = allocatable != 0
+    capacity = np.where(present, allocatable, 1)
+    per_resource = np.where(
+        requested > allocatable, 0, go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+    )
+    return _integer_mean(*_weighted_mean(per_resource, present, weights))
+
+
 def least_allocated_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
     weights = np.array([r.weight for r in resources], dtype=np.int64)
+    weight_sum = int(weights.sum())
 
     def score(requested: IntArray, allocatable: IntArray) -> IntArray:
-        present = allocatable != 0
-        capacity = np.where(present, allocatable, 1)
-        per_resource = np.where(
-            requested > allocatable, 0, go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
-        )
-        return _integer_mean(*_weighted_mean(per_resource, present, weights))
+        if weight_sum == 0 or not (allocatable != 0).all():
+            return least_allocated_general(requested, allocatable, weights)
+        # Every row counts every resource (the usual case): one weighted sum, and with all
+        # quantities non-negative Go's truncating division is numpy's floor division.
+        free = (allocatable - requested) * MAX_NODE_SCORE // allocatable
+        per_resource = np.where(requested > allocatable, 0, free)
+        node_score: IntArray = (per_resource * weights[:, None]).sum(axis=0) // weight_sum
+        return node_score
 
     return score
 
