@@ -39,7 +39,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--workloads", default=",".join(catalogue()), help="comma separated (default: all)")
     parser.add_argument(
-        "--contenders", default=",".join(contenders.ALL), help="comma separated (default: all)"
+        "--contenders",
+        default=",".join(contenders.DEFAULT),
+        help=f"comma separated, of {', '.join(contenders.ALL)} (default: {','.join(contenders.DEFAULT)})",
     )
     parser.add_argument("--pods", type=int, default=0, help="measured pods per run (default: one per node)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run before giving up")

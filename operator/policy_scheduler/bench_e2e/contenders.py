@@ -24,7 +24,11 @@ from policy_scheduler.devcluster.hostnet import LOOPBACK, free_ports
 from policy_scheduler.devcluster.versions import bin_dir
 
 NOOP, KUBE, POLICY = "noop", "kube-scheduler", "policy-scheduler"
-ALL = (NOOP, KUBE, POLICY)
+# The no-op binder that also writes the Scheduled event of each pod, as both schedulers do: the
+# ceiling of a scheduler that reports its binds. Only when asked for.
+NOOP_EVENTS = "noop-events"
+ALL = (NOOP, NOOP_EVENTS, KUBE, POLICY)
+DEFAULT = (NOOP, KUBE, POLICY)
 # scheduler_perf raises the client's rate limits so that they never throttle the scheduler.
 CLIENT_QPS = 5000
 CLIENT_BURST = 5000
@@ -70,7 +74,7 @@ def precompile() -> None:
 
 
 def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path) -> Launch:
-    if contender == NOOP:
+    if contender in (NOOP, NOOP_EVENTS):
         return Launch(
             [
                 sys.executable,
@@ -79,6 +83,7 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
                 f"--kubeconfig={kubeconfig}",
                 f"--scheduler-name={scheduler_name}",
                 f"--selector={ROLE_LABEL}={MEASURED}",  # never the pods meant to stay pending
+                *(["--events"] if contender == NOOP_EVENTS else []),
             ]
         )
     if contender == KUBE:

@@ -4,7 +4,9 @@
 
 It lists, then watches, the unbound pods of its schedulerName and POSTs one Binding per pod with
 many requests in flight: what remains is the cost of the API server (and this process) per bind,
-the upper bound any scheduler can reach on this machine.
+the upper bound any scheduler can reach on this machine. With `--events` it also POSTs each
+bound pod's `Scheduled` event (events.k8s.io/v1, as kube-scheduler writes it): the ceiling of a
+scheduler that reports its binds.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import socket
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client, Credentials
@@ -22,10 +27,11 @@ IN_FLIGHT = 64
 
 
 class NoopBinder:
-    def __init__(self, client: Client, scheduler_name: str, selector: str) -> None:
+    def __init__(self, client: Client, scheduler_name: str, selector: str, events: bool = False) -> None:
         self.client = client
         self.scheduler_name = scheduler_name
         self.selector = selector
+        self.events = events
         self.seen: set[str] = set()
         self.slots = asyncio.Semaphore(IN_FLIGHT)
         self.tasks: set[asyncio.Task[None]] = set()
@@ -61,23 +67,44 @@ class NoopBinder:
         task.add_done_callback(self.tasks.discard)
 
     async def _bind(self, namespace: str, name: str) -> None:
+        node = next(self.nodes)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": name, "namespace": namespace},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": next(self.nodes)},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
             await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+            if self.events:
+                event = scheduled_event(self.scheduler_name, namespace, name, node)
+                await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
         except ApiError as exc:
             print(f"bind {namespace}/{name}: {exc}", file=sys.stderr, flush=True)
         finally:
             self.slots.release()
 
 
+def scheduled_event(scheduler_name: str, namespace: str, name: str, node: str) -> JSON:
+    """The event kube-scheduler writes for a bound pod (its per-profile recorder)."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": scheduler_name,
+        "reportingInstance": f"{scheduler_name}-{socket.gethostname()}",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "note": f"Successfully assigned {namespace}/{name} to {node}",
+        "type": "Normal",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name},
+    }
+
+
 async def _main(args: argparse.Namespace) -> None:
     async with Client(Credentials.from_kubeconfig(Path(args.kubeconfig)), connections=IN_FLIGHT) as client:
-        await NoopBinder(client, args.scheduler_name, args.selector).run()
+        await NoopBinder(client, args.scheduler_name, args.selector, args.events).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--scheduler-name", required=True)
     parser.add_argument("--selector", default="", help="label selector of the pods to bind")
+    parser.add_argument("--events", action="store_true", help="also write each pod's Scheduled event")
     asyncio.run(_main(parser.parse_args(argv)))
     return 0
 

@@ -15,6 +15,7 @@ from policy_scheduler.bench_e2e.runner import RunResult
 # Chart colours, in contender order: grey ceiling, blue kube-scheduler, orange policy-scheduler.
 COLORS: dict[str, RGB] = {
     "noop": (150, 150, 150),
+    "noop-events": (200, 200, 200),
     "kube-scheduler": (52, 101, 164),
     "policy-scheduler": (245, 121, 0),
 }
@@ -92,8 +93,9 @@ def chart(doc: dict[str, Any], path: Path) -> None:
     groups: dict[tuple[str, int], dict[str, float]] = {}
     for r in doc["results"]:
         groups.setdefault((r["workload"], r["nodes"]), {})[r["contender"]] = r["pods_per_second"]
+    shown = [c for c in ALL if any(c in group for group in groups.values())]
     values = []
     for group in groups.values():
         top = max(group.values()) or 1.0
-        values.append([group.get(c, 0.0) / top for c in ALL])
-    write_bar_chart(path, values, [COLORS[c] for c in ALL])
+        values.append([group.get(c, 0.0) / top for c in shown])
+    write_bar_chart(path, values, [COLORS[c] for c in shown])

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from policy_scheduler.bench_e2e.api import Client, Credentials
-from policy_scheduler.bench_e2e.contenders import NOOP
+from policy_scheduler.bench_e2e.contenders import NOOP, NOOP_EVENTS
 from policy_scheduler.bench_e2e.report import chart, markdown, report
 from policy_scheduler.bench_e2e.runner import RunResult, RunSpec, install_cluster_objects, run_one
 from policy_scheduler.bench_e2e.workloads import NODE_CPU, NODE_MEMORY, NODE_PODS, Workload
@@ -66,7 +66,7 @@ async def run_size(
 
 def not_applicable(workload: Workload, contender: str) -> str:
     """Why `contender` cannot run `workload` ("" when it can)."""
-    if workload.claims and contender == NOOP:
+    if workload.claims and contender in (NOOP, NOOP_EVENTS):
         return "n/a: the noop binder cannot allocate resource claims"
     return ""
 
