@@ -729,6 +729,19 @@ def test_fit_error_error(diagnosis: Diagnosis, nodes: int, want: str) -> None:
     assert fit_error_message(nodes, diagnosis) == want
 
 
+def test_equal_statuses_from_different_passes_count_together() -> None:
+    # Statuses are counted by identity (speed); equal objects from two filter passes are two
+    # entries of status_counts, and the message sums their nodes all the same.
+    first = Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit")
+    second = Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit")
+    taint = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) had untolerated taint",), "TaintToleration")
+    diagnosis = Diagnosis({"a": first, "b": second, "c": first, "d": taint})
+    assert sorted(n for _, n in diagnosis.status_counts()) == [1, 1, 2]
+    assert fit_error_message(4, diagnosis) == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint, 3 Insufficient cpu."
+    )
+
+
 # ---- node search ---------------------------------------------------------------------------------------------
 
 

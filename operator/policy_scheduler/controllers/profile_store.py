@@ -126,6 +126,7 @@ class ProfileStore:
         else:
             if record.last.accept(record.generation, record.spec, resolved):
                 metrics.policy_reloads.labels(KIND, "accepted").inc()
+                log.info("profile accepted", extra={"profile": record.name, "generation": record.generation})
 
     def _check_policy(self, record: ProfileRecord) -> None:
         """Fail safe: a profile whose EvictionPolicy is unusable preempts nothing; say so once."""

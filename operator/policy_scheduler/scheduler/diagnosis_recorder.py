@@ -155,7 +155,7 @@ def rejection_counts(
     """
     counts: Counter[tuple[str, str]] = Counter()
     # Thousands of nodes share a handful of statuses: count the statuses, then their reasons.
-    for status, nodes in Counter(diagnosis.node_to_status.values()).items():
+    for status, nodes in diagnosis.status_counts():
         _add(counts, status, nodes)
     absent = num_nodes - len(diagnosis.node_to_status)
     if absent > 0:

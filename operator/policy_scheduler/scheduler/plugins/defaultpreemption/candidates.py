@@ -59,10 +59,15 @@ def nodes_where_preemption_might_help(table: NodeTable, diagnosis: Diagnosis) ->
             int(row) for row in order if diagnosis.status_of(names[int(row)].name).code == Code.UNSCHEDULABLE
         ]
         return np.asarray(keep, dtype=np.intp)
+    # Decide per distinct Status object, then pick its nodes: no per-node attribute reads.
+    wanted = {id(status) for status, _ in diagnosis.status_counts() if status.code == Code.UNSCHEDULABLE}
+    if not wanted:
+        return np.empty(0, dtype=np.intp)
+    index = table.index
     rows = [
-        table.index[name]
+        index[name]
         for name, status in diagnosis.node_to_status.items()
-        if status.code == Code.UNSCHEDULABLE and name in table.index
+        if id(status) in wanted and name in index
     ]
     if not rows:
         return np.empty(0, dtype=np.intp)
