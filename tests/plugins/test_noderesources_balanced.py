@@ -17,6 +17,7 @@ from policy_scheduler.scheduler.framework.status import Code
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
+    balanced_general,
     balanced_resource_scorer,
 )
 
@@ -196,3 +197,16 @@ def test_scorer_matches_go_float_arithmetic(rows: list[list[tuple[int, int]]]) -
     allocatable = np.array([[c[i][1] for c in rows] for i in range(4)], dtype=np.int64)
     want = [_go_reference([c[i][0] for i in range(4)], [c[i][1] for i in range(4)]) for c in rows]
     assert balanced_resource_scorer(requested, allocatable).tolist() == want
+
+
+# Two resources present on every row (cpu and memory): the scorer's shortcut.
+two_resources = st.lists(st.tuples(st.integers(0, 10**12), st.integers(1, 10**12)), min_size=2, max_size=2)
+
+
+@given(st.lists(two_resources, min_size=1, max_size=20))
+def test_two_resource_shortcut_matches_the_general_path_and_go(rows: list[list[tuple[int, int]]]) -> None:
+    requested = np.array([[c[i][0] for c in rows] for i in range(2)], dtype=np.int64)
+    allocatable = np.array([[c[i][1] for c in rows] for i in range(2)], dtype=np.int64)
+    got = balanced_resource_scorer(requested, allocatable).tolist()
+    assert got == balanced_general(requested, allocatable, allocatable != 0).tolist()
+    assert got == [_go_reference([c[i][0] for i in range(2)], [c[i][1] for i in range(2)]) for c in rows]
