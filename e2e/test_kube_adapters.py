@@ -20,7 +20,8 @@ from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
-from policy_scheduler.kube.events import EventRecorder, ObjectRef
+from policy_scheduler.kube.event_objects import ObjectRef
+from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler import model

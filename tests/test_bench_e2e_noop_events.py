@@ -1,4 +1,4 @@
-"""The noop-events contender writes the Scheduled event kube-scheduler and we write per bind."""
+"""The noop-events contender writes the Scheduled event our EventRecorder writes per bind."""
 
 from __future__ import annotations
 
@@ -6,23 +6,16 @@ from pathlib import Path
 
 from policy_scheduler.bench_e2e import contenders
 from policy_scheduler.bench_e2e.noop_binder import scheduled_event
-from policy_scheduler.kube.events import ObjectRef, event_body
+from policy_scheduler.kube.event_objects import ObjectRef
+from policy_scheduler.kube.events import EventRecorder
 
 
-def test_the_event_is_the_one_the_schedulers_write() -> None:
-    ours = event_body(
-        name="web-1.1",
-        regarding=ObjectRef("Pod", "web-1", "ns"),
-        related=None,
-        type_="Normal",
-        reason="Scheduled",
-        action="Binding",
-        note="Successfully assigned ns/web-1 to node-3",
-        now=0.0,
-        controller="bench-0",
-        instance="bench-0-host",
-    )
-    noop = scheduled_event("bench-0", "ns", "web-1", "node-3")
+def test_the_event_is_the_one_the_recorder_writes() -> None:
+    recorder = EventRecorder(None, instance="unused", hostname="host-a")
+    recorder.scheduled(ObjectRef("Pod", "web-1", "ns"), "node-3")
+    [series] = recorder._series.values()
+    ours = series.body
+    noop = scheduled_event("policy-scheduler", "ns", "web-1", "node-3")
     assert noop.keys() == ours.keys()
     fields = ("apiVersion", "kind", "action", "reason", "note", "type", "reportingController", "regarding")
     assert {k: noop[k] for k in fields} == {k: ours[k] for k in fields}

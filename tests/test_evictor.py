@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from policy_scheduler.config import DEFAULTS
-from policy_scheduler.kube.events import WARNING, EventRecorder, ObjectRef
+from policy_scheduler.kube.event_objects import WARNING, ObjectRef
+from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction import api as eviction_api
 from policy_scheduler.kube.eviction import nominations
 from policy_scheduler.kube.eviction.api import Outcome, classify, eviction_body, grace_period

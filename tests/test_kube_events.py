@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from policy_scheduler.config import DEFAULTS
-from policy_scheduler.kube import events
-from policy_scheduler.kube.events import EventRecorder, ObjectRef
+from policy_scheduler.kube import event_objects, events
+from policy_scheduler.kube.event_objects import ObjectRef
+from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.scheduler import model
 from tests.fakeclock import FakeClock
 
@@ -49,18 +50,18 @@ def test_identity_falls_back_to_name() -> None:
 
 
 def test_micro_time() -> None:
-    assert events.micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
+    assert event_objects.micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
 
 
 def test_truncate_note() -> None:
-    assert events.truncate_note("short") == "short"
-    long = events.truncate_note("é" * 2000)
-    assert len(long.encode()) <= events.MAX_NOTE_BYTES
+    assert event_objects.truncate_note("short") == "short"
+    long = event_objects.truncate_note("é" * 2000)
+    assert len(long.encode()) <= event_objects.MAX_NOTE_BYTES
     assert long.endswith("...")
 
 
 def test_event_body() -> None:
-    body = events.event_body(
+    body = event_objects.event_body(
         name="web-1.abc",
         regarding=POD,
         related=OTHER,
@@ -90,7 +91,7 @@ def test_event_body() -> None:
 
 def test_cluster_scoped_object_events_go_to_default() -> None:
     node = ObjectRef("Node", "n1")
-    body = events.event_body(
+    body = event_objects.event_body(
         name="n1.1",
         regarding=node,
         related=None,

@@ -34,7 +34,8 @@ from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.dra_writer import ApiClaimWriter
-from policy_scheduler.kube.events import EventRecorder, ObjectRef
+from policy_scheduler.kube.event_objects import ObjectRef
+from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server

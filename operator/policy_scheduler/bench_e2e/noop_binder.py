@@ -18,10 +18,17 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client, Credentials
+from policy_scheduler.kube.event_objects import (
+    BINDING,
+    NORMAL,
+    SCHEDULED,
+    ObjectRef,
+    event_body,
+    scheduled_note,
+)
 
 IN_FLIGHT = 64
 
@@ -86,20 +93,19 @@ class NoopBinder:
 
 
 def scheduled_event(scheduler_name: str, namespace: str, name: str, node: str) -> JSON:
-    """The event kube-scheduler writes for a bound pod (its per-profile recorder)."""
-    return {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
-        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "reportingController": scheduler_name,
-        "reportingInstance": f"{scheduler_name}-{socket.gethostname()}",
-        "action": "Binding",
-        "reason": "Scheduled",
-        "note": f"Successfully assigned {namespace}/{name} to {node}",
-        "type": "Normal",
-        "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name},
-    }
+    """The event kube-scheduler (and our EventRecorder) writes for a bound pod."""
+    return event_body(
+        name=f"{name}.{time.time_ns():x}",
+        regarding=ObjectRef("Pod", name, namespace),
+        related=None,
+        type_=NORMAL,
+        reason=SCHEDULED,
+        action=BINDING,
+        note=scheduled_note(namespace, name, node),
+        now=time.time(),
+        controller=scheduler_name,
+        instance=f"{scheduler_name}-{socket.gethostname()}",
+    )
 
 
 async def _main(args: argparse.Namespace) -> None:

@@ -18,12 +18,24 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 from policy_scheduler.config import DEFAULTS, EventTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.event_objects import (
+    BINDING,
+    FAILED_SCHEDULING,
+    NORMAL,
+    PREEMPTED,
+    SCHEDULED,
+    WARNING,
+    ObjectRef,
+    event_body,
+    micro_time,
+    scheduled_note,
+    truncate_note,
+)
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Sleep
 from policy_scheduler.scheduler import model
@@ -31,43 +43,6 @@ from policy_scheduler.scheduler import model
 log = logging.getLogger(__name__)
 
 CONTROLLER = "policy-scheduler"
-NORMAL = "Normal"
-WARNING = "Warning"
-
-SCHEDULED = "Scheduled"
-FAILED_SCHEDULING = "FailedScheduling"
-PREEMPTED = "Preempted"
-
-MAX_NOTE_BYTES = 1024  # API validation limit for Event.note
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    kind: str
-    name: str
-    namespace: str = ""
-    uid: str = ""
-    api_version: str = "v1"
-    resource_version: str = ""
-
-    @classmethod
-    def for_pod(cls, pod: model.Pod) -> ObjectRef:
-        return cls("Pod", pod.name, pod.namespace, pod.uid, "v1", pod.resource_version)
-
-    def to_json(self) -> dict[str, str]:
-        out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
-        if self.namespace:
-            out["namespace"] = self.namespace
-        if self.uid:
-            out["uid"] = self.uid
-        if self.resource_version:
-            out["resourceVersion"] = self.resource_version
-        return out
-
-    @property
-    def identity(self) -> str:
-        return self.uid or f"{self.kind}/{self.namespace}/{self.name}"
-
 
 PodLike = model.Pod | ObjectRef
 
@@ -91,18 +66,6 @@ def event_key(
     return (regarding.identity, related.identity if related else "", type_, reason, action, note)
 
 
-def micro_time(ts: float) -> str:
-    """metav1.MicroTime: RFC 3339 with microseconds."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def truncate_note(note: str) -> str:
-    data = note.encode()
-    if len(data) <= MAX_NOTE_BYTES:
-        return note
-    return data[: MAX_NOTE_BYTES - 3].decode(errors="ignore") + "..."
-
-
 @dataclass(slots=True)
 class _Series:
     name: str
@@ -117,37 +80,6 @@ class _Series:
 class _Write:
     kind: str  # "create" | "patch"
     key: EventKey
-
-
-def event_body(
-    *,
-    name: str,
-    regarding: ObjectRef,
-    related: ObjectRef | None,
-    type_: str,
-    reason: str,
-    action: str,
-    note: str,
-    now: float,
-    controller: str,
-    instance: str,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": regarding.namespace or "default"},
-        "eventTime": micro_time(now),
-        "reportingController": controller,
-        "reportingInstance": instance,
-        "action": action,
-        "reason": reason,
-        "note": note,
-        "type": type_,
-        "regarding": regarding.to_json(),
-    }
-    if related is not None:
-        body["related"] = related.to_json()
-    return body
 
 
 def series_patch(count: int, last_observed: float) -> dict[str, Any]:
@@ -242,8 +174,8 @@ class EventRecorder:
 
     def scheduled(self, pod: PodLike, node_name: str) -> None:
         ref = _ref(pod)
-        note = f"Successfully assigned {ref.namespace}/{ref.name} to {node_name}"
-        self.event(ref, NORMAL, SCHEDULED, "Binding", note, controller=_scheduler_of(pod))
+        note = scheduled_note(ref.namespace, ref.name, node_name)
+        self.event(ref, NORMAL, SCHEDULED, BINDING, note, controller=_scheduler_of(pod))
 
     def failed_scheduling(self, pod: PodLike, message: str) -> None:
         self.event(
