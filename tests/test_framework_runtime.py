@@ -655,6 +655,20 @@ def test_score_out_of_range_after_normalize_is_an_error(bad: int) -> None:
     )
 
 
+class FloatScore(ScorePlugin):
+    name = "FloatScore"
+
+    def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
+        return np.full(len(rows), 50.7)  # the bug under test: floats, not int64
+
+
+def test_float_scores_fail_instead_of_being_truncated() -> None:
+    table = make_table("a", "b")
+    fw = make_framework(table, {"score": [FloatScore]})
+    with pytest.raises(TypeError, match="same_kind"):
+        fw.run_score(CycleState(), POD, all_rows(table))
+
+
 def test_normalize_brings_scores_into_range() -> None:
     table = make_table("a", "b")
     fw = make_framework(table, {"score": [scorer("Big", {"a": 1000, "b": 500}, normalize=True)]})

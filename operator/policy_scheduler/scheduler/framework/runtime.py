@@ -397,7 +397,10 @@ class Framework:
         normalized = np.empty((len(running), len(rows)), dtype=np.int64)
         for i, (plugin, _) in enumerate(running):
             started = time.perf_counter()
-            normalized[i] = plugin.normalize_score(state, pod, plugin.score(state, pod, rows))
+            # same_kind: a plugin returning float scores fails loudly instead of being truncated
+            np.copyto(
+                normalized[i], plugin.normalize_score(state, pod, plugin.score(state, pod, rows)), "same_kind"
+            )
             self._plugin_ran(state, plugin.name, "Score", len(rows), started, None)
         # One range check for all plugins; the error names the first plugin in order.
         if normalized.size and (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
