@@ -3,7 +3,10 @@ status); conflicts; an unusable EvictionPolicy turns preemption off, never the p
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
 from policy_scheduler.policy.scheduling_profile import SchedulingProfileStatus
@@ -65,6 +68,19 @@ def test_invalid_update_keeps_the_last_accepted_version_in_force() -> None:
     stalled = next(c["message"] for c in status["conditions"] if c["type"] == "Stalled")
     assert stalled == "generation 2 was rejected; generation 1 stays in force"
     SchedulingProfileStatus.model_validate(status)  # the shape the CRD expects
+
+
+def test_each_accepted_generation_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    # The start-up timeline reads when the profile arrived from this line (docs/benchmarks.md).
+    store, _ = _store()
+    with caplog.at_level(logging.INFO, logger="policy_scheduler.controllers.profile_store"):
+        store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
+        store.apply("p", "u1", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})  # kopf's redelivery
+        store.apply(
+            "p", "u1", 2, "2026-01-01T00:00:00Z", {"schedulerName": "s", "percentageOfNodesToScore": 5}
+        )
+    accepted = [r for r in caplog.records if r.getMessage() == "profile accepted"]
+    assert [(r.__dict__["profile"], r.__dict__["generation"]) for r in accepted] == [("p", 1), ("p", 2)]
 
 
 INVALID = {"schedulerName": "s", "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin"}]}}}
