@@ -19,6 +19,7 @@ from policy_scheduler.scheduler.diagnosis_recorder import (
 )
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, fit_error_message
+from policy_scheduler.scheduler.framework.node_to_status import NodeToStatus
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import (
     Affinity,
@@ -173,12 +174,14 @@ def test_memory_is_bounded_by_the_lru_caps() -> None:
 
 def test_rejection_rows_are_capped_and_the_rest_summed() -> None:
     diagnosis = Diagnosis(
-        node_to_status={
-            f"n{i}": Status(
-                Code.UNSCHEDULABLE, (f"node(s) had untolerated taint {{k{i}: v}}",), "TaintToleration"
-            )
-            for i in range(50)
-        }
+        node_to_status=NodeToStatus(
+            {
+                f"n{i}": Status(
+                    Code.UNSCHEDULABLE, (f"node(s) had untolerated taint {{k{i}: v}}",), "TaintToleration"
+                )
+                for i in range(50)
+            }
+        )
     )
     rows = rejection_counts(50, diagnosis, cap=10)
     assert len(rows) == 11
@@ -188,7 +191,7 @@ def test_rejection_rows_are_capped_and_the_rest_summed() -> None:
 
 def test_counts_agree_with_the_fit_error_message_on_multi_reason_nodes() -> None:
     both = Status(Code.UNSCHEDULABLE, ("Insufficient cpu", "Insufficient memory"), "NodeResourcesFit")
-    diagnosis = Diagnosis(node_to_status={"a": both, "b": both})
+    diagnosis = Diagnosis(node_to_status=NodeToStatus({"a": both, "b": both}))
     rows = rejection_counts(2, diagnosis)
     assert {(r.reason, r.nodes) for r in rows} == {("Insufficient cpu", 2), ("Insufficient memory", 2)}
     assert (

@@ -44,6 +44,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from policy_scheduler.scheduler.framework.node_to_status import NodeToStatus
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Container, ContainerPort, Node, Pod, Taint
@@ -666,12 +667,14 @@ def test_fit_error_messages_with_in_tree_plugins(
     [
         (
             Diagnosis(
-                node_to_status={
-                    f"node{i}": Status(
-                        Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
-                    )
-                    for i in range(3)
-                },
+                node_to_status=NodeToStatus(
+                    {
+                        f"node{i}": Status(
+                            Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
+                        )
+                        for i in range(3)
+                    }
+                ),
                 pre_filter_msg="Node(s) failed PreFilter plugin FalsePreFilter",
             ),
             3,
@@ -679,12 +682,14 @@ def test_fit_error_messages_with_in_tree_plugins(
         ),
         (
             Diagnosis(
-                node_to_status={
-                    f"node{i}": Status(
-                        Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
-                    )
-                    for i in range(3)
-                },
+                node_to_status=NodeToStatus(
+                    {
+                        f"node{i}": Status(
+                            Code.UNSCHEDULABLE, ("Node(s) failed PreFilter plugin FalsePreFilter",)
+                        )
+                        for i in range(3)
+                    }
+                ),
                 pre_filter_msg="Node(s) failed PreFilter plugin FalsePreFilter",
                 post_filter_msg="Error running PostFilter plugin FailedPostFilter",
             ),
@@ -693,21 +698,27 @@ def test_fit_error_messages_with_in_tree_plugins(
         ),
         (
             Diagnosis(
-                node_to_status={
-                    f"node{i}": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",))
-                    for i in range(3)
-                }
+                node_to_status=NodeToStatus(
+                    {
+                        f"node{i}": Status(
+                            Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)
+                        )
+                        for i in range(3)
+                    }
+                )
             ),
             3,
             "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
         ),
         (
             Diagnosis(
-                node_to_status={
-                    "node1": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)),
-                    "node2": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)),
-                    "node3": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-2",)),
-                },
+                node_to_status=NodeToStatus(
+                    {
+                        "node1": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)),
+                        "node2": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-1",)),
+                        "node3": Status(Code.UNSCHEDULABLE, ("Node(s) failed Filter plugin FalseFilter-2",)),
+                    }
+                ),
                 post_filter_msg="Error running PostFilter plugin FailedPostFilter",
             ),
             3,
@@ -716,7 +727,9 @@ def test_fit_error_messages_with_in_tree_plugins(
         ),
         (
             Diagnosis(
-                node_to_status={"node1": Status(Code.UNSCHEDULABLE, ("Node failed Permit plugin Permit-1",))}
+                node_to_status=NodeToStatus(
+                    {"node1": Status(Code.UNSCHEDULABLE, ("Node failed Permit plugin Permit-1",))}
+                )
             ),
             1,
             "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
@@ -735,7 +748,7 @@ def test_equal_statuses_from_different_passes_count_together() -> None:
     first = Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit")
     second = Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit")
     taint = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) had untolerated taint",), "TaintToleration")
-    diagnosis = Diagnosis({"a": first, "b": second, "c": first, "d": taint})
+    diagnosis = Diagnosis(NodeToStatus({"a": first, "b": second, "c": first, "d": taint}))
     assert sorted(n for _, n in diagnosis.status_counts()) == [1, 1, 2]
     assert fit_error_message(4, diagnosis) == (
         "0/4 nodes are available: 1 node(s) had untolerated taint, 3 Insufficient cpu."

@@ -26,6 +26,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from policy_scheduler.scheduler.framework.node_to_status import NodeToStatus
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, error, unschedulable
@@ -261,7 +262,7 @@ def diagnosis_of(env: Env, state: CycleState, preemptor: Pod) -> Diagnosis:
 
 def statuses(explicit: Mapping[str, Code], absent: Code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE) -> Diagnosis:
     return Diagnosis(
-        node_to_status={name: Status(code) for name, code in explicit.items()},
+        node_to_status=NodeToStatus({name: Status(code) for name, code in explicit.items()}),
         absent_nodes_status=Status(absent),
     )
 

@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.outcomes import PASSED, FilterOutcome
+from policy_scheduler.scheduler.framework.status import Status
 from policy_scheduler.scheduler.nodetable import NodeTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -70,13 +71,24 @@ class Rejections:
         return total
 
     def fill(self, diagnosis: Diagnosis, table: NodeTable) -> None:
-        """Add node_to_status entries (in evaluation order) and the rejecting plugins."""
-        nodes = table.nodes
+        """Hand the rejected nodes to diagnosis.node_to_status in bulk, and note the rejecting
+        plugins. A nominated node rejected again by the search keeps the search's status."""
+        if not self._parts:
+            return
+        rows: list[npt.NDArray[np.intp]] = []
+        codes: list[npt.NDArray[np.intp]] = []
+        statuses: list[Status] = []
         for outcome, failed in self._parts:
-            refs, inverse = np.unique(outcome.status_ref[failed], return_inverse=True)
-            statuses = [outcome.statuses[int(ref)] for ref in refs]
-            for status in statuses:
-                diagnosis.add_plugin_status(status)
-            names = [nodes[row].name for row in outcome.rows[failed].tolist()]
-            diagnosis.node_to_status.update(zip(names, [statuses[k] for k in inverse.tolist()], strict=True))
+            refs = outcome.status_ref[failed].astype(np.intp)
+            present = np.bincount(refs, minlength=len(outcome.statuses))
+            for ref in np.flatnonzero(present).tolist():
+                diagnosis.add_plugin_status(outcome.statuses[ref])
+            rows.append(outcome.rows[failed])
+            codes.append(refs + len(statuses))
+            statuses.extend(outcome.statuses)
         self._parts = []
+        all_rows = np.concatenate(rows)
+        all_codes = np.concatenate(codes)
+        if self.nominated_row is not None and len(rows) > 1 and np.any(all_rows[1:] == self.nominated_row):
+            all_rows, all_codes = all_rows[1:], all_codes[1:]  # rows[0] is the nominated node alone
+        diagnosis.node_to_status.extend_bulk(table.names_array()[all_rows], all_codes, statuses)

@@ -107,6 +107,7 @@ class NodeTable:
         # Bumped when rows are added, removed or moved (not on pod or label changes).
         self.rows_generation = 0
         self._order: Rows | None = None
+        self._names: tuple[int, npt.NDArray[np.object_]] = (-1, np.empty(0, dtype=np.object_))
         self._zone_members: dict[str, list[str]] = {}
 
     # ---- nodes -------------------------------------------------------------------------------
@@ -373,6 +374,14 @@ class NodeTable:
 
     def names_of(self, rows: Iterable[int]) -> list[str]:
         return [self.nodes[r].name for r in rows]
+
+    def names_array(self) -> npt.NDArray[np.object_]:
+        """Every row's node name, as an array to index with rows (rebuilt when rows change)."""
+        generation, names = self._names
+        if generation != self.rows_generation:
+            names = np.array([node.name for node in self.nodes], dtype=np.object_)
+            self._names = (self.rows_generation, names)
+        return names
 
     def order(self) -> Rows:
         """Rows interleaved across zones, like kube-scheduler's nodeTree.list()."""

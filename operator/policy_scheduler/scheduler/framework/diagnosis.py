@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from policy_scheduler.scheduler.framework.node_to_status import NodeToStatus
 from policy_scheduler.scheduler.framework.status import Code, Status
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
@@ -13,7 +14,7 @@ NO_NODE_AVAILABLE = "0/{} nodes are available"
 @dataclass(slots=True)
 class Diagnosis:
     # node name -> status of nodes that were evaluated and rejected
-    node_to_status: dict[str, Status] = field(default_factory=dict)
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
     # status for nodes not in node_to_status (PreFilter rejection or narrowing)
     absent_nodes_status: Status = field(default_factory=lambda: Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
     unschedulable_plugins: set[str] = field(default_factory=set)
@@ -34,14 +35,8 @@ class Diagnosis:
         return self.node_to_status.get(node_name, self.absent_nodes_status)
 
     def status_counts(self) -> list[tuple[Status, int]]:
-        """Each distinct Status object of node_to_status with its number of nodes.
-
-        Thousands of nodes share a handful of Status objects. Counting them by identity (ints)
-        spares hashing and comparing a dataclass per node (~10 ms at 5000 nodes); equal objects
-        from different filter passes are listed apart, which sums to the same reason counts."""
-        statuses = self.node_to_status.values()
-        by_id = dict(zip(map(id, statuses), statuses, strict=True))
-        return [(by_id[key], nodes) for key, nodes in Counter(map(id, statuses)).items()]
+        """Each distinct Status object of node_to_status with its number of nodes."""
+        return self.node_to_status.counts()
 
 
 @dataclass(slots=True)

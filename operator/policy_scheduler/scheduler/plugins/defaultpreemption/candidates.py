@@ -54,21 +54,14 @@ def nodes_where_preemption_might_help(table: NodeTable, diagnosis: Diagnosis) ->
     the absent status), in the node tree order."""
     order = table.order()
     if diagnosis.absent_nodes_status.code == Code.UNSCHEDULABLE:
-        names = table.nodes
+        nodes = table.nodes
         keep = [
-            int(row) for row in order if diagnosis.status_of(names[int(row)].name).code == Code.UNSCHEDULABLE
+            int(row) for row in order if diagnosis.status_of(nodes[int(row)].name).code == Code.UNSCHEDULABLE
         ]
         return np.asarray(keep, dtype=np.intp)
-    # Decide per distinct Status object, then pick its nodes: no per-node attribute reads.
-    wanted = {id(status) for status, _ in diagnosis.status_counts() if status.code == Code.UNSCHEDULABLE}
-    if not wanted:
-        return np.empty(0, dtype=np.intp)
     index = table.index
-    rows = [
-        index[name]
-        for name, status in diagnosis.node_to_status.items()
-        if id(status) in wanted and name in index
-    ]
+    names = diagnosis.node_to_status.names_where(lambda status: status.code == Code.UNSCHEDULABLE)
+    rows = [index[name] for name in names if name in index]
     if not rows:
         return np.empty(0, dtype=np.intp)
     position = np.empty(len(table), dtype=np.intp)

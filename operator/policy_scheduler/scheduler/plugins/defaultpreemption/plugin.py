@@ -25,6 +25,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     PostFilterResult,
     PreEnqueuePlugin,
 )
+from policy_scheduler.scheduler.framework.node_to_status import NodeToStatus
 from policy_scheduler.scheduler.framework.status import (
     SUCCESS,
     Code,
@@ -183,7 +184,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 return PostFilterResult(best.name, victims), SUCCESS
 
         # A FitError of its own; the empty nomination clears the pod's nominatedNodeName.
-        fit = Diagnosis(node_to_status=node_to_status, absent_nodes_status=unresolvable(NOT_HELPFUL))
+        fit = Diagnosis(NodeToStatus(node_to_status), absent_nodes_status=unresolvable(NOT_HELPFUL))
         return PostFilterResult(""), unschedulable(fit_error_message(len(table), fit))
 
     def _preempt_for_group(

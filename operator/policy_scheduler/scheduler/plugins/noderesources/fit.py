@@ -317,6 +317,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         ]
 
 
+_COUNTED_CHECKS = 12  # up to 4096 combinations of failed checks are counted, not sorted
+
+
 def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: BoolArray) -> FilterResult:
     """One Status per distinct combination of failed checks present among the rows."""
     failed: BoolArray = np.logical_or.reduce(insufficient)
@@ -327,8 +330,15 @@ def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: Boo
     combos: npt.NDArray[np.bool_]
     if len(matrix) <= 62:
         bits = np.left_shift(np.int64(1), np.arange(len(matrix), dtype=np.int64))
-        codes = (matrix[:, failed].astype(np.int64) * bits[:, None]).sum(axis=0)
-        unique_codes, inverse = np.unique(codes, return_inverse=True)
+        codes = bits @ matrix[:, failed]
+        if len(matrix) <= _COUNTED_CHECKS:  # few combinations: count them instead of sorting
+            present = np.bincount(codes, minlength=1 << len(matrix))
+            unique_codes = np.flatnonzero(present)
+            lookup = np.zeros(len(present), dtype=np.intp)
+            lookup[unique_codes] = np.arange(len(unique_codes))
+            inverse = lookup[codes]
+        else:
+            unique_codes, inverse = np.unique(codes, return_inverse=True)
         combos = (unique_codes[None, :] & bits[:, None]) != 0
     else:  # more checks than bits in an int64: group the boolean columns directly
         unique_cols, inverse = np.unique(matrix[:, failed].T, axis=0, return_inverse=True)
