@@ -78,7 +78,7 @@ class NodeToStatus(MutableMapping[str, Status]):
         return names
 
     def _bulk_position(self, name: str) -> int | None:
-        if not self._bulk_len:
+        if not self._bulk_len or not name:  # "": a pod's nominatedNodeName when it has none
             return None
         position: int | None
         if self._position is None and self._lookups < _SCANS_BEFORE_INDEX:
