@@ -25,9 +25,11 @@ from policy_scheduler.kube.paths import FIRST_LISTS, NODES, PODS
 @pytest.fixture
 def collector_restored() -> Iterator[None]:
     """Whatever a test does to the collector, the rest of the session collects as usual."""
+    thresholds = gc.get_threshold()
     yield
     startup_gc.resume()
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
     gc.enable()
 
 
@@ -95,6 +97,18 @@ def test_resume_only_undoes_pause() -> None:
     assert gc.get_freeze_count() > before  # ... is frozen with the rest, not rescanned later
     startup_gc.resume()  # twice is harmless
     assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_resume_collects_the_young_generation_less_often() -> None:
+    gc.set_threshold(700, 10, 10)  # Python's defaults
+    startup_gc.pause()
+    startup_gc.resume()
+    assert gc.get_threshold() == (startup_gc.YOUNG_THRESHOLD, 10, 10)
+    gc.set_threshold(50_000, 5, 5)  # a larger one chosen elsewhere stays
+    startup_gc.pause()
+    startup_gc.resume()
+    assert gc.get_threshold() == (50_000, 5, 5)
 
 
 @pytest.mark.usefixtures("collector_restored")
