@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policy_scheduler.scheduler.cache import Cache
 from policy_scheduler.scheduler.config import (
@@ -797,6 +799,57 @@ def test_rotation_counts_rejected_nodes() -> None:
     sched2.next_start_node_index = 17
     fit_error(sched2, pod("p"))
     assert sched2.next_start_node_index == 17
+
+
+def test_a_pod_that_fits_nowhere_is_filtered_in_two_passes() -> None:
+    names = [f"n{i:04d}" for i in range(5000)]
+    cache = make_cache(*names)
+    nothing = filt("Nothing", names)
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [nothing], "score": [scorer("Equal")]})
+    )
+    err = fit_error(sched, pod("p"))
+    assert len(err.diagnosis.node_to_status) == 5000
+    # The first chunk found nothing: the rest went in one pass, not in doubling chunks.
+    assert [len(call) for call in nothing.calls] == [len(nothing.calls[0]), 5000 - len(nothing.calls[0])]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    nodes=st.integers(1, 700),
+    data=st.data(),
+)
+def test_the_chunked_search_stops_where_a_node_by_node_search_would(nodes: int, data: st.DataObject) -> None:
+    """findNodesThatPassFilters checks nodes one by one from the rotating index and stops at
+    feasible node to_find + 1; the chunks must give the same nodes, count and next index."""
+    passing = data.draw(st.lists(st.booleans(), min_size=nodes, max_size=nodes))
+    start = data.draw(st.integers(0, nodes - 1))
+    names = [f"n{i:03d}" for i in range(nodes)]
+    cache = make_cache(*names)
+    failing = filt("Some", [name for name, ok in zip(names, passing, strict=True) if not ok])
+    sched, _, _ = make_scheduler(
+        cache, make_framework(cache, {"filter": [failing], "score": [scorer("Equal")]})
+    )
+    sched.next_start_node_index = start
+    to_find = num_feasible_nodes_to_find(None, nodes)
+    feasible: list[str] = []
+    processed = 0
+    for i in range(nodes):
+        name = names[(start + i) % nodes]
+        if passing[(start + i) % nodes]:
+            if len(feasible) == to_find:
+                break  # feasible node to_find + 1: not counted
+            feasible.append(name)
+        processed += 1
+    if not feasible:
+        err = fit_error(sched, pod("p"))
+        assert len(err.diagnosis.node_to_status) == nodes
+    else:
+        result = schedule(sched, pod("p"))
+        assert result.feasible_rows is not None
+        assert cache.table.names_of(result.feasible_rows.tolist()) == feasible
+        assert result.evaluated_nodes == processed
+    assert sched.next_start_node_index == (start + processed) % nodes
 
 
 def test_fair_evaluation_for_nodes() -> None:

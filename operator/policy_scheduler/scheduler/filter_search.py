@@ -36,10 +36,13 @@ def first_chunk(to_find: int, count: int) -> int:
     return count if size * 2 > count else size
 
 
-def next_chunk(to_find: int, found: int, evaluated: int) -> int:
+def next_chunk(to_find: int, found: int, evaluated: int, count: int) -> int:
     missing = to_find + 1 - found  # one past to_find proves where the search stops
     if found == 0:
-        return 2 * evaluated
+        # Not one of the first to_find + 1/8 + margin nodes passed: to_find + 1 more passing
+        # nodes are all but impossible, so every node will be filtered; do it in one pass (a
+        # pod that fits nowhere took three).
+        return count - evaluated
     return int(missing * evaluated / found * 1.25) + _CHUNK_MARGIN
 
 

@@ -377,7 +377,7 @@ class ScheduleOne:
             passes.append(outcome.status_ref == PASSED)
             evaluated += len(outcome.rows)
             found += int(np.count_nonzero(passes[-1]))
-            size = next_chunk(to_find, found, evaluated)
+            size = next_chunk(to_find, found, evaluated, count)
         framework.timed("Filter", started)
         passed = passes[0] if len(passes) == 1 else np.concatenate(passes)
         processed = evaluated
