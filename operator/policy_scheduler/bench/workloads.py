@@ -55,6 +55,7 @@ class Workload:
     # The scheduler_perf test case this mirrors and its published throughput threshold (pods/s).
     upstream: str = ""
     upstream_threshold: float | None = None
+    fits_nowhere: bool = False  # the measured pods are never bound: each cycle is a failed one
 
     def scaled(self, nodes: int, existing: int, measured: int) -> Workload:
         return dataclasses.replace(self, nodes=nodes, existing=existing, measured=measured)
@@ -91,6 +92,14 @@ def _pod(name: str, namespace: str = "default", labels: dict[str, str] | None = 
 
 def default_pod(prefix: str) -> PodFactory:
     return lambda i: _pod(f"{prefix}-{i}", labels={"app": f"app-{i % 50}"})
+
+
+def oversized_pod(prefix: str) -> PodFactory:
+    """Unschedulable's pod that fits nowhere: more cpu than any default node has."""
+    container = Container(
+        name="pause", image="registry.k8s.io/pause:3.10.1", requests={CPU: 9000, MEMORY: 500 * MI}
+    )
+    return lambda i: dataclasses.replace(_pod(f"{prefix}-{i}"), containers=(container,))
 
 
 def _selector(key: str, value: str) -> LabelSelector:
@@ -157,6 +166,17 @@ def catalogue() -> dict[str, Workload]:
             existing_pod=default_pod("existing"),
             measured_pod=default_pod("pod"),
             percentage_of_nodes_to_score=100,
+        ),
+        Workload(
+            "unschedulable-5000",
+            "pods that fit nowhere (9 cpu on 4-cpu nodes), 5000 nodes: one failed cycle each "
+            "(every node filtered, FitError, PostFilter)",
+            nodes=5000,
+            existing=1000,
+            measured=500,
+            existing_pod=default_pod("existing"),
+            measured_pod=oversized_pod("big"),
+            fits_nowhere=True,
         ),
         Workload(
             "anti-affinity-5000",
