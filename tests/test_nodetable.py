@@ -598,3 +598,17 @@ def test_order_is_rows_not_names_after_swap_remove() -> None:
     # Zone "1" keeps its place (c is still in it); rows are c's new row, then b's.
     assert [table.nodes[r].name for r in order] == ["c", "b"]
     assert order == [table.row("c"), table.row("b")] == [0, 1]
+
+
+def test_names_array_follows_added_removed_and_moved_rows() -> None:
+    table = NodeTable()
+    for name in ("a", "b", "c", "d"):
+        table.set_node(make_node(name))
+    assert table.names_array().tolist() == ["a", "b", "c", "d"]
+    table.remove_node("b")  # "d" moves into b's row
+    assert table.names_array().tolist() == [node.name for node in table.nodes] == ["a", "d", "c"]
+    table.set_node(make_node("e"))
+    names = table.names_array()
+    assert names[[table.row("e"), table.row("d")]].tolist() == ["e", "d"]
+    table.set_node(make_node("a", labels={"x": "y"}))  # an update in place keeps the rows
+    assert table.names_array() is names
