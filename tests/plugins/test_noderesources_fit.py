@@ -455,8 +455,16 @@ def test_batch_rows_share_statuses_per_failure_combination() -> None:
     assert len(result.statuses) == 3
 
 
-def test_more_checks_than_bitmask_bits() -> None:
-    names = [f"example.com/r{i:02d}" for i in range(70)]
+@pytest.mark.parametrize(
+    "resources",
+    [
+        5,  # few checks: the combinations are counted
+        20,  # more than _COUNTED_CHECKS: the combination codes are sorted
+        70,  # more checks than bits in a code: the boolean columns are grouped
+    ],
+)
+def test_many_checks_group_rows_by_their_failed_checks(resources: int) -> None:
+    names = [f"example.com/r{i:02d}" for i in range(resources)]
     node = {"pods": 2, **{n: 1 for n in names}}
     pod = make_pod({n: (2 if i % 3 == 0 else 1) for i, n in enumerate(names)})
     table = make_table([make_node("a", node), make_node("b", {**node, names[0]: 5})])
