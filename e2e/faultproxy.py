@@ -50,7 +50,8 @@ class Rule:
 
     action: "status" answers `status` without forwarding; "lost" forwards, then answers `status`
     anyway; "hold" waits until `release()`d, then forwards. `delay` is waited first (a slow or
-    timing-out gateway). `probability` picks a random share of the matching requests.
+    timing-out gateway). `probability` picks a random share of the matching requests; `limit`
+    stops the rule after that many hits (later requests go to the next matching rule).
     """
 
     method: str
@@ -59,6 +60,7 @@ class Rule:
     status: int = 503
     delay: float = 0.0
     probability: float = 1.0
+    limit: int | None = None
     released: threading.Event = field(default_factory=threading.Event)
     gate: asyncio.Event | None = None  # in the proxy's loop: set once released
     hits: int = 0
@@ -233,6 +235,7 @@ class FaultProxy:
                 if (
                     rule.method in (method, "*")
                     and rule.path.match(path)
+                    and (rule.limit is None or rule.hits < rule.limit)
                     and self._rng.random() < rule.probability
                 ):
                     rule.hits += 1

@@ -119,3 +119,42 @@ def test_error_storm_on_bindings_and_status_writes(
     # wait behind it, coalesced): a handful per second at most, never a hot loop.
     assert peak_writes_one_pod <= 8
     s.check(expect_bound=s.keys(fitting), allow_conflicts=True)
+
+
+def test_a_binding_lost_then_refused_is_read_back_when_the_pod_is_bound_again(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    """A binding goes through but its answer is lost, and the retry is refused (as by a
+    restarting API server): the cycle fails and the pod is requeued. Bound again before the
+    watch shows it bound, that binding's 409 is the earlier binding of ours: read back, the pod
+    is reported Scheduled once and no conflict is reported."""
+    s = fault_scene("unsettled")
+    (node,) = s.add_nodes(1, cpu="4")
+    binding = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/p/binding$")
+    proxy = faults.proxy
+    # Delayed, so that the pod watch is cut and held before the binding is written.
+    lost = proxy.add("POST", binding, action="lost", status=504, delay=3.0, limit=1)
+    proxy.add("POST", binding, action="status", status=403, limit=1)
+    s.create([s.pod("p", cpu="1")])
+    wait_for("the binding at the proxy", lambda: lost.hits >= 1, timeout=30)
+    held_watch = proxy.add("GET", re.compile(r"^/api/v1/pods$"), action="hold")
+    try:
+        assert proxy.cut_streams() > 0
+
+        def answers() -> list[int]:
+            return [r.status for r in proxy.records("POST", binding)]
+
+        wait_for("the pod bound a second time", lambda: len(answers()) >= 3, timeout=60)
+        assert answers() == [504, 403, 409]
+        assert held_watch.held, "the pod watch was not held: the operator may have seen the binding"
+    finally:
+        proxy.remove(held_watch)
+    assert s.wait_bound(["p"]) == {"p": node}
+    # One Scheduled event (the invariants count them) and no "already assigned" FailedScheduling.
+    wait_for(
+        "the Scheduled event",
+        lambda: any(e.get("reason") == "Scheduled" for e in s.snapshot().events),
+        timeout=30,
+    )
+    s.check(expect_bound=s.keys(["p"]))
+    report("bind-unsettled", answers=[r.status for r in proxy.records("POST", binding)])

@@ -9,8 +9,9 @@ import aiohttp
 import pytest
 
 from policy_scheduler.kube import binder
-from policy_scheduler.kube.binder import BindError, bind
+from policy_scheduler.kube.binder import BindError, UnsettledBinds, bind
 from policy_scheduler.kube.retry import Answer
+from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
 
 POD_PATH = "/api/v1/namespaces/ns/pods/p"
 
@@ -112,3 +113,141 @@ async def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None
         await run(monkeypatch, server)
     assert raised.value.not_found
     assert len(server.calls) == 1
+
+
+# ---- a binding that failed after a lost answer, and the pod's next binding ----------------------
+
+LOST_THEN_REFUSED: list[Answer | BaseException] = [aiohttp.ServerDisconnectedError(), Answer(403, b"{}")]
+
+
+async def bind_with(
+    monkeypatch: pytest.MonkeyPatch, server: FakeServer, unsettled: UnsettledBinds, node: str = "n1"
+) -> None:
+    monkeypatch.setattr(binder, "call", server.call)
+    await bind(None, "ns", "p", "u1", node, unsettled=unsettled, sleep=_no_sleep)
+
+
+async def test_the_next_binding_reads_back_a_conflict_after_an_unsettled_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unsettled = UnsettledBinds()
+    first = FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)})
+    with pytest.raises(BindError) as raised:
+        await bind_with(monkeypatch, first, unsettled)
+    assert raised.value.status == 403
+    assert unsettled.node("ns", "p", "u1") == "n1"
+
+    # A new cycle binds it again before the watch showed it bound: the 409 is our own binding.
+    again = FakeServer(
+        {
+            ("POST", POD_PATH + "/binding"): [CONFLICT],
+            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
+        }
+    )
+    await bind_with(monkeypatch, again, unsettled)
+    assert again.calls == [("POST", POD_PATH + "/binding"), ("GET", POD_PATH)]
+    assert len(unsettled) == 0
+
+
+async def test_the_next_binding_elsewhere_learns_where_the_pod_went(monkeypatch: pytest.MonkeyPatch) -> None:
+    unsettled = UnsettledBinds()
+    with pytest.raises(BindError):
+        await bind_with(
+            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
+        )
+    again = FakeServer(
+        {
+            ("POST", POD_PATH + "/binding"): [CONFLICT],
+            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
+        }
+    )
+    with pytest.raises(AlreadyBound) as raised:
+        await bind_with(monkeypatch, again, unsettled, node="n2")
+    assert raised.value.node_name == "n1"
+    assert len(unsettled) == 0
+
+
+async def test_a_conflict_with_someone_else_stays_a_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bound to a node we never asked for: another binder won, not an earlier binding of ours."""
+    unsettled = UnsettledBinds()
+    with pytest.raises(BindError):
+        await bind_with(
+            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
+        )
+    again = FakeServer(
+        {
+            ("POST", POD_PATH + "/binding"): [CONFLICT],
+            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n3"))],
+        }
+    )
+    with pytest.raises(BindError) as raised:
+        await bind_with(monkeypatch, again, unsettled, node="n2")
+    assert raised.value.conflict
+
+
+async def test_an_unreadable_pod_stays_unsettled_until_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    unsettled = UnsettledBinds()
+    with pytest.raises(BindError):
+        await bind_with(
+            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
+        )
+    unreadable = FakeServer(
+        {
+            ("POST", POD_PATH + "/binding"): [CONFLICT],
+            ("GET", POD_PATH): [Answer(403, b"{}")],
+        }
+    )
+    with pytest.raises(BindError):
+        await bind_with(monkeypatch, unreadable, unsettled)
+    assert unsettled.node("ns", "p", "u1") == "n1"
+    readable = FakeServer(
+        {
+            ("POST", POD_PATH + "/binding"): [CONFLICT],
+            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
+        }
+    )
+    await bind_with(monkeypatch, readable, unsettled)
+    assert len(unsettled) == 0
+
+
+async def test_a_settled_binding_leaves_the_next_conflict_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    unsettled = UnsettledBinds()
+    with pytest.raises(BindError):
+        await bind_with(
+            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
+        )
+    await bind_with(
+        monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): [Answer(201, b"{}")]}), unsettled
+    )
+    assert len(unsettled) == 0
+    only_post = FakeServer({("POST", POD_PATH + "/binding"): [CONFLICT]})
+    with pytest.raises(BindError):
+        await bind_with(monkeypatch, only_post, unsettled)
+    assert only_post.calls == [("POST", POD_PATH + "/binding")]
+
+
+@pytest.mark.parametrize(
+    ("answers", "unsettled_after"),
+    [
+        ([Answer(403, b"{}")], False),  # refused at once: nothing was written
+        ([Answer(404, b"{}")], False),
+        ([Answer(503, b"{}"), Answer(403, b"{}")], True),  # a 5xx may come after the write
+        ([aiohttp.ServerDisconnectedError(), Answer(422, b"{}")], True),
+    ],
+)
+async def test_which_failures_leave_the_binding_unsettled(
+    monkeypatch: pytest.MonkeyPatch, answers: list[Answer | BaseException], unsettled_after: bool
+) -> None:
+    unsettled = UnsettledBinds()
+    with pytest.raises(BindError):
+        await bind_with(monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): answers}), unsettled)
+    assert (unsettled.node("ns", "p", "u1") == "n1") is unsettled_after
+
+
+def test_the_oldest_unsettled_bindings_are_forgotten_beyond_the_limit() -> None:
+    unsettled = UnsettledBinds(limit=2)
+    for name in ("a", "b", "c"):
+        unsettled.unsettled("ns", name, "u", "n1")
+    unsettled.unsettled("ns", "b", "u", "n2")  # refreshed: now the newest
+    unsettled.unsettled("ns", "d", "u", "n1")
+    assert [unsettled.node("ns", n, "u") for n in ("a", "b", "c", "d")] == [None, "n2", None, "n1"]

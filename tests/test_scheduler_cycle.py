@@ -31,6 +31,7 @@ from policy_scheduler.scheduler.filter_search import num_feasible_nodes_to_find
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from policy_scheduler.scheduler.framework.interfaces import (
+    AlreadyBound,
     BindPlugin,
     FilterPlugin,
     FilterResult,
@@ -1037,6 +1038,37 @@ def test_binding_failure_forgets_the_pod() -> None:
     ]
     assert len(queue.unschedulable) == 1
     assert len(queue.moves) == 1
+
+
+class _BoundEarlierBinder:
+    """Finds the pod already bound to `node` by an earlier binding whose answer was lost."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        raise AlreadyBound(pod.key, self.node)
+
+
+def test_a_pod_bound_elsewhere_by_an_earlier_binding_is_reported_there_not_requeued() -> None:
+    cache = make_cache("n1", allocatable=ALLOC)
+    fw = default_framework(cache)
+    fw.handle.binder = _BoundEarlierBinder("n9")
+    sched, queue, hooks = make_scheduler(cache, fw)
+    p = pod("p", cpu=300)
+    task = sched.schedule_one(info(p))
+    assert task is not None
+    assert task.node_name == "n1"
+    asyncio.run(sched.binding_cycle(task))
+    # n1 is free again; the watch will bring the pod into the cache on n9.
+    assert not cache.is_assumed(p)
+    assert int(cache.table.requested[cache.table.resource_index["cpu"], 0]) == 0
+    assert hooks.scheduled_on == [("p", "n9")]
+    assert hooks.failures == []
+    assert queue.unschedulable == []
+    assert queue.done_uids == ["p"]
+    assert len(queue.moves) == 1  # pods waiting for n1's room are told
+    assert hooks.cycles == ["scheduled"]
 
 
 def test_schedule_one_fit_error_records_plugins() -> None:

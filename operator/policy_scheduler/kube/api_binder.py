@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy_scheduler.kube.binder import bind
+from policy_scheduler.kube.binder import UnsettledBinds, bind
 from policy_scheduler.scheduler.model import Pod
 
 
 class ApiBinder:
     def __init__(self, api: Any) -> None:
         self.api = api
+        # Bindings that may have gone through although they failed: the pod's next 409 is read back.
+        self.unsettled = UnsettledBinds()
 
     async def bind(self, pod: Pod, node_name: str) -> None:
-        await bind(self.api, pod.namespace, pod.name, pod.uid, node_name)
+        await bind(self.api, pod.namespace, pod.name, pod.uid, node_name, unsettled=self.unsettled)

@@ -142,6 +142,15 @@ class Binder(Protocol):
     async def bind(self, pod: Pod, node_name: str) -> None: ...
 
 
+class AlreadyBound(Exception):
+    """A Binder found the pod bound to another node by an earlier binding of ours whose
+    answer was lost: the pod is scheduled, just not where this cycle put it."""
+
+    def __init__(self, pod_key: str, node_name: str) -> None:
+        super().__init__(f"pod {pod_key} was bound to node {node_name} by an earlier binding")
+        self.node_name = node_name
+
+
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
