@@ -1,4 +1,5 @@
-"""The API client reads the proxy environment once at start, not per request."""
+"""The API client reads the proxy environment once at start, not per request, and keeps
+requests on a bounded pool of connections apart from the watches'."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler.kube.client import make_api_client
+from policy_scheduler.kube.client import REQUEST_CONNECTIONS, _prepare, make_api_client
 
 KUBECONFIG = """
 apiVersion: v1
@@ -33,9 +34,10 @@ async def test_proxy_from_environment_becomes_explicit(
     monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")
     api = await make_api_client(kubeconfig)
     try:
-        assert api.rest_client.proxy == "http://proxy.example:3128"
-        assert api.rest_client.proxy_headers["Proxy-Authorization"].startswith("Basic ")
-        assert api.rest_client.pool_manager.trust_env is False
+        for rest in (api.rest_client, api.request_client):
+            assert rest.proxy == "http://proxy.example:3128"
+            assert rest.proxy_headers["Proxy-Authorization"].startswith("Basic ")
+            assert rest.pool_manager.trust_env is False
     finally:
         await api.close()
 
@@ -45,8 +47,9 @@ async def test_no_proxy_is_respected(kubeconfig: str, monkeypatch: pytest.Monkey
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     api = await make_api_client(kubeconfig)
     try:
-        assert not api.rest_client.proxy
-        assert api.rest_client.pool_manager.trust_env is False
+        for rest in (api.rest_client, api.request_client):
+            assert not rest.proxy
+            assert rest.pool_manager.trust_env is False
     finally:
         await api.close()
 
@@ -54,7 +57,23 @@ async def test_no_proxy_is_respected(kubeconfig: str, monkeypatch: pytest.Monkey
 async def test_without_proxy_environment(kubeconfig: str) -> None:
     api = await make_api_client(kubeconfig)
     try:
-        assert not api.rest_client.proxy
-        assert api.rest_client.pool_manager.trust_env is False  # no lookup per request
+        for rest in (api.rest_client, api.request_client):
+            assert not rest.proxy
+            assert rest.pool_manager.trust_env is False  # no lookup per request
     finally:
         await api.close()
+
+
+async def test_requests_and_watches_have_their_own_pools(kubeconfig: str) -> None:
+    api = await make_api_client(kubeconfig)
+    try:
+        requests, watches = api.request_client.pool_manager, api.rest_client.pool_manager
+        assert requests is not watches
+        assert requests.connector.limit == REQUEST_CONNECTIONS
+        assert watches.connector.limit == 100  # kubernetes_asyncio's default: one per watch
+        assert (await _prepare(api, "/api/v1/pods", None))[0] is requests
+        assert (await _prepare(api, "/api/v1/pods", None, watch=True))[0] is watches
+    finally:
+        await api.close()
+    assert requests.closed
+    assert watches.closed

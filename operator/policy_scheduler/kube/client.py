@@ -21,6 +21,7 @@ import aiohttp
 import msgspec
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
@@ -34,6 +35,7 @@ JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_TIMEOUT = DEFAULTS.api.request_timeout
+REQUEST_CONNECTIONS = DEFAULTS.api.request_connections
 
 # Errors that say nothing about the request itself: the connection, not the server, failed.
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ConnectionError)
@@ -64,6 +66,26 @@ class ApiError(Exception):
         return cls.from_response(answer.status, answer.body, answer.retry_after)
 
 
+class ApiClient(k8s_client.ApiClient):
+    """kubernetes_asyncio's ApiClient with a second pool of connections, for requests.
+
+    A watch holds its connection for as long as it runs; the library's pool (up to 100) serves
+    the watches and the library's typed calls. `call` uses `request_client`, bounded to
+    REQUEST_CONNECTIONS: a burst of binds and events waits for a free connection instead of
+    opening (and TLS-handshaking, on both sides) up to 100 new ones.
+    """
+
+    def __init__(self, configuration: Any, request_connections: int = REQUEST_CONNECTIONS) -> None:
+        super().__init__(configuration=configuration)
+        self.request_client = k8s_rest.RESTClientObject(configuration, maxsize=request_connections)
+
+    async def close(self) -> None:
+        try:
+            await self.request_client.close()
+        finally:
+            await super().close()
+
+
 async def make_api_client(kubeconfig: str | None = None) -> Any:
     """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config.
 
@@ -85,14 +107,15 @@ async def make_api_client(kubeconfig: str | None = None) -> Any:
             await k8s_config.load_kube_config(
                 config_file=str(default), client_configuration=configuration, persist_config=False
             )
-    api = k8s_client.ApiClient(configuration=configuration)
+    api = ApiClient(configuration)
     api.user_agent = USER_AGENT
-    _resolve_proxy_once(api)
+    for rest in (api.rest_client, api.request_client):
+        _resolve_proxy_once(rest, str(configuration.host))
     log.info("api client ready", extra={"host": configuration.host})
     return api
 
 
-def _resolve_proxy_once(api: Any) -> None:
+def _resolve_proxy_once(rest: Any, host: str) -> None:
     """Read the proxy environment (HTTPS_PROXY, NO_PROXY, ...) once, at start.
 
     kubernetes_asyncio's session trusts the environment, so aiohttp would look the proxy up
@@ -100,10 +123,9 @@ def _resolve_proxy_once(api: Any) -> None:
     kubeconfig is kept; otherwise the environment's proxy for the API server, if any, becomes
     the explicit proxy of every request, and the session stops reading the environment.
     """
-    rest = api.rest_client
     if not rest.proxy:
         with suppress(LookupError):
-            proxy, proxy_auth = aiohttp.helpers.get_env_proxy_for_url(URL(api.configuration.host))
+            proxy, proxy_auth = aiohttp.helpers.get_env_proxy_for_url(URL(host))
             rest.proxy = str(proxy)
             if proxy_auth is not None:
                 rest.proxy_headers = {
@@ -120,7 +142,7 @@ def _query(query: Query | None) -> dict[str, str] | None:
 
 
 async def _prepare(
-    api: Any, path: str, content_type: str | None
+    api: Any, path: str, content_type: str | None, *, watch: bool = False
 ) -> tuple[aiohttp.ClientSession, str, dict[str, str], dict[str, Any]]:
     headers: dict[str, str] = dict(api.default_headers)
     headers["Accept"] = JSON
@@ -129,7 +151,7 @@ async def _prepare(
     # Bearer tokens come from the configuration's auth settings, which also run the token
     # refresh hook (in-cluster projected tokens rotate).
     await api.update_params_for_auth(headers, [], ["BearerToken"])
-    rest = api.rest_client
+    rest = api.rest_client if watch else api.request_client
     extra: dict[str, Any] = {}
     if rest.proxy:
         extra["proxy"] = rest.proxy
@@ -207,7 +229,7 @@ async def stream(
     api: Any, path: str, *, query: Query | None = None, read_timeout: float | None = None
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """A GET whose response is read incrementally (watches). No total timeout, only idle time."""
-    session, url, headers, extra = await _prepare(api, path, None)
+    session, url, headers, extra = await _prepare(api, path, None, watch=True)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=DEFAULT_TIMEOUT, sock_read=read_timeout)
     async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
         yield resp

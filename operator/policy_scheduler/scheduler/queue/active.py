@@ -66,7 +66,8 @@ class ActiveQueue:
         if not self._in_flight:
             self._log.clear()
             return
-        oldest = min(position for position, _ in self._in_flight.values())
+        # Positions grow in insertion order, so the oldest in-flight pod is the dict's first.
+        oldest = next(iter(self._in_flight.values()))[0]
         while self._log and self._log[0][0] < oldest:
             self._log.popleft()
 
