@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 from faultproxy import FaultProxy
 from fixtures_faults import FaultEnv, Scene, report
+from fixtures_operator import SA_NAMESPACE
+from kubectl import wait_for
 
 RELISTED_PODS = re.compile(r"resource version expired; relisting.*resource=/api/v1/pods")
 
@@ -86,3 +88,33 @@ def test_gone_relist_reconciles_a_missed_deletion(
     assert RELISTED_PODS.search(log), "the pod informer never got 410 Gone:\n" + log[-3000:]
     s.check(expect_bound=s.keys(["waiter"]))
     report("gone-relist", compacted_revision=revision, recovered_seconds=round(recovered, 1))
+
+
+def test_a_regained_lease_waits_for_current_watches(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    """Lease renewals fail until leadership is lost, while the node watch cannot reconnect; the
+    lease comes back first. The new period of leadership must not schedule on a cache that
+    stopped following the server: the pod waits until the node watch is open again."""
+    s = fault_scene("regain")
+    (node,) = s.add_nodes(1, cpu="4")
+    s.create([s.pod("before", cpu="1")])
+    s.wait_bound(["before"])
+    proxy = faults.proxy
+    held_nodes = proxy.add("GET", re.compile(r"^/api/v1/nodes$"), action="hold")
+    lease = proxy.add(
+        "*", re.compile(rf"^/apis/coordination\.k8s\.io/v1/namespaces/{SA_NAMESPACE}/leases"), status=503
+    )
+    try:
+        assert proxy.cut_streams() > 0
+        wait_for("leadership lost", lambda: not faults.leading(), timeout=40)
+        proxy.remove(lease)
+        wait_for("leadership regained", faults.leading, timeout=40)
+        s.create([s.pod("after", cpu="1")])
+        s.stays_unbound(["after"], 4)
+        assert held_nodes.held, "the node watch was not held"
+    finally:
+        proxy.remove(lease)
+        proxy.remove(held_nodes)
+    assert s.wait_bound(["after"], timeout=30)["after"] == node
+    s.check(expect_bound=s.keys(["before", "after"]))

@@ -112,3 +112,16 @@ def test_memory_pressure_taints_the_node_and_keeps_pods_off(
     assert set(placement.values()) == {cool}
     s.check(expect_bound=s.keys(pods))
     report("memory-pressure", taint_seconds=round(taint_seconds, 1), pods=10, on_pressured_node=0)
+
+
+def test_a_node_added_while_a_pod_waits_for_room_takes_it(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    """The node's arrival (a NodeAdd event) moves the unschedulable pod back to the queue."""
+    s = fault_scene("added")
+    s.add_nodes(1, cpu="1")
+    s.create([s.pod("p", cpu="2")])
+    s.stays_unbound(["p"], 3)
+    (added,) = s.add_nodes(1, cpu="4")
+    assert s.wait_bound(["p"], timeout=60) == {"p": added}
+    s.check(expect_bound=s.keys(["p"]))

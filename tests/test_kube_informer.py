@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -278,3 +279,77 @@ async def test_first_list_reads_the_watch_cache_and_relists_read_etcd(
         (None, "t1"),
     ]
     assert all(q["limit"] == 500 for q in queries)
+
+
+class ControlledWatch:
+    """A watch response whose opening and chunks the test releases one by one."""
+
+    status = 200
+    headers: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    @property
+    def content(self) -> ControlledWatch:
+        return self
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        while (chunk := await self.chunks.get()) is not None:
+            yield chunk
+
+
+async def _settle(condition: Any) -> None:
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
+async def test_the_store_is_current_after_a_list_and_while_a_watch_is_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    watches = [ControlledWatch(), ControlledWatch()]
+    opened: list[ControlledWatch] = []
+    versions: list[str] = []
+
+    async def fake_call(*_: Any, **__: Any) -> Answer:
+        return Answer(200, b'{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}')
+
+    @contextlib.asynccontextmanager
+    async def fake_stream(*_: Any, query: dict[str, Any], **__: Any) -> AsyncIterator[ControlledWatch]:
+        versions.append(query["resourceVersion"])
+        watch = watches[len(opened)]
+        await watch.opened.wait()
+        opened.append(watch)
+        yield watch
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    monkeypatch.setattr(informer_module, "call", fake_call)
+    monkeypatch.setattr(informer_module, "stream", fake_stream)
+    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=no_sleep)
+    task = asyncio.create_task(inf.run())
+    try:
+        await _settle(inf.has_synced.is_set)
+        assert inf.current.is_set()  # just listed, the watch not open yet
+        watches[0].opened.set()
+        await _settle(lambda: opened == watches[:1])
+        assert inf.current.is_set()
+        pod = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "6"}, "spec": {}}
+        watches[0].chunks.put_nowait(json.dumps({"type": "ADDED", "object": pod}).encode() + b"\n")
+        await _settle(lambda: "ns/p" in inf.store)
+        watches[0].chunks.put_nowait(None)  # the server ends the watch
+        await _settle(lambda: not inf.current.is_set())
+        await asyncio.sleep(0)
+        assert not inf.current.is_set()  # the next watch has not opened: events may be missed
+        watches[1].opened.set()
+        await _settle(inf.current.is_set)
+        assert versions == ["5", "6"]  # it resumed where the first watch stopped, no relist
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -12,7 +12,7 @@ from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 
 from policy_scheduler.config import LeaderTimings
 from policy_scheduler.kube import leader as leader_module
-from policy_scheduler.kube.leader import LeaderElector
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate
 
 
 class _ScriptedElection:
@@ -76,3 +76,80 @@ async def test_a_start_of_an_ended_term_is_void(monkeypatch: pytest.MonkeyPatch)
     assert not elector.is_leader()
     await elector._lead(3)
     assert elector.is_leader()
+
+
+# ---- LeadershipGate: a period of leadership starts once the caches are current ----------------
+
+
+class _Leadership:
+    def __init__(self) -> None:
+        self.became_leader = asyncio.Event()
+        self.term = 0
+        self._leading = False
+
+    def is_leader(self) -> bool:
+        return self._leading
+
+    def lead(self) -> None:
+        self.term += 1
+        self._leading = True
+        self.became_leader.set()
+
+    def lose(self) -> None:
+        self.term += 1
+        self._leading = False
+        self.became_leader.clear()
+
+
+async def test_a_regained_lease_waits_for_current_caches() -> None:
+    leadership = _Leadership()
+    current = asyncio.Event()
+    gate = LeadershipGate(leadership, current.wait)
+    assert not gate.should_schedule()
+
+    leadership.lead()
+    current.set()  # a standby whose watches never broke
+    await asyncio.wait_for(gate.until_ready(), 1)
+    assert gate.should_schedule()
+
+    # An outage: the lease and the watches are lost; the lease comes back first.
+    leadership.lose()
+    current.clear()
+    assert not gate.should_schedule()
+    leadership.lead()
+    assert not gate.should_schedule()  # a new period: not before the caches are current
+    ready = asyncio.create_task(gate.until_ready())
+    await asyncio.sleep(0)
+    assert not ready.done()
+    current.set()
+    await asyncio.wait_for(ready, 1)
+    assert gate.should_schedule()
+
+    # Within a period, a watch reconnecting (current cleared for a moment) changes nothing.
+    current.clear()
+    assert gate.should_schedule()
+
+
+async def test_a_lease_lost_while_waiting_for_the_caches_is_waited_for_again() -> None:
+    leadership = _Leadership()
+    current = asyncio.Event()
+    gate = LeadershipGate(leadership, current.wait)
+    leadership.lead()
+    ready = asyncio.create_task(gate.until_ready())
+    await asyncio.sleep(0)
+    leadership.lose()
+    current.set()
+    await asyncio.sleep(0)
+    assert not ready.done()  # current caches, but no longer the leader
+    leadership.lead()
+    await asyncio.wait_for(ready, 1)
+    assert gate.should_schedule()
+
+
+async def test_always_leader_schedules_once_the_caches_are_current() -> None:
+    current = asyncio.Event()
+    gate = LeadershipGate(AlwaysLeader(), current.wait)
+    assert not gate.should_schedule()
+    current.set()
+    await asyncio.wait_for(gate.until_ready(), 1)
+    assert gate.should_schedule()

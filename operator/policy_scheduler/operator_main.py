@@ -40,7 +40,7 @@ from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.storage_informers import StorageChanges
@@ -293,10 +293,10 @@ class Operator:
         )
         startup_gc.resume()
         collector_deadline.cancel()
+        # The informers the start waited for (PodGroups' CRD may be absent: not those).
+        gate = LeadershipGate(self.leader, self.cluster.wait_current)
         tasks.append(
-            asyncio.create_task(
-                self.engine.run(self.leader.is_leader, self.leader.became_leader.wait), name="scheduler"
-            )
+            asyncio.create_task(self.engine.run(gate.should_schedule, gate.until_ready), name="scheduler")
         )
         tasks.append(asyncio.create_task(self._status_loop(), name="status"))
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})

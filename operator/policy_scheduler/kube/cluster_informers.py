@@ -133,3 +133,7 @@ class ClusterInformers:
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(i.has_synced.wait() for i in self._all()))
+
+    async def wait_current(self) -> None:
+        """Until every informer follows the server again (listed, or its watch open)."""
+        await asyncio.gather(*(i.current.wait() for i in self._all()))

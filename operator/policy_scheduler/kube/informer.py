@@ -113,6 +113,9 @@ class Informer(Generic[S, V]):
         self.sleep = sleep
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
+        # Set while the store follows the server: after a list, and while a watch is open.
+        # Cleared when a watch ends or fails, until the next one opens (or a relist completes).
+        self.current = asyncio.Event()
         self.resource_version = ""
         self.relists = 0
         self._versions: dict[str, str] = {}
@@ -234,6 +237,7 @@ class Informer(Generic[S, V]):
         if self.has_synced.is_set():
             self.relists += 1
         self.has_synced.set()
+        self.current.set()
         log.info("listed", extra={"resource": self.path, "count": len(self.store), "rv": version})
 
     # --- watch ---------------------------------------------------------------------------------
@@ -258,11 +262,15 @@ class Informer(Generic[S, V]):
             if resp.status != 200:
                 retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
                 raise ApiError.from_response(resp.status, await resp.read(), retry_after)
-            async for line in iter_lines(resp):
-                self._handle_line(line)
-                if not received:
-                    received = True
-                    self.backoff.reset()
+            self.current.set()
+            try:
+                async for line in iter_lines(resp):
+                    self._handle_line(line)
+                    if not received:
+                        received = True
+                        self.backoff.reset()
+            finally:
+                self.current.clear()
         if not received and time.monotonic() - started < self.timings.min_healthy_watch:
             raise ConnectionError("watch closed immediately")
 

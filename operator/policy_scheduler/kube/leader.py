@@ -11,8 +11,8 @@ import functools
 import logging
 import os
 import socket
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
@@ -50,6 +50,11 @@ class LeaderElector:
 
     def is_leader(self) -> bool:
         return self._leading
+
+    @property
+    def term(self) -> int:
+        """Constant while one period of leadership lasts; a new one has another value."""
+        return self._term
 
     def _set(self, leading: bool) -> None:
         if leading == self._leading:
@@ -109,5 +114,47 @@ class AlwaysLeader:
     def is_leader(self) -> bool:
         return True
 
+    @property
+    def term(self) -> int:
+        return 0
+
     async def run(self) -> None:
         await asyncio.Event().wait()
+
+
+class Leadership(Protocol):
+    became_leader: asyncio.Event
+
+    def is_leader(self) -> bool: ...
+
+    @property
+    def term(self) -> int: ...
+
+
+class LeadershipGate:
+    """Scheduling as a leader whose caches follow the server.
+
+    A leader that lost its lease in an API server outage can get it back before its watches
+    have reconnected; its cache then lacks what happened meanwhile (pods bound by the other
+    replica, pods deleted), and it would bind pods already bound or overfill nodes.
+    kube-scheduler exits on a lost lease and lists everything anew; we stay up as a warm
+    standby, so each period of leadership starts only once every cache is current
+    (`caches_current`). A standby whose watches never broke starts at once.
+    """
+
+    def __init__(self, leader: Leadership, caches_current: Callable[[], Awaitable[object]]) -> None:
+        self.leader = leader
+        self.caches_current = caches_current
+        self._ready_term: int | None = None
+
+    def should_schedule(self) -> bool:
+        return self.leader.is_leader() and self._ready_term == self.leader.term
+
+    async def until_ready(self) -> None:
+        while not self.should_schedule():
+            await self.leader.became_leader.wait()
+            term = self.leader.term
+            await self.caches_current()
+            if self.leader.is_leader() and self.leader.term == term:
+                self._ready_term = term
+                log.info("leading with current caches", extra={"term": term})
