@@ -127,95 +127,60 @@ async def bind_with(
     await bind(None, "ns", "p", "u1", node, unsettled=unsettled, sleep=_no_sleep)
 
 
-async def test_the_next_binding_reads_back_a_conflict_after_an_unsettled_failure(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def failed_after_a_lost_answer(monkeypatch: pytest.MonkeyPatch) -> UnsettledBinds:
+    """A binding to n1 whose first answer was lost and whose retry was refused."""
     unsettled = UnsettledBinds()
     first = FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)})
     with pytest.raises(BindError) as raised:
         await bind_with(monkeypatch, first, unsettled)
     assert raised.value.status == 403
     assert unsettled.node("ns", "p", "u1") == "n1"
+    return unsettled
 
-    # A new cycle binds it again before the watch showed it bound: the 409 is our own binding.
-    again = FakeServer(
-        {
-            ("POST", POD_PATH + "/binding"): [CONFLICT],
-            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
-        }
-    )
-    await bind_with(monkeypatch, again, unsettled)
+
+def conflict_then_read(read: Answer) -> FakeServer:
+    return FakeServer({("POST", POD_PATH + "/binding"): [CONFLICT], ("GET", POD_PATH): [read]})
+
+
+@pytest.mark.parametrize(
+    ("chosen", "bound_to", "outcome"),
+    [
+        ("n1", "n1", None),  # our earlier binding went through: success
+        ("n2", "n1", AlreadyBound),  # ... to the node it asked for, not this cycle's
+        ("n2", "n3", BindError),  # a node we never asked for: another binder won
+    ],
+)
+async def test_the_next_binding_reads_back_its_first_conflict(
+    monkeypatch: pytest.MonkeyPatch, chosen: str, bound_to: str, outcome: type[Exception] | None
+) -> None:
+    unsettled = await failed_after_a_lost_answer(monkeypatch)
+    # A new cycle binds the pod again before the watch showed it bound.
+    again = conflict_then_read(Answer(200, pod_body("u1", bound_to)))
+    if outcome is None:
+        await bind_with(monkeypatch, again, unsettled, node=chosen)
+    else:
+        with pytest.raises(outcome) as raised:
+            await bind_with(monkeypatch, again, unsettled, node=chosen)
+        if isinstance(raised.value, AlreadyBound):
+            assert raised.value.node_name == bound_to
+        else:
+            assert isinstance(raised.value, BindError)
+            assert raised.value.conflict
     assert again.calls == [("POST", POD_PATH + "/binding"), ("GET", POD_PATH)]
-    assert len(unsettled) == 0
-
-
-async def test_the_next_binding_elsewhere_learns_where_the_pod_went(monkeypatch: pytest.MonkeyPatch) -> None:
-    unsettled = UnsettledBinds()
-    with pytest.raises(BindError):
-        await bind_with(
-            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
-        )
-    again = FakeServer(
-        {
-            ("POST", POD_PATH + "/binding"): [CONFLICT],
-            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
-        }
-    )
-    with pytest.raises(AlreadyBound) as raised:
-        await bind_with(monkeypatch, again, unsettled, node="n2")
-    assert raised.value.node_name == "n1"
-    assert len(unsettled) == 0
-
-
-async def test_a_conflict_with_someone_else_stays_a_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bound to a node we never asked for: another binder won, not an earlier binding of ours."""
-    unsettled = UnsettledBinds()
-    with pytest.raises(BindError):
-        await bind_with(
-            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
-        )
-    again = FakeServer(
-        {
-            ("POST", POD_PATH + "/binding"): [CONFLICT],
-            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n3"))],
-        }
-    )
-    with pytest.raises(BindError) as raised:
-        await bind_with(monkeypatch, again, unsettled, node="n2")
-    assert raised.value.conflict
+    assert len(unsettled) == 0  # the read settled it
 
 
 async def test_an_unreadable_pod_stays_unsettled_until_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    unsettled = UnsettledBinds()
+    unsettled = await failed_after_a_lost_answer(monkeypatch)
     with pytest.raises(BindError):
-        await bind_with(
-            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
-        )
-    unreadable = FakeServer(
-        {
-            ("POST", POD_PATH + "/binding"): [CONFLICT],
-            ("GET", POD_PATH): [Answer(403, b"{}")],
-        }
-    )
-    with pytest.raises(BindError):
-        await bind_with(monkeypatch, unreadable, unsettled)
+        await bind_with(monkeypatch, conflict_then_read(Answer(403, b"{}")), unsettled)
     assert unsettled.node("ns", "p", "u1") == "n1"
-    readable = FakeServer(
-        {
-            ("POST", POD_PATH + "/binding"): [CONFLICT],
-            ("GET", POD_PATH): [Answer(200, pod_body("u1", "n1"))],
-        }
-    )
-    await bind_with(monkeypatch, readable, unsettled)
+    await bind_with(monkeypatch, conflict_then_read(Answer(200, pod_body("u1", "n1"))), unsettled)
     assert len(unsettled) == 0
 
 
 async def test_a_settled_binding_leaves_the_next_conflict_unread(monkeypatch: pytest.MonkeyPatch) -> None:
-    unsettled = UnsettledBinds()
-    with pytest.raises(BindError):
-        await bind_with(
-            monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): list(LOST_THEN_REFUSED)}), unsettled
-        )
+    unsettled = await failed_after_a_lost_answer(monkeypatch)
     await bind_with(
         monkeypatch, FakeServer({("POST", POD_PATH + "/binding"): [Answer(201, b"{}")]}), unsettled
     )
