@@ -144,18 +144,32 @@ class ServiceAccountOperator(OperatorProcess):
         return [line for line in lines if FORBIDDEN.search(TIMESTAMP.sub("", line))]
 
 
+def apply_crds(kubectl: Kubectl) -> None:
+    """Apply our CRDs and wait until each is Established."""
+    crds = render_crds()
+    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in crds.values()))
+
+    # Polled rather than `kubectl wait`, which fails at once on a CRD whose status has no
+    # conditions yet (".status.conditions accessor error: <nil>"), as a loaded server leaves it.
+    def established() -> bool:
+        result = kubectl.run("get", "crd", "-l", "app.kubernetes.io/part-of=policy-scheduler", "-o", "json")
+        ready = [
+            item
+            for item in json.loads(result.stdout)["items"]
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (item.get("status") or {}).get("conditions") or []
+            )
+        ]
+        return len(ready) == len(crds)
+
+    wait_until("our CRDs established", established, timeout=60)
+
+
 def install_crds_and_rbac(kubectl: Kubectl) -> None:
     """As the admin: our CRDs (established and discoverable), then manifests/' namespace,
     ServiceAccount and least-privilege RBAC."""
-    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
-    kubectl.run(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=policy-scheduler",
-    )
+    apply_crds(kubectl)
 
     # Established comes a moment before the group is in discovery, which kubectl caches.
     def discovered() -> bool:

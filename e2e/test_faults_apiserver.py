@@ -19,6 +19,7 @@ from fixtures_operator import SA_NAMESPACE
 from kubectl import wait_for
 
 RELISTED_PODS = re.compile(r"resource version expired; relisting.*resource=/api/v1/pods")
+WAITING_FOR_NODES = re.compile(r"waiting for watches to reconnect.*/api/v1/nodes\b")
 
 
 def test_apiserver_restart_mid_burst(faults: FaultEnv, fault_scene: Callable[..., Scene]) -> None:
@@ -101,6 +102,7 @@ def test_a_regained_lease_waits_for_current_watches(
     s.create([s.pod("before", cpu="1")])
     s.wait_bound(["before"])
     proxy = faults.proxy
+    log_offset = faults.log_size()
     held_nodes = proxy.add("GET", re.compile(r"^/api/v1/nodes$"), action="hold")
     lease = proxy.add(
         "*", re.compile(rf"^/apis/coordination\.k8s\.io/v1/namespaces/{SA_NAMESPACE}/leases"), status=503
@@ -113,6 +115,8 @@ def test_a_regained_lease_waits_for_current_watches(
         s.create([s.pod("after", cpu="1")])
         s.stays_unbound(["after"], 4)
         assert held_nodes.held, "the node watch was not held"
+        log = faults.log_since(log_offset)
+        assert WAITING_FOR_NODES.search(log), "the wait is not logged:\n" + log[-3000:]
     finally:
         proxy.remove(lease)
         proxy.remove(held_nodes)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from fixtures_operator import apply_crds
 from kubectl import Kubectl
-from policy_scheduler.policy.crdgen import RESOURCES, render_crds
 from policy_scheduler.validate.command import validate_paths
 from policy_scheduler.validate.report import SERVER_STAGES
 
@@ -115,9 +115,7 @@ SAMPLES: list[tuple[str, dict[str, Any], bool]] = [
 
 @pytest.fixture(scope="module")
 def crds(kubectl: Kubectl) -> Kubectl:
-    kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in render_crds().values()))
-    for resource in RESOURCES:
-        kubectl.run("wait", "--for=condition=Established", "--timeout=60s", f"crd/{resource.crd_name}")
+    apply_crds(kubectl)
     return kubectl
 
 

@@ -6,6 +6,7 @@ ResourceClaims."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -20,6 +21,8 @@ from policy_scheduler.kube.paths import POD_FIELD_SELECTOR
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
+
+log = logging.getLogger(__name__)
 
 
 class ClusterSink(Protocol):
@@ -136,4 +139,7 @@ class ClusterInformers:
 
     async def wait_current(self) -> None:
         """Until every informer follows the server again (listed, or its watch open)."""
+        behind = [i.path for i in self._all() if not i.current.is_set()]
+        if behind:
+            log.info("waiting for watches to reconnect", extra={"resources": behind})
         await asyncio.gather(*(i.current.wait() for i in self._all()))
