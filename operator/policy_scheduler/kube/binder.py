@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import Any
 
 import msgspec
@@ -13,6 +12,7 @@ from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, with_retries
 from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
+from policy_scheduler.scheduler.lru import BoundedLru
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +56,17 @@ class UnsettledBinds:
     namespace, name and uid; the oldest are forgotten beyond `limit`."""
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._nodes: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._nodes: BoundedLru[tuple[str, str, str], str] = BoundedLru(limit)
 
     def node(self, namespace: str, name: str, uid: str) -> str | None:
         """The node of the unsettled binding of this pod, if there is one."""
         return self._nodes.get((namespace, name, uid))
 
     def unsettled(self, namespace: str, name: str, uid: str, node_name: str) -> None:
-        self._nodes[(namespace, name, uid)] = node_name
-        self._nodes.move_to_end((namespace, name, uid))
-        while len(self._nodes) > self.limit:
-            self._nodes.popitem(last=False)
+        self._nodes.put((namespace, name, uid), node_name)
 
     def settled(self, namespace: str, name: str, uid: str) -> None:
-        self._nodes.pop((namespace, name, uid), None)
+        self._nodes.pop((namespace, name, uid))
 
     def __len__(self) -> int:
         return len(self._nodes)

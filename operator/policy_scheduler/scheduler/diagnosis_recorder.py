@@ -9,9 +9,9 @@ per-node dump is kept: a pod pending on 5000 nodes costs a handful of counters.
 from __future__ import annotations
 
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,6 +20,7 @@ from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.framework.outcomes import ScoreOutcome
 from policy_scheduler.scheduler.framework.status import Status
+from policy_scheduler.scheduler.lru import BoundedLru
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 
@@ -208,18 +209,6 @@ def pending_summary(explanation: Explanation, cap: int = 512) -> str:
     return text if len(text) <= cap else text[: cap - 3] + "..."
 
 
-@dataclass(slots=True)
-class _Lru:
-    cap: int
-    items: OrderedDict[str, Explanation] = field(default_factory=OrderedDict)
-
-    def put(self, key: str, value: Explanation) -> None:
-        self.items[key] = value
-        self.items.move_to_end(key)
-        while len(self.items) > self.cap:
-            self.items.popitem(last=False)
-
-
 class DiagnosisRecorder:
     """A CycleObserver that keeps explanations: LRU-bounded, a few hundred bytes per pod."""
 
@@ -230,26 +219,26 @@ class DiagnosisRecorder:
         clock: Callable[[], float] = time.time,
         top: int = TOP_SCORES,
     ) -> None:
-        self._pending = _Lru(max_pending)
-        self._scheduled = _Lru(max_scheduled)
+        self._pending: BoundedLru[str, Explanation] = BoundedLru(max_pending)
+        self._scheduled: BoundedLru[str, Explanation] = BoundedLru(max_scheduled)
         self._chosen: dict[str, Explanation] = {}  # node chosen, binding not finished
         self.clock = clock
         self.top = top
 
     def __len__(self) -> int:
-        return len(self._pending.items) + len(self._scheduled.items) + len(self._chosen)
+        return len(self._pending) + len(self._scheduled) + len(self._chosen)
 
     def get(self, namespace: str, name: str) -> Explanation | None:
         key = f"{namespace}/{name}"
-        return self._chosen.get(key) or self._pending.items.get(key) or self._scheduled.items.get(key)
+        return self._chosen.get(key) or self._pending.get(key) or self._scheduled.get(key)
 
     def pending(self) -> Iterable[Explanation]:
-        return list(self._pending.items.values())
+        return list(self._pending.values())
 
     def forget(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
-        self._pending.items.pop(key, None)
-        self._scheduled.items.pop(key, None)
+        self._pending.pop(key)
+        self._scheduled.pop(key)
         self._chosen.pop(key, None)
 
     # ---- CycleObserver ---------------------------------------------------------------------------
@@ -265,7 +254,7 @@ class DiagnosisRecorder:
         elif chosen is not None:
             num_nodes = 1  # Reserve, Permit or binding turned the chosen node down
             rejections = (Rejection("", message, 1),)
-        self._scheduled.items.pop(key, None)
+        self._scheduled.pop(key)
         self._pending.put(
             key,
             Explanation(
@@ -311,7 +300,7 @@ class DiagnosisRecorder:
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         key = info.pod.key
         chosen = self._chosen.pop(key, None)
-        self._pending.items.pop(key, None)
+        self._pending.pop(key)
         if chosen is not None:
             self._scheduled.put(key, chosen)
 
