@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from policy_scheduler.scheduler.cycle_contracts import BindingTask
@@ -11,6 +12,7 @@ from policy_scheduler.scheduler.cycle_failure import one_node_rejection, reason_
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
 from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
 from policy_scheduler.scheduler.framework.status import Code, Status
+from policy_scheduler.scheduler.model import Pod
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.schedule_one import ScheduleOne
@@ -42,20 +44,16 @@ async def binding_cycle(sched: ScheduleOne, task: BindingTask) -> None:
         log.exception("binding cycle failed", extra={"pod": pod.key})
         status = Status(Code.ERROR, (str(exc),))
     if not status.is_success:
-        framework.run_unreserve(state, pod, node)
-        sched.cache.forget_pod(pod)
+        _release(sched, task)
         message = one_node_rejection(task.info, node, status) if permit_rejected else status.message
         reason = reason_of(status)
         # The assumed pod freed its place: pods waiting for room may fit now. After a rejection
         # upstream announces it once the pod is back in the queue, and not to the pod itself.
         if status.is_rejected:
             sched.fail(framework, task.info, reason, message, None, task.started, "unschedulable")
-            key = pod.key
-            sched.queue.move_all_to_active_or_backoff(
-                ASSIGNED_POD_DELETE, pod, None, lambda other: other.key != key
-            )
+            _announce_room(sched, pod, to_itself=False)
         else:
-            sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+            _announce_room(sched, pod, to_itself=True)
             sched.fail(framework, task.info, reason, message, None, task.started, "error")
         return
     sched.cache.finish_binding(pod)
@@ -63,20 +61,36 @@ async def binding_cycle(sched: ScheduleOne, task: BindingTask) -> None:
     sched.queue.done(pod.uid)
     if sched.observer is not None:
         sched.observer.bound(task.info, framework.scheduler_name, node)
-    sched.hooks.scheduled(pod, node, framework)
-    sched.hooks.cycle_finished(framework, "scheduled", time.monotonic() - task.started)
+    _report_scheduled(sched, task, node)
 
 
 def _bound_elsewhere(sched: ScheduleOne, task: BindingTask, bound_node: str) -> None:
     """An earlier binding of ours went through after all (its answer was lost and that cycle
     failed): the pod is on `bound_node`. Free this cycle's node, do not requeue, and report the
     binding that happened; the watch brings the pod into the cache where it is."""
-    framework, pod = task.framework, task.assumed
-    framework.run_unreserve(task.state, pod, task.node_name)
-    sched.cache.forget_pod(pod)
+    pod = task.assumed
+    _release(sched, task)
     sched.queue.done(pod.uid)
+    _announce_room(sched, pod, to_itself=False)
+    log.info(
+        "bound by an earlier binding", extra={"pod": pod.key, "node": bound_node, "chosen": task.node_name}
+    )
+    _report_scheduled(sched, task, bound_node)
+
+
+def _release(sched: ScheduleOne, task: BindingTask) -> None:
+    """Unreserve and forget the assumed pod: its node's room is free again."""
+    task.framework.run_unreserve(task.state, task.assumed, task.node_name)
+    sched.cache.forget_pod(task.assumed)
+
+
+def _announce_room(sched: ScheduleOne, pod: Pod, *, to_itself: bool) -> None:
+    """The room the assumed pod held may let waiting pods in (the pod itself only if asked)."""
     key = pod.key
-    sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None, lambda other: other.key != key)
-    log.info("bound by an earlier binding", extra={"pod": key, "node": bound_node, "chosen": task.node_name})
-    sched.hooks.scheduled(pod, bound_node, framework)
-    sched.hooks.cycle_finished(framework, "scheduled", time.monotonic() - task.started)
+    only_others: Callable[[Pod], bool] | None = None if to_itself else (lambda other: other.key != key)
+    sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None, only_others)
+
+
+def _report_scheduled(sched: ScheduleOne, task: BindingTask, node_name: str) -> None:
+    sched.hooks.scheduled(task.assumed, node_name, task.framework)
+    sched.hooks.cycle_finished(task.framework, "scheduled", time.monotonic() - task.started)
