@@ -31,6 +31,9 @@ FIELDS = {
     "cpu_seconds",
     "cpu_ms_per_pod",
     "peak_rss_mb",
+    "cluster_cpu_seconds",
+    "cluster_cpu_ms_per_pod",
+    "machine_busy",
     "vs_kube_scheduler",
     "vs_ceiling",
     "error",
@@ -62,6 +65,10 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
         assert row["cpu_seconds"] > 0
         assert row["peak_rss_mb"] > 0
         assert row["seconds_to_first_bind"] is not None
+        # every control-plane process was read, and the binds cost the API server something
+        assert row["cluster_cpu_seconds"].keys() >= {"etcd", "kube-apiserver", "kwok"}, row
+        assert row["cluster_cpu_seconds"]["kube-apiserver"] > 0
+        assert 0 < row["machine_busy"] <= 1
     by_contender = {r["contender"]: r for r in doc["results"]}
     assert by_contender[contenders.KUBE]["vs_kube_scheduler"] == 1.0
     assert by_contender[contenders.NOOP]["vs_ceiling"] == 1.0

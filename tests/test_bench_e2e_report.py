@@ -45,6 +45,19 @@ def test_rows_carry_ratios_to_kube_scheduler_and_the_ceiling() -> None:
     assert "| SchedulingBasic | 100 | policy-scheduler | 10 | 10 | 100.0 |" in table
 
 
+def test_table_shows_the_control_plane_cost_and_the_machine_load() -> None:
+    result = _result("policy-scheduler", 100.0)
+    result.cluster_cpu_seconds = {"kube-apiserver": 0.03, "etcd": 0.01}
+    result.cluster_cpu_ms_per_pod = 4.0
+    result.machine_busy = 0.973
+    table = markdown({"results": rows([result])})
+    header, _, row = table.splitlines()[:3]
+    cells = dict(
+        zip((h.strip() for h in header.split("|")), (c.strip() for c in row.split("|")), strict=True)
+    )
+    assert (cells["control plane ms/pod"], cells["machine busy %"]) == ("4.0", "97")
+
+
 def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:
     rows_, width = bar_chart([[1.0, 0.5]], [(255, 0, 0), (0, 0, 255)], height=100)
     data = encode_png(rows_, width)

@@ -6,7 +6,8 @@ It lists, then watches, the unbound pods of its schedulerName and POSTs one Bind
 many requests in flight: what remains is the cost of the API server (and this process) per bind,
 the upper bound any scheduler can reach on this machine. With `--events` it also POSTs each
 bound pod's `Scheduled` event (events.k8s.io/v1, as kube-scheduler writes it): the ceiling of a
-scheduler that reports its binds.
+scheduler that reports its binds. Events are written beside the binds, with their own requests in
+flight, as a scheduler's event writers work: a bind never waits for the previous pod's event.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import itertools
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client, Credentials
 from policy_scheduler.kube.event_objects import (
@@ -41,6 +43,7 @@ class NoopBinder:
         self.events = events
         self.seen: set[str] = set()
         self.slots = asyncio.Semaphore(IN_FLIGHT)
+        self.event_slots = asyncio.Semaphore(IN_FLIGHT)
         self.tasks: set[asyncio.Task[None]] = set()
         self.nodes: itertools.cycle[str] = itertools.cycle([""])
 
@@ -69,7 +72,10 @@ class NoopBinder:
             return
         self.seen.add(key)
         await self.slots.acquire()
-        task = asyncio.create_task(self._bind(meta["namespace"], meta["name"]))
+        self._spawn(self._bind(meta["namespace"], meta["name"]))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -83,13 +89,21 @@ class NoopBinder:
         }
         try:
             await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
-            if self.events:
-                event = scheduled_event(self.scheduler_name, namespace, name, node)
-                await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
         except ApiError as exc:
             print(f"bind {namespace}/{name}: {exc}", file=sys.stderr, flush=True)
+            return
         finally:
             self.slots.release()
+        if self.events:
+            self._spawn(self._report(namespace, name, node))
+
+    async def _report(self, namespace: str, name: str, node: str) -> None:
+        async with self.event_slots:
+            event = scheduled_event(self.scheduler_name, namespace, name, node)
+            try:
+                await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
+            except ApiError as exc:
+                print(f"event {namespace}/{name}: {exc}", file=sys.stderr, flush=True)
 
 
 def scheduled_event(scheduler_name: str, namespace: str, name: str, node: str) -> JSON:
@@ -109,7 +123,8 @@ def scheduled_event(scheduler_name: str, namespace: str, name: str, node: str) -
 
 
 async def _main(args: argparse.Namespace) -> None:
-    async with Client(Credentials.from_kubeconfig(Path(args.kubeconfig)), connections=IN_FLIGHT) as client:
+    connections = IN_FLIGHT * 2 if args.events else IN_FLIGHT  # the events' own requests in flight
+    async with Client(Credentials.from_kubeconfig(Path(args.kubeconfig)), connections=connections) as client:
         await NoopBinder(client, args.scheduler_name, args.selector, args.events).run()
 
 

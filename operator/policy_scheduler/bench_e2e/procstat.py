@@ -1,8 +1,9 @@
-"""CPU time and peak memory of a process (and its children) from /proc."""
+"""CPU time and peak memory of a process (and its children), and of the whole machine, from /proc."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,3 +57,32 @@ def usage(pid: int) -> Usage:
         except OSError:  # exited in between
             continue
     return Usage(cpu, peak / 1024)
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """Seconds of CPU time summed over all of the machine's CPUs since boot."""
+
+    busy: float
+    total: float
+
+
+def machine_cpu(stat: str | None = None) -> MachineCpu:
+    """The first line of /proc/stat (`stat` is its text, for tests): busy = all but idle and
+    iowait; guest times are already inside user and nice, so they are not added again."""
+    text = Path("/proc/stat").read_text() if stat is None else stat
+    fields = [int(v) for v in text.splitlines()[0].split()[1:9]]
+    total = sum(fields)
+    idle = fields[3] + fields[4]
+    return MachineCpu((total - idle) / _TICKS, total / _TICKS)
+
+
+def busy_fraction(before: MachineCpu, after: MachineCpu) -> float:
+    """The share of the machine's CPU capacity that was busy between two readings."""
+    span = after.total - before.total
+    return (after.busy - before.busy) / span if span > 0 else 0.0
+
+
+def cpu_by_name(pids: Mapping[str, int]) -> dict[str, float]:
+    """CPU seconds of each named process tree (0 for one that has exited)."""
+    return {name: usage(pid).cpu_seconds for name, pid in pids.items()}

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import yaml
 from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
 from policy_scheduler.bench_e2e import contenders, dra, gang
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
-from policy_scheduler.bench_e2e.procstat import usage
+from policy_scheduler.bench_e2e.procstat import busy_fraction, cpu_by_name, machine_cpu, usage
 from policy_scheduler.bench_e2e.rates import throughput
 from policy_scheduler.bench_e2e.workloads import MEASURED, ROLE_LABEL, Workload, pod, priority_classes
 from policy_scheduler.devcluster.nodes import DEFAULT_ZONES, NodeShape, node_manifest
@@ -54,6 +54,13 @@ class RunResult:
     cpu_seconds: float = 0.0
     cpu_ms_per_pod: float = 0.0
     peak_rss_mb: float = 0.0
+    # The control plane's processes (API server, etcd, kwok, controller manager) from the
+    # contender's start to the last bind: what the binds cost on the other side of the API.
+    cluster_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    cluster_cpu_ms_per_pod: float = 0.0
+    # The share of the machine's CPUs busy over that window (everything: contender, control
+    # plane, this harness): near 1.0 the machine's CPU, not one process, sets the pace.
+    machine_busy: float = 0.0
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -179,6 +186,7 @@ class RunSpec:
     workdir: Path
     timeout: float
     index: int  # distinguishes the namespaces of successive runs
+    cluster_pids: Mapping[str, int] = field(default_factory=dict)  # control plane, by name
 
 
 async def run_one(client: Client, spec: RunSpec) -> RunResult:
@@ -219,10 +227,16 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
         tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
     await contenders.prepare(spec.contender, client, name, w.profile)
     launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
+    cluster_before, machine_before = cpu_by_name(spec.cluster_pids), machine_cpu()
     started = time.monotonic()
     process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)
     try:
         await _wait(watch, process, spec.timeout, result)
+        result.machine_busy = round(busy_fraction(machine_before, machine_cpu()), 3)
+        result.cluster_cpu_seconds = {
+            component: round(seconds - cluster_before[component], 2)
+            for component, seconds in cpu_by_name(spec.cluster_pids).items()
+        }
         if process.alive():
             measured = usage(process.pid)
             result.cpu_seconds = round(measured.cpu_seconds, 2)
@@ -276,3 +290,4 @@ def _summarize(result: RunResult, times: list[float], started: float) -> None:
     result.p50, result.p90, result.p99 = (round(p, 1) for p in (rates.p50, rates.p90, rates.p99))
     result.samples = rates.samples
     result.cpu_ms_per_pod = round(result.cpu_seconds * 1000 / len(times), 2)
+    result.cluster_cpu_ms_per_pod = round(sum(result.cluster_cpu_seconds.values()) * 1000 / len(times), 2)

@@ -46,6 +46,7 @@ async def run_size(
                     cluster.workdir,
                     run_seconds,
                     index,
+                    {c.name: c.pid for c in cluster.status().components if c.alive},
                 )
                 print(
                     f"[bench-e2e] {workload.name} {len(nodes)} nodes: {contender} ...",

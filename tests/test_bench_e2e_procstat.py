@@ -1,0 +1,54 @@
+"""The benchmark's machine-wide CPU reading, on /proc/stat text and on live processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from policy_scheduler.bench_e2e.procstat import MachineCpu, busy_fraction, cpu_by_name, machine_cpu
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(user: int, nice: int, system: int, idle: int, iowait: int, irq: int = 0, softirq: int = 0) -> str:
+    # steal 0, then guest and guest_nice, which the kernel already counts in user and nice
+    return f"cpu  {user} {nice} {system} {idle} {iowait} {irq} {softirq} 0 50 7\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+
+
+def test_idle_and_iowait_are_not_busy_and_guest_time_is_not_counted_twice() -> None:
+    reading = machine_cpu(_stat(user=300, nice=20, system=80, idle=500, iowait=100, irq=3, softirq=7))
+    assert reading == MachineCpu(busy=410 / TICKS, total=1010 / TICKS)
+
+
+def test_busy_fraction_is_the_busy_share_of_the_elapsed_capacity() -> None:
+    before = machine_cpu(_stat(user=100, nice=0, system=0, idle=100, iowait=0))
+    after = machine_cpu(_stat(user=250, nice=0, system=50, idle=150, iowait=0))
+    assert busy_fraction(before, after) == pytest.approx(200 / 250)
+    assert busy_fraction(after, after) == 0.0
+
+
+def test_live_machine_reading_advances() -> None:
+    first = machine_cpu()
+    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+    second = machine_cpu()
+    assert second.total > first.total
+    assert 0.0 <= busy_fraction(first, second) <= 1.0
+
+
+def test_cpu_by_name_reads_each_process_tree() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        seconds: dict[str, float] = {}
+        for _ in range(200):  # until the tick-granular counter has moved
+            seconds = cpu_by_name({"spinner": spinner.pid, "self": os.getpid()})
+            if seconds["spinner"] > 0:
+                break
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+        assert set(seconds) == {"spinner", "self"}
+        assert seconds["spinner"] > 0
+    finally:
+        spinner.kill()
+        spinner.wait()
