@@ -34,6 +34,7 @@ FIELDS = {
     "cluster_cpu_seconds",
     "cluster_cpu_ms_per_pod",
     "machine_busy",
+    "machine_busy_before",
     "vs_kube_scheduler",
     "vs_ceiling",
     "error",
@@ -69,6 +70,7 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
         assert row["cluster_cpu_seconds"].keys() >= {"etcd", "kube-apiserver", "kwok"}, row
         assert row["cluster_cpu_seconds"]["kube-apiserver"] > 0
         assert 0 < row["machine_busy"] <= 1
+        assert 0 <= row["machine_busy_before"] <= 1
     by_contender = {r["contender"]: r for r in doc["results"]}
     assert by_contender[contenders.KUBE]["vs_kube_scheduler"] == 1.0
     assert by_contender[contenders.NOOP]["vs_ceiling"] == 1.0

@@ -50,12 +50,13 @@ def test_table_shows_the_control_plane_cost_and_the_machine_load() -> None:
     result.cluster_cpu_seconds = {"kube-apiserver": 0.03, "etcd": 0.01}
     result.cluster_cpu_ms_per_pod = 4.0
     result.machine_busy = 0.973
+    result.machine_busy_before = 0.41
     table = markdown({"results": rows([result])})
     header, _, row = table.splitlines()[:3]
     cells = dict(
         zip((h.strip() for h in header.split("|")), (c.strip() for c in row.split("|")), strict=True)
     )
-    assert (cells["control plane ms/pod"], cells["machine busy %"]) == ("4.0", "97")
+    assert (cells["control plane ms/pod"], cells["machine busy % before, during"]) == ("4.0", "41, 97")
 
 
 def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:

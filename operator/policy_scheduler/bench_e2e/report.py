@@ -70,7 +70,8 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
 def markdown(doc: dict[str, Any]) -> str:
     lines = [
         "| workload | nodes | contender | pods | bound | pods/s | p50 | p90 | p99 | first bind s | "
-        "last bind s | CPU s | CPU ms/pod | control plane ms/pod | machine busy % | peak RSS MB | "
+        "last bind s | CPU s | CPU ms/pod | control plane ms/pod | machine busy % before, during | "
+        "peak RSS MB | "
         "vs kube-scheduler | vs ceiling |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -80,7 +81,8 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{r['pods_per_second']:.1f} | {r['p50']:.0f} | {r['p90']:.0f} | {r['p99']:.0f} | "
             f"{_fmt(r['seconds_to_first_bind'])} | {_fmt(r['seconds_to_last_bind'])} | "
             f"{r['cpu_seconds']:.1f} | {r['cpu_ms_per_pod']:.1f} | "
-            f"{r['cluster_cpu_ms_per_pod']:.1f} | {100 * r['machine_busy']:.0f} | "
+            f"{r['cluster_cpu_ms_per_pod']:.1f} | "
+            f"{100 * r['machine_busy_before']:.0f}, {100 * r['machine_busy']:.0f} | "
             f"{r['peak_rss_mb']:.0f} | {_fmt(r['vs_kube_scheduler'], '.2f')} | "
             f"{_fmt(r['vs_ceiling'], '.2f')} |"
         )

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 CREATE_CONCURRENCY = 32
 CHURN_INTERVAL = 0.1
+BACKGROUND_SECONDS = 1.0  # the machine's load is read this long before each contender starts
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -61,6 +62,9 @@ class RunResult:
     # The share of the machine's CPUs busy over that window (everything: contender, control
     # plane, this harness): near 1.0 the machine's CPU, not one process, sets the pace.
     machine_busy: float = 0.0
+    # The same share over the second before the contender starts, its pods already created: the
+    # load the control plane alone puts on the machine (kwok's node heartbeats at 5000 nodes).
+    machine_busy_before: float = 0.0
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -227,7 +231,10 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
         tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
     await contenders.prepare(spec.contender, client, name, w.profile)
     launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
+    idle_start = machine_cpu()
+    await asyncio.sleep(BACKGROUND_SECONDS)
     cluster_before, machine_before = cpu_by_name(spec.cluster_pids), machine_cpu()
+    result.machine_busy_before = round(busy_fraction(idle_start, machine_before), 3)
     started = time.monotonic()
     process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)
     try:
