@@ -33,6 +33,8 @@ FIELDS = {
     "peak_rss_mb",
     "cluster_cpu_seconds",
     "cluster_cpu_ms_per_pod",
+    "cluster_background_cores",
+    "window_seconds",
     "machine_busy",
     "machine_busy_before",
     "vs_kube_scheduler",

@@ -8,7 +8,7 @@ import zlib
 from policy_scheduler.bench_e2e.png import bar_chart, encode_png
 from policy_scheduler.bench_e2e.rates import one_second_samples, percentile, throughput
 from policy_scheduler.bench_e2e.report import markdown, rows
-from policy_scheduler.bench_e2e.runner import RunResult
+from policy_scheduler.bench_e2e.runner import RunResult, summarize
 
 
 def test_samples_are_full_seconds_from_the_first_bind() -> None:
@@ -56,7 +56,10 @@ def test_table_shows_the_control_plane_cost_and_the_machine_load() -> None:
     cells = dict(
         zip((h.strip() for h in header.split("|")), (c.strip() for c in row.split("|")), strict=True)
     )
-    assert (cells["control plane ms/pod"], cells["machine busy % before, during"]) == ("4.0", "41, 97")
+    assert (cells["control plane ms/pod over background"], cells["machine busy % before, during"]) == (
+        "4.0",
+        "41, 97",
+    )
 
 
 def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:
@@ -78,3 +81,17 @@ def test_png_is_a_valid_image_with_bars_in_their_colours() -> None:
     assert pixel(15, 20) == (255, 0, 0)  # the full-height bar reaches near the top
     assert pixel(29, 20) == (255, 255, 255)  # the half bar does not
     assert pixel(29, 80) == (0, 0, 255)
+
+
+def test_control_plane_cost_per_pod_is_what_the_run_added_over_the_background() -> None:
+    result = RunResult("SchedulingBasic", 5000, "noop", 4)
+    # 10 s of run; the control plane kept 1.5 cores busy before it started (lease renewals)
+    result.cluster_cpu_seconds = {"kube-apiserver": 12.0, "etcd": 3.0, "kwok": 4.0}
+    result.cluster_background_cores = 1.5
+    result.window_seconds = 10.0
+    summarize(result, [100.0, 101.0, 102.0, 103.0], started=99.0)
+    assert result.cluster_cpu_ms_per_pod == 1000.0  # (19 - 15) CPU-s over 4 pods
+    # a background that the run squeezed out never makes the cost negative
+    result.cluster_background_cores = 3.0
+    summarize(result, [100.0, 101.0, 102.0, 103.0], started=99.0)
+    assert result.cluster_cpu_ms_per_pod == 0.0

@@ -55,10 +55,14 @@ class RunResult:
     cpu_seconds: float = 0.0
     cpu_ms_per_pod: float = 0.0
     peak_rss_mb: float = 0.0
-    # The control plane's processes (API server, etcd, kwok, controller manager) from the
-    # contender's start to the last bind: what the binds cost on the other side of the API.
+    # The control plane's processes (API server, etcd, kwok, controller manager): CPU seconds
+    # from the contender's start to the last bind; the cores they kept busy in the second before
+    # (kwok's node lease renewals: 500 per second at 5000 nodes); and per bound pod, what the run
+    # added over that background: the binds' cost on the other side of the API.
     cluster_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    cluster_background_cores: float = 0.0
     cluster_cpu_ms_per_pod: float = 0.0
+    window_seconds: float = 0.0
     # The share of the machine's CPUs busy over that window (everything: contender, control
     # plane, this harness): near 1.0 the machine's CPU, not one process, sets the pace.
     machine_busy: float = 0.0
@@ -231,14 +235,17 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
         tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
     await contenders.prepare(spec.contender, client, name, w.profile)
     launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
-    idle_start = machine_cpu()
+    cluster_idle, machine_idle, idle_from = cpu_by_name(spec.cluster_pids), machine_cpu(), time.monotonic()
     await asyncio.sleep(BACKGROUND_SECONDS)
     cluster_before, machine_before = cpu_by_name(spec.cluster_pids), machine_cpu()
-    result.machine_busy_before = round(busy_fraction(idle_start, machine_before), 3)
     started = time.monotonic()
+    result.machine_busy_before = round(busy_fraction(machine_idle, machine_before), 3)
+    background = sum(cluster_before.values()) - sum(cluster_idle.values())
+    result.cluster_background_cores = round(background / (started - idle_from), 3)
     process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)
     try:
         await _wait(watch, process, spec.timeout, result)
+        result.window_seconds = round(time.monotonic() - started, 2)
         result.machine_busy = round(busy_fraction(machine_before, machine_cpu()), 3)
         result.cluster_cpu_seconds = {
             component: round(seconds - cluster_before[component], 2)
@@ -256,7 +263,7 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
             with contextlib.suppress(asyncio.CancelledError, ApiError):
                 await task
         await contenders.cleanup(spec.contender, client, name)
-    _summarize(result, sorted(watch.bound.values()), started)
+    summarize(result, sorted(watch.bound.values()), started)
 
 
 async def _claims_created(client: Client, namespace: str, count: int, limit_seconds: float) -> None:
@@ -286,7 +293,7 @@ async def _wait(watch: BindWatch, process: Component, limit_seconds: float, resu
             await asyncio.wait_for(watch.done.wait(), 0.5)
 
 
-def _summarize(result: RunResult, times: list[float], started: float) -> None:
+def summarize(result: RunResult, times: list[float], started: float) -> None:
     result.bound = len(times)
     if not times:
         return
@@ -297,4 +304,5 @@ def _summarize(result: RunResult, times: list[float], started: float) -> None:
     result.p50, result.p90, result.p99 = (round(p, 1) for p in (rates.p50, rates.p90, rates.p99))
     result.samples = rates.samples
     result.cpu_ms_per_pod = round(result.cpu_seconds * 1000 / len(times), 2)
-    result.cluster_cpu_ms_per_pod = round(sum(result.cluster_cpu_seconds.values()) * 1000 / len(times), 2)
+    added = sum(result.cluster_cpu_seconds.values()) - result.cluster_background_cores * result.window_seconds
+    result.cluster_cpu_ms_per_pod = round(max(added, 0.0) * 1000 / len(times), 2)
