@@ -173,7 +173,9 @@ class Churn:
 
 
 async def delete_namespace(client: Client, namespace: str, limit_seconds: float = 300) -> None:
-    """Delete every pod at once (grace 0), wait until they are gone, then the namespace."""
+    """Delete every pod at once (grace 0), wait until they are gone, then the namespace, and wait
+    until it is gone too: the namespace controller deletes what is left (a run's thousands of
+    events), which would otherwise load the machine while the next contender runs."""
     path = f"/api/v1/namespaces/{namespace}/pods"
     await client.delete(path, gracePeriodSeconds="0")
     deadline = time.monotonic() + limit_seconds
@@ -181,7 +183,24 @@ async def delete_namespace(client: Client, namespace: str, limit_seconds: float 
         if time.monotonic() > deadline:
             raise RuntimeError(f"pods of {namespace} not deleted after {limit_seconds:.0f}s")
         await asyncio.sleep(0.5)
+    # One delete-collection for the run's events: the namespace controller would delete them one
+    # by one at its client's rate.
+    await client.delete(f"/api/v1/namespaces/{namespace}/events")
     await client.delete(f"/api/v1/namespaces/{namespace}")
+    while await _exists(client, f"/api/v1/namespaces/{namespace}"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"namespace {namespace} not deleted after {limit_seconds:.0f}s")
+        await asyncio.sleep(0.5)
+
+
+async def _exists(client: Client, path: str) -> bool:
+    try:
+        await client.get(path)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 @dataclass
