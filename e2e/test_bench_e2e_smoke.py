@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from policy_scheduler.bench_e2e import contenders
@@ -37,6 +38,8 @@ FIELDS = {
     "window_seconds",
     "machine_busy",
     "machine_busy_before",
+    "settle_seconds",
+    "contender_cpu",
     "vs_kube_scheduler",
     "vs_ceiling",
     "error",
@@ -83,14 +86,20 @@ def test_tiny_run_binds_every_pod_with_every_contender(tmp_path: Path) -> None:
     )
 
 
-def test_tiny_gang_runs_bind_every_gang_with_every_contender(tmp_path: Path) -> None:
+def test_tiny_gang_runs_bind_every_gang_with_every_contender_on_its_own_cpu(tmp_path: Path) -> None:
     assert not missing_binaries(), "build the control plane first: make controlplane"
+    cpus = sorted(os.sched_getaffinity(0))
+    own_cpu = cpus[-1] if len(cpus) > 1 else None  # --contender-cpu, where there is a CPU to spare
     with DevCluster(tmp_path / "cluster", nodes=0) as cluster:
         nodes = create_bench_nodes(cluster, NODES)
         workloads = [catalogue()["GangSmall"], catalogue()["GangLarge"]]
-        results = asyncio.run(run_size(cluster, nodes, workloads, contenders.ALL, PODS, run_seconds=120))
+        results = asyncio.run(
+            run_size(cluster, nodes, workloads, contenders.ALL, PODS, run_seconds=120, contender_cpu=own_cpu)
+        )
     # 20 nodes: GangSmall is 4 gangs of 3, GangLarge 10 gangs of 2; policy-scheduler binds them
     # through Coscheduling (its PodGroups exist), the others pod by pod.
     assert [(r.workload, r.contender, r.measured, r.bound, r.error) for r in results] == [
         (w, c, n, n, "") for w, n in (("GangSmall", 12), ("GangLarge", 20)) for c in contenders.ALL
     ]
+    assert {r.contender_cpu for r in results} == {own_cpu}
+    assert os.sched_getaffinity(0) == set(cpus)  # the harness got its CPUs back

@@ -1,7 +1,8 @@
-"""The benchmark's machine-wide CPU reading, on /proc/stat text and on live processes."""
+"""The benchmark's CPU readings (machine-wide, per process) and its wait for a settled control plane."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from policy_scheduler.bench_e2e.procstat import MachineCpu, busy_fraction, cpu_by_name, machine_cpu
+from policy_scheduler.bench_e2e.runner import settle
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -52,3 +54,36 @@ def test_cpu_by_name_reads_each_process_tree() -> None:
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def test_settle_waits_until_the_control_plane_is_back_near_its_rate_at_rest() -> None:
+    # A stand-in for a control plane still digesting a burst: busy for a while, then idle.
+    busy_then_idle = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.monotonic() + 1.2\nwhile time.monotonic() < end: pass\ntime.sleep(60)",
+        ]
+    )
+    try:
+        quiet = asyncio.run(settle({"apiserver": busy_then_idle.pid}, baseline=0.0, window=0.3, limit=20))
+    finally:
+        busy_then_idle.kill()
+        busy_then_idle.wait()
+    assert quiet.waited >= 1.2  # not before the burst was over
+    assert quiet.cores <= 0.1  # the rate it settled at is the one at rest
+    assert set(quiet.cluster) == {"apiserver"}
+    assert 0.0 <= quiet.machine_busy <= 1.0
+
+
+def test_settle_stops_at_its_limit_and_accepts_a_busy_baseline() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        capped = asyncio.run(settle({"apiserver": spinner.pid}, baseline=0.0, window=0.2, limit=0.5))
+        busy_at_rest = asyncio.run(settle({"apiserver": spinner.pid}, baseline=1.0, window=0.2, limit=20))
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert capped.waited < 1.5
+    assert capped.cores > 0.5
+    assert busy_at_rest.waited < 1.0  # a spinning process at rest is settled at once

@@ -51,6 +51,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workdir", type=Path, help="cluster and scheduler logs (default: a temporary directory)"
     )
+    parser.add_argument(
+        "--contender-cpu",
+        type=int,
+        help="run each contender alone on this CPU, the control plane and the harness on the others",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     return parser.parse_args(argv)
 
@@ -83,7 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             with DevCluster(base / f"cluster-{size}", nodes=0, timeout=600) as cluster:
                 nodes = create_bench_nodes(cluster, size)
                 results += asyncio.run(
-                    run_size(cluster, nodes, workloads, names, args.pods, args.timeout, len(results))
+                    run_size(
+                        cluster,
+                        nodes,
+                        workloads,
+                        names,
+                        args.pods,
+                        args.timeout,
+                        len(results),
+                        contender_cpu=args.contender_cpu,
+                    )
                 )
     command = "python -m policy_scheduler.bench_e2e " + shlex.join(argv if argv is not None else sys.argv[1:])
     print(write_outputs(results, args.out, command))

@@ -22,8 +22,9 @@ import yaml
 
 from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
 from policy_scheduler.bench_e2e import contenders, dra, gang
+from policy_scheduler.bench_e2e.affinity import on_cpu
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
-from policy_scheduler.bench_e2e.procstat import busy_fraction, cpu_by_name, machine_cpu, usage
+from policy_scheduler.bench_e2e.procstat import MachineCpu, busy_fraction, cpu_by_name, machine_cpu, usage
 from policy_scheduler.bench_e2e.rates import throughput
 from policy_scheduler.bench_e2e.workloads import MEASURED, ROLE_LABEL, Workload, pod, priority_classes
 from policy_scheduler.devcluster.nodes import DEFAULT_ZONES, NodeShape, node_manifest
@@ -34,7 +35,13 @@ log = logging.getLogger(__name__)
 
 CREATE_CONCURRENCY = 32
 CHURN_INTERVAL = 0.1
-BACKGROUND_SECONDS = 1.0  # the machine's load is read this long before each contender starts
+# Creating a run's pods keeps the control plane busy for seconds after the last create returns
+# (kwok and the API server digest them). The contender starts once the control plane's CPU rate,
+# read over windows of SETTLE_WINDOW seconds, is back within SETTLE_MARGIN (cores, plus 10%) of
+# its rate before the run created anything, or after SETTLE_LIMIT seconds.
+SETTLE_WINDOW = 1.0
+SETTLE_MARGIN = 0.1
+SETTLE_LIMIT = 30.0
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -56,9 +63,9 @@ class RunResult:
     cpu_ms_per_pod: float = 0.0
     peak_rss_mb: float = 0.0
     # The control plane's processes (API server, etcd, kwok, controller manager): CPU seconds
-    # from the contender's start to the last bind; the cores they kept busy in the second before
-    # (kwok's node lease renewals: 500 per second at 5000 nodes); and per bound pod, what the run
-    # added over that background: the binds' cost on the other side of the API.
+    # from the contender's start to the last bind; the cores they kept busy before the run created
+    # anything (kwok's node lease renewals: 500 per second at 5000 nodes); and per bound pod, what
+    # the run added over that background: the binds' cost on the other side of the API.
     cluster_cpu_seconds: dict[str, float] = field(default_factory=dict)
     cluster_background_cores: float = 0.0
     cluster_cpu_ms_per_pod: float = 0.0
@@ -66,9 +73,12 @@ class RunResult:
     # The share of the machine's CPUs busy over that window (everything: contender, control
     # plane, this harness): near 1.0 the machine's CPU, not one process, sets the pace.
     machine_busy: float = 0.0
-    # The same share over the second before the contender starts, its pods already created: the
-    # load the control plane alone puts on the machine (kwok's node heartbeats at 5000 nodes).
+    # The same share over the last window before the contender starts, its pods created and the
+    # control plane settled (kwok's node lease renewals load it at 5000 nodes); and how long the
+    # harness waited for the control plane to settle.
     machine_busy_before: float = 0.0
+    settle_seconds: float = 0.0
+    contender_cpu: int | None = None  # the CPU the contender had to itself (--contender-cpu)
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -214,13 +224,14 @@ class RunSpec:
     timeout: float
     index: int  # distinguishes the namespaces of successive runs
     cluster_pids: Mapping[str, int] = field(default_factory=dict)  # control plane, by name
+    contender_cpu: int | None = None  # the contender's own CPU (affinity), or shared CPUs
 
 
 async def run_one(client: Client, spec: RunSpec) -> RunResult:
     w = spec.workload
     count = max(min(spec.pods, w.max_measured(len(spec.nodes))), 1)
     name = f"bench-{spec.index}-{spec.contender}"  # namespace and schedulerName
-    result = RunResult(w.name, len(spec.nodes), spec.contender, count)
+    result = RunResult(w.name, len(spec.nodes), spec.contender, count, contender_cpu=spec.contender_cpu)
     await client.create(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     )
@@ -237,6 +248,7 @@ async def run_one(client: Client, spec: RunSpec) -> RunResult:
 
 async def _measure(client: Client, spec: RunSpec, name: str, count: int, result: RunResult) -> None:
     w = spec.workload
+    background = await control_plane_rate(spec.cluster_pids)  # before this run created anything
     if w.objects is not None:
         await gather_limited(client.create(dra.collection(obj), obj) for obj in w.objects(name, spec.nodes))
     await create_pods(client, w.init(name, name, spec.nodes))
@@ -250,18 +262,18 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
     listing = await client.get(f"/api/v1/namespaces/{name}/pods", limit="1")
     watch = BindWatch(client, name, count)
     tasks = [asyncio.create_task(watch.run(listing["metadata"]["resourceVersion"]))]
-    if w.churn:
-        tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
     await contenders.prepare(spec.contender, client, name, w.profile)
     launch = contenders.launch(spec.contender, spec.kubeconfig, name, spec.workdir)
-    cluster_idle, machine_idle, idle_from = cpu_by_name(spec.cluster_pids), machine_cpu(), time.monotonic()
-    await asyncio.sleep(BACKGROUND_SECONDS)
-    cluster_before, machine_before = cpu_by_name(spec.cluster_pids), machine_cpu()
+    quiet = await settle(spec.cluster_pids, background.cores)
+    result.settle_seconds = quiet.waited
+    result.machine_busy_before = round(quiet.machine_busy, 3)
+    result.cluster_background_cores = round(background.cores, 3)
+    cluster_before, machine_before = quiet.cluster, quiet.machine
+    if w.churn:  # from the contender's start: its control-plane cost is the run's
+        tasks.append(asyncio.create_task(Churn(client, name, spec.nodes).run()))
     started = time.monotonic()
-    result.machine_busy_before = round(busy_fraction(machine_idle, machine_before), 3)
-    background = sum(cluster_before.values()) - sum(cluster_idle.values())
-    result.cluster_background_cores = round(background / (started - idle_from), 3)
-    process = spawn(spec.contender, launch.argv, spec.workdir / f"{name}.log", env=launch.env)
+    argv = launch.argv if spec.contender_cpu is None else on_cpu(launch.argv, spec.contender_cpu)
+    process = spawn(spec.contender, argv, spec.workdir / f"{name}.log", env=launch.env)
     try:
         await _wait(watch, process, spec.timeout, result)
         result.window_seconds = round(time.monotonic() - started, 2)
@@ -283,6 +295,42 @@ async def _measure(client: Client, spec: RunSpec, name: str, count: int, result:
                 await task
         await contenders.cleanup(spec.contender, client, name)
     summarize(result, sorted(watch.bound.values()), started)
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """The control plane over a window: its CPU rate (cores), the machine's busy share, the
+    readings at the window's end (a run's starting point), and the seconds waited for it."""
+
+    cores: float
+    machine_busy: float
+    cluster: dict[str, float]
+    machine: MachineCpu
+    waited: float
+
+
+async def control_plane_rate(pids: Mapping[str, int], window: float = SETTLE_WINDOW) -> Quiet:
+    """The control plane's CPU rate over one window from now."""
+    return await settle(pids, float("inf"), window)
+
+
+async def settle(
+    pids: Mapping[str, int], baseline: float, window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT
+) -> Quiet:
+    """Read the control plane's CPU rate window after window until it is back near `baseline`
+    (cores; see SETTLE_MARGIN) or `limit` seconds have passed; the last window's reading."""
+    began = time.monotonic()
+    cluster, machine, at = cpu_by_name(pids), machine_cpu(), began
+    while True:
+        await asyncio.sleep(window)
+        now_cluster, now_machine, now = cpu_by_name(pids), machine_cpu(), time.monotonic()
+        cores = (sum(now_cluster.values()) - sum(cluster.values())) / (now - at)
+        quiet = Quiet(
+            cores, busy_fraction(machine, now_machine), now_cluster, now_machine, round(now - began, 2)
+        )
+        if cores <= baseline * 1.1 + SETTLE_MARGIN or now - began >= limit:
+            return quiet
+        cluster, machine, at = now_cluster, now_machine, now
 
 
 async def _claims_created(client: Client, namespace: str, count: int, limit_seconds: float) -> None:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from policy_scheduler.bench_e2e.affinity import contender_alone
 from policy_scheduler.bench_e2e.api import Client, Credentials
 from policy_scheduler.bench_e2e.contenders import NOOP, NOOP_EVENTS
 from policy_scheduler.bench_e2e.report import chart, markdown, report
@@ -25,44 +26,49 @@ async def run_size(
     pods: int,
     run_seconds: float,
     start_index: int = 0,
+    contender_cpu: int | None = None,
 ) -> list[RunResult]:
-    """Every workload against every contender on a running cluster whose bench nodes are `nodes`."""
+    """Every workload against every contender on a running cluster whose bench nodes are `nodes`;
+    with `contender_cpu`, each contender alone on that CPU (bench_e2e.affinity)."""
+    cluster_pids = {c.name: c.pid for c in cluster.status().components if c.alive}
     results: list[RunResult] = []
-    async with Client(Credentials.from_kubeconfig(cluster.kubeconfig)) as client:
-        await install_cluster_objects(client)
-        for workload in workloads:
-            for contender in names:
-                reason = not_applicable(workload, contender)
-                if reason:
-                    results.append(RunResult(workload.name, len(nodes), contender, 0, error=reason))
-                    continue
-                index = start_index + len(results)
-                spec = RunSpec(
-                    workload,
-                    contender,
-                    nodes,
-                    pods or len(nodes),
-                    cluster.kubeconfig,
-                    cluster.workdir,
-                    run_seconds,
-                    index,
-                    {c.name: c.pid for c in cluster.status().components if c.alive},
-                )
-                print(
-                    f"[bench-e2e] {workload.name} {len(nodes)} nodes: {contender} ...",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                result = await run_one(client, spec)
-                print(
-                    f"[bench-e2e]   {result.bound}/{result.measured} bound, "
-                    f"{result.pods_per_second:.1f} pods/s, "
-                    f"first bind {result.seconds_to_first_bind}s, CPU {result.cpu_seconds}s {result.error}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                results.append(result)
+    with contender_alone(contender_cpu, cluster_pids.values()):
+        async with Client(Credentials.from_kubeconfig(cluster.kubeconfig)) as client:
+            await install_cluster_objects(client)
+            for workload in workloads:
+                for contender in names:
+                    reason = not_applicable(workload, contender)
+                    if reason:
+                        results.append(RunResult(workload.name, len(nodes), contender, 0, error=reason))
+                        continue
+                    spec = RunSpec(
+                        workload,
+                        contender,
+                        nodes,
+                        pods or len(nodes),
+                        cluster.kubeconfig,
+                        cluster.workdir,
+                        run_seconds,
+                        start_index + len(results),
+                        cluster_pids,
+                        contender_cpu,
+                    )
+                    results.append(await _run_reported(client, spec))
     return results
+
+
+async def _run_reported(client: Client, spec: RunSpec) -> RunResult:
+    size = len(spec.nodes)
+    print(f"[bench-e2e] {spec.workload.name} {size} nodes: {spec.contender} ...", file=sys.stderr, flush=True)
+    result = await run_one(client, spec)
+    print(
+        f"[bench-e2e]   {result.bound}/{result.measured} bound, "
+        f"{result.pods_per_second:.1f} pods/s, "
+        f"first bind {result.seconds_to_first_bind}s, CPU {result.cpu_seconds}s {result.error}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return result
 
 
 def not_applicable(workload: Workload, contender: str) -> str:
