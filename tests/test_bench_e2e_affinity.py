@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -39,10 +40,10 @@ def test_pin_moves_every_thread_of_a_process() -> None:
         ]
     )
     try:
-        for _ in range(500):  # until the second thread exists
-            if len(os.listdir(f"/proc/{child.pid}/task")) >= 2:
-                break
-            os.sched_yield()
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{child.pid}/task")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the second thread exists
+        assert len(os.listdir(f"/proc/{child.pid}/task")) >= 2
         pin([child.pid], {CPUS[1]})
         assert _threads_affinity(child.pid) == [{CPUS[1]}] * len(os.listdir(f"/proc/{child.pid}/task"))
     finally:
