@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
+from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube import prefetch
@@ -22,7 +23,8 @@ from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR
+from policy_scheduler.kube.media_types import PROTOBUF_OR_JSON
+from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR, FirstList
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
@@ -386,7 +388,14 @@ async def test_first_list_answered_by_the_start_up_prefetch(
     monkeypatch.setattr(inf, "call", counting_call)
 
     def nodes_informer() -> inf.Informer[structs.Node, model.Node]:
-        return inf.Informer(api, inf.NODES, structs.Node, convert_cluster.node_from_api, timings=timings)
+        return inf.Informer(
+            api,
+            inf.NODES,
+            structs.Node,
+            convert_cluster.node_from_api,
+            timings=timings,
+            list_format=inf.ListFormat(PROTOBUF_OR_JSON, decode_node_list),
+        )
 
     try:
         thread = prefetch.start(str(kubeconfig), FIRST_LISTS, timings.page_size, timings.list_timeout)
@@ -407,11 +416,17 @@ async def test_first_list_answered_by_the_start_up_prefetch(
         assert nodes.resource_version
         await asyncio.to_thread(thread.join, 10)
         assert (
-            prefetch.take(inf.NODES, prefetch.first_list_query(timings.page_size, {})) is None
+            prefetch.take(inf.NODES, prefetch.first_list_query(timings.page_size, {}), PROTOBUF_OR_JSON)
+            is None
         )  # taken once
 
         missing = tmp_path / "no-such-kubeconfig"
-        thread = prefetch.start(str(missing), {inf.NODES: {}}, timings.page_size, timings.list_timeout)
+        thread = prefetch.start(
+            str(missing),
+            {inf.NODES: FirstList({}, PROTOBUF_OR_JSON)},
+            timings.page_size,
+            timings.list_timeout,
+        )
         await asyncio.to_thread(thread.join, 30)
         again = nodes_informer()
         await again._list_and_sync()

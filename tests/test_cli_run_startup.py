@@ -76,8 +76,9 @@ def test_the_early_lists_are_exactly_the_informers_first_lists() -> None:
         cluster.pods.path: cluster.pods,
     }
     assert set(FIRST_LISTS) == {NODES, PODS} == set(informers)
-    for path, selectors in FIRST_LISTS.items():
+    for path, (selectors, accept) in FIRST_LISTS.items():
         assert dict(selectors) == informers[path].selectors()
+        assert accept == informers[path].list_format.accept
 
 
 @pytest.mark.usefixtures("collector_restored")

@@ -297,20 +297,10 @@ class ContainerImage(_Base):
     size_bytes: int = 0
 
 
-class NodeCondition(_Base):
-    type: str = ""
-    status: str = ""
-    reason: str = ""
-    message: str = ""
-    last_heartbeat_time: datetime | None = None
-    last_transition_time: datetime | None = None
-
-
 class NodeStatus(_Base):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
     images: list[ContainerImage] | None = None
-    conditions: list[NodeCondition] | None = None
 
 
 class Node(_Base):

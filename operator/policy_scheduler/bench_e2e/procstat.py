@@ -80,7 +80,8 @@ def machine_cpu(stat: str | None = None) -> MachineCpu:
 def busy_fraction(before: MachineCpu, after: MachineCpu) -> float:
     """The share of the machine's CPU capacity that was busy between two readings."""
     span = after.total - before.total
-    return (after.busy - before.busy) / span if span > 0 else 0.0
+    # The counters are sums of floats: a fully busy machine can come out a hair above 1.
+    return min(1.0, max(0.0, (after.busy - before.busy) / span)) if span > 0 else 0.0
 
 
 def cpu_by_name(pids: Mapping[str, int]) -> dict[str, float]:

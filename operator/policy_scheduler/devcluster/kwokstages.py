@@ -45,6 +45,11 @@ def _gomodcache(go: str | None) -> Path:
     return Path(os.environ.get("GOPATH") or Path.home() / "go") / "pkg" / "mod"
 
 
+def go_module_cache() -> Path:
+    """Where Go keeps downloaded modules (the control plane's sources among them)."""
+    return _gomodcache(_go())
+
+
 def kwok_module_dir() -> Path:
     """The kwok source tree in the Go module cache, downloading it if needed."""
     go = _go()

@@ -26,12 +26,12 @@ from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
 from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "policy-scheduler/0.1"
-JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_TIMEOUT = DEFAULTS.api.request_timeout
@@ -142,10 +142,10 @@ def _query(query: Query | None) -> dict[str, str] | None:
 
 
 async def _prepare(
-    api: Any, path: str, content_type: str | None, *, watch: bool = False
+    api: Any, path: str, content_type: str | None, *, watch: bool = False, accept: str = JSON
 ) -> tuple[aiohttp.ClientSession, str, dict[str, str], dict[str, Any]]:
     headers: dict[str, str] = dict(api.default_headers)
-    headers["Accept"] = JSON
+    headers["Accept"] = accept
     if content_type:
         headers["Content-Type"] = content_type
     # Bearer tokens come from the configuration's auth settings, which also run the token
@@ -178,16 +178,17 @@ async def call(
     body: Any = None,
     content_type: str | None = None,
     request_timeout: float = DEFAULT_TIMEOUT,
+    accept: str = JSON,
 ) -> Answer:
     """One request; returns its Answer (status, body bytes, Retry-After) whatever the status.
 
-    `body` is bytes as is, or anything msgspec can encode as JSON. Connection failures raise
-    (see CONNECTION_ERRORS).
+    `body` is bytes as is, or anything msgspec can encode as JSON. `accept`: the answer's
+    content types (kube.media_types). Connection failures raise (see CONNECTION_ERRORS).
     """
     data = _body(body)
     if data is not None and content_type is None:
         content_type = JSON
-    session, url, headers, extra = await _prepare(api, path, content_type)
+    session, url, headers, extra = await _prepare(api, path, content_type, accept=accept)
     async with session.request(
         method,
         url,
@@ -208,6 +209,7 @@ class CallOptions(TypedDict, total=False):
     body: Any
     content_type: str | None
     request_timeout: float
+    accept: str
 
 
 async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:

@@ -14,10 +14,19 @@ from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
 from policy_scheduler.apiobjects.convert_cluster import namespace_from_api, node_from_api, pdb_from_api
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
+from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers
-from policy_scheduler.kube.informer import NAMESPACES, NODES, OWNER_RESOURCES, PDBS, PODS, Informer
-from policy_scheduler.kube.paths import POD_FIELD_SELECTOR
+from policy_scheduler.kube.informer import (
+    NAMESPACES,
+    NODES,
+    OWNER_RESOURCES,
+    PDBS,
+    PODS,
+    Informer,
+    ListFormat,
+)
+from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
@@ -97,6 +106,7 @@ class ClusterInformers:
             on_update=sink.node_updated,
             on_delete=sink.node_deleted,
             timings=timings,
+            list_format=ListFormat(FIRST_LISTS[NODES].accept, decode_node_list),
         )
         self.namespaces = Informer(
             api,

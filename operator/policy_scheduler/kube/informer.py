@@ -17,16 +17,18 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
 from policy_scheduler.apiobjects import owners, structs
-from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decode_watch_event
+from policy_scheduler.apiobjects.decode import DecodeFailure, ListResult, decode_list, decode_watch_event
 from policy_scheduler.apiobjects.owners import OwnerInfo
 from policy_scheduler.config import DEFAULTS, InformerTimings
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
+from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.paths import NODES as NODES
 from policy_scheduler.kube.paths import PODS as PODS
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
@@ -71,6 +73,14 @@ def _noop(*_: Any) -> None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ListFormat(Generic[S]):
+    """How an informer's lists are asked for (Accept) and decoded; watches are always JSON."""
+
+    accept: str
+    decode: Callable[[bytes], ListResult[S]]
+
+
 class Informer(Generic[S, V]):
     """Keeps `store` (key → converted object) in sync with one API collection.
 
@@ -96,6 +106,7 @@ class Informer(Generic[S, V]):
         timings: InformerTimings = DEFAULTS.informer,
         page_size: int | None = None,
         sleep: Sleep = asyncio.sleep,
+        list_format: ListFormat[S] | None = None,
     ) -> None:
         self.api = api
         self.path = path
@@ -111,6 +122,7 @@ class Informer(Generic[S, V]):
         self.page_size = page_size or timings.page_size
         self.backoff = Backoff(timings.retry)
         self.sleep = sleep
+        self.list_format = list_format or ListFormat(JSON, self._decode_json_list)
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         # Set while the store follows the server: after a list, and while a watch is open.
@@ -160,6 +172,9 @@ class Informer(Generic[S, V]):
 
     # --- list ----------------------------------------------------------------------------------
 
+    def _decode_json_list(self, body: bytes) -> ListResult[S]:
+        return decode_list(body, self.item_type)
+
     def selectors(self) -> dict[str, str | int | bool]:
         query: dict[str, str | int | bool] = {}
         if self.field_selector:
@@ -177,6 +192,7 @@ class Informer(Generic[S, V]):
         # trip per 500 objects); the watch that follows brings a possibly older snapshot up to
         # date. A relist after 410 Gone must not go back in time: it reads from etcd.
         from_cache = not self.has_synced.is_set()
+        accept = self.list_format.accept
         while True:
             query: dict[str, str | int | bool]
             early = None
@@ -185,13 +201,18 @@ class Informer(Generic[S, V]):
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
             elif from_cache:
                 query = prefetch.first_list_query(self.page_size, self.selectors())
-                early = prefetch.take(self.path, query)
+                early = prefetch.take(self.path, query, accept)
             else:
                 query = {"limit": self.page_size, **self.selectors()}
             answer = await self._early_answer(early) if early is not None else None
             if answer is None:
                 answer = await call(
-                    self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
+                    self.api,
+                    "GET",
+                    self.path,
+                    query=query,
+                    request_timeout=self.timings.list_timeout,
+                    accept=accept,
                 )
             if answer.status == 410 and token:
                 # The continue token outlived its snapshot: start the list over.
@@ -199,7 +220,7 @@ class Informer(Generic[S, V]):
                 continue
             if answer.status != 200:
                 raise ApiError.from_answer(answer)
-            page = decode_list(answer.body, self.item_type)
+            page = self.list_format.decode(answer.body)
             items.extend(page.items)
             failures.extend(page.failures)
             token = page.continue_token

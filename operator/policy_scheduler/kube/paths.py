@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import NamedTuple
 from urllib.parse import quote
+
+from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
 
 PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"
 # As kube-scheduler: terminal pods hold no resources and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-# The node and pod informers' lists (path -> selectors): `run` asks for them early (kube.prefetch).
-FIRST_LISTS: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {NODES: {}, PODS: {"fieldSelector": POD_FIELD_SELECTOR}}
+
+
+class FirstList(NamedTuple):
+    """How an informer asks for its first list: selectors (query) and content types (Accept)."""
+
+    selectors: Mapping[str, str]
+    accept: str
+
+
+# The node and pod informers' first lists: `run` asks for them early (kube.prefetch). Nodes as
+# protobuf: at 5000 nodes the API server encodes that list in a quarter of JSON's time (issue 12).
+FIRST_LISTS: Mapping[str, FirstList] = MappingProxyType(
+    {NODES: FirstList({}, PROTOBUF_OR_JSON), PODS: FirstList({"fieldSelector": POD_FIELD_SELECTOR}, JSON)}
 )
 
 

@@ -5,9 +5,9 @@ about a second of CPU, and on a big cluster the API server needs as long again t
 first lists. `start` sends those lists from a thread with its own event loop before the heavy
 imports, so the two overlap (the thread mostly waits on the socket). The informers of nodes and
 pods take the answer for their first list (`take`) if the request was the one they would make
-(`first_list_query`); otherwise, or if it failed, they list as usual. Nothing else changes: the
-answer is a watch-cache snapshot as their own first list would be, and the watch that follows
-brings it up to date.
+(`first_list_query`, with the same Accept); otherwise, or if it failed, they list as usual.
+Nothing else changes: the answer is a watch-cache snapshot as their own first list would be,
+and the watch that follows brings it up to date.
 """
 
 from __future__ import annotations
@@ -20,13 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from policy_scheduler.kube.paths import FirstList
     from policy_scheduler.kube.retry import Answer
 
 log = logging.getLogger(__name__)
 
 QueryValue = str | int | bool
-_Key = tuple[str, tuple[tuple[str, QueryValue], ...]]
+_Key = tuple[str, str, tuple[tuple[str, QueryValue], ...]]  # path, accept, query
 
+# path, query, accept, and where its answer goes
+_Request = tuple[str, dict[str, QueryValue], str, "concurrent.futures.Future[Answer]"]
 _pending: dict[_Key, concurrent.futures.Future[Answer]] = {}
 _lock = threading.Lock()
 
@@ -37,25 +40,26 @@ def first_list_query(page_size: int, selectors: Mapping[str, QueryValue]) -> dic
     return {"limit": page_size, **selectors, "resourceVersion": "0"}
 
 
-def _key(path: str, query: Mapping[str, QueryValue]) -> _Key:
-    return path, tuple(sorted(query.items()))
+def _key(path: str, query: Mapping[str, QueryValue], accept: str) -> _Key:
+    return path, accept, tuple(sorted(query.items()))
 
 
 def start(
-    kubeconfig: str | None, lists: Mapping[str, Mapping[str, QueryValue]], page_size: int, timeout: float
+    kubeconfig: str | None, lists: Mapping[str, FirstList], page_size: int, timeout: float
 ) -> threading.Thread:
-    """Ask for the first list of each path, with its selectors, from a daemon thread; returns it."""
+    """Ask for the first list of each path, with its selectors and Accept, from a daemon thread;
+    returns the thread."""
     # The client is imported here, before the thread starts: imported in the thread it would
     # share the interpreter with the caller's imports and the requests would leave later.
     from policy_scheduler.kube import client  # noqa: F401
 
-    requests: list[tuple[str, dict[str, QueryValue], concurrent.futures.Future[Answer]]] = []
+    requests: list[_Request] = []
     with _lock:
-        for path, selectors in lists.items():
+        for path, (selectors, accept) in lists.items():
             query = first_list_query(page_size, selectors)
             future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
-            _pending[_key(path, query)] = future
-            requests.append((path, query, future))
+            _pending[_key(path, query, accept)] = future
+            requests.append((path, query, accept, future))
     thread = threading.Thread(
         target=asyncio.run,
         args=(_fetch(kubeconfig, requests, timeout),),
@@ -66,10 +70,10 @@ def start(
     return thread
 
 
-def take(path: str, query: Mapping[str, QueryValue]) -> concurrent.futures.Future[Answer] | None:
+def take(path: str, query: Mapping[str, QueryValue], accept: str) -> concurrent.futures.Future[Answer] | None:
     """The prefetched answer to exactly this request, once (None if there is none)."""
     with _lock:
-        return _pending.pop(_key(path, query), None)
+        return _pending.pop(_key(path, query, accept), None)
 
 
 def discard() -> None:
@@ -79,26 +83,25 @@ def discard() -> None:
         _pending.clear()
 
 
-async def _fetch(
-    kubeconfig: str | None,
-    requests: Sequence[tuple[str, Mapping[str, QueryValue], concurrent.futures.Future[Answer]]],
-    request_timeout: float,
-) -> None:
+async def _fetch(kubeconfig: str | None, requests: Sequence[_Request], request_timeout: float) -> None:
     from policy_scheduler.kube.client import call, make_api_client
 
     try:
         api = await make_api_client(kubeconfig)
     except Exception as exc:  # the operator reports its own configuration error
-        for _, _, future in requests:
+        for *_, future in requests:
             future.set_exception(exc)
         return
     try:
 
         async def one(
-            path: str, query: Mapping[str, QueryValue], future: concurrent.futures.Future[Answer]
+            path: str, query: Mapping[str, QueryValue], accept: str, future: concurrent.futures.Future[Answer]
         ) -> None:
             try:
-                future.set_result(await call(api, "GET", path, query=query, request_timeout=request_timeout))
+                answer = await call(
+                    api, "GET", path, query=query, request_timeout=request_timeout, accept=accept
+                )
+                future.set_result(answer)
             except Exception as exc:
                 log.debug("early list failed; the informer lists again", extra={"resource": path})
                 future.set_exception(exc)
