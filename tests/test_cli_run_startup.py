@@ -19,7 +19,7 @@ from policy_scheduler.config import DEFAULTS, OperatorConfig
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.paths import FIRST_LISTS, NODES, PODS
+from policy_scheduler.kube.paths import FIRST_LISTS, NODES, PODS, POLICY_LISTS
 
 
 @pytest.fixture
@@ -53,7 +53,8 @@ def test_run_keeps_the_collector_off_until_the_operator_resumes_it(
     assert cli._run(argparse.Namespace()) == 0
     assert seen["enabled"] is False  # off until the first sync
     timings = config.informer
-    assert seen["prefetch"] == ("/some/kubeconfig", FIRST_LISTS, timings.page_size, timings.list_timeout)
+    lists = {**FIRST_LISTS, **POLICY_LISTS}  # the informers' first lists and the policies
+    assert seen["prefetch"] == ("/some/kubeconfig", lists, timings.page_size, timings.list_timeout)
     before = gc.get_freeze_count()
     startup_gc.resume()
     assert gc.isenabled()

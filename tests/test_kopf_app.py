@@ -66,15 +66,51 @@ async def test_startup_sets_kopfs_settings_and_starts_the_mirrors() -> None:
     assert mirrors.stopped
 
 
+# What kopf passes every handler once both kinds are listed: its indexes (name -> store).
+INDEXES: dict[str, Any] = {
+    "scheduling_profile_names": {"p": [True], "q": [True]},
+    "eviction_policy_names": {"e": [True]},
+}
+
+
 async def test_each_kind_reaches_its_own_handler() -> None:
     memo, seen, mirrors = _memo()
 
     def body(name: str) -> Any:
         return {"metadata": {"name": name}}
 
-    await _call(kopf_app.scheduling_profile)(event=_event("ADDED", body("p")), body=body("p"), memo=memo)
-    await _call(kopf_app.eviction_policy)(event=_event(None, body("e")), body=body("e"), memo=memo)
-    await _call(kopf_app.priority_class_mirror)(event=_event("DELETED", body("m")), body=body("m"), memo=memo)
-    await _call(kopf_app.priority_class)(event=_event("MODIFIED", body("c")), body=body("c"), memo=memo)
+    await _call(kopf_app.scheduling_profile)(
+        event=_event("ADDED", body("p")), body=body("p"), memo=memo, **INDEXES
+    )
+    await _call(kopf_app.eviction_policy)(event=_event(None, body("e")), body=body("e"), memo=memo, **INDEXES)
+    await _call(kopf_app.priority_class_mirror)(
+        event=_event("DELETED", body("m")), body=body("m"), memo=memo, **INDEXES
+    )
+    await _call(kopf_app.priority_class)(
+        event=_event("MODIFIED", body("c")), body=body("c"), memo=memo, **INDEXES
+    )
     assert seen == [("profile", "ADDED", "p"), ("policy", None, "e")]
     assert mirrors.events == [("mirror", "DELETED", "m"), ("native", "MODIFIED", "c")]
+
+
+async def test_every_handler_first_says_what_kopf_listed() -> None:
+    listed: list[tuple[set[str], set[str]]] = []
+    memo, _, mirrors = _memo()
+    wiring = memo["wiring"]
+    memo["wiring"] = kopf_app.Wiring(
+        wiring.api,
+        wiring.on_profile,
+        wiring.on_eviction_policy,
+        mirrors,  # type: ignore[arg-type]
+        on_listed=lambda profiles, policies: listed.append((profiles, policies)),
+    )
+    body = {"metadata": {"name": "system-node-critical"}}
+    await _call(kopf_app.priority_class)(event=_event(None, body), body=body, memo=memo, **INDEXES)
+    assert listed == [({"p", "q"}, {"e"})]
+
+
+def test_the_indexes_hold_names() -> None:
+    index: Callable[..., dict[str, bool]] = cast(Any, kopf_app.scheduling_profile_names)
+    assert index(name="p") == {"p": True}
+    index = cast(Any, kopf_app.eviction_policy_names)
+    assert index(name="e") == {"e": True}

@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from typing import Any
 
 import pytest
 
 from policy_scheduler.cli import build_parser
 from policy_scheduler.config import DEFAULTS, OperatorConfig
 from policy_scheduler.controllers.selector import parse_selector
+from policy_scheduler.kube import early_policies
+from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
 from policy_scheduler.logs import JsonFormatter, KeyValueFormatter
 from policy_scheduler.operator_main import Operator
 from policy_scheduler.scheduler.model import Pod
@@ -111,3 +114,52 @@ def test_operator_is_composed_in_dependency_order() -> None:
     assert operator.policies.profiles is operator.profiles
     assert operator.cluster.pdbs is operator.pdbs
     assert not operator.synced()
+
+
+def _object(name: str, spec: dict[str, object], generation: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"uid-{name}", "generation": generation}, "spec": spec}
+
+
+async def test_policies_from_the_early_lists_and_what_kopf_listed_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Profiles apply from the early lists before kopf runs; once kopf has listed, what it lacks
+    was deleted in between and goes; later calls change nothing."""
+    lists = {
+        SCHEDULING_PROFILES: [
+            _object("kept", {"schedulerName": "kept-scheduler", "evictionPolicyName": "gentle"}),
+            _object("deleted-early", {"schedulerName": "gone-scheduler"}),
+        ],
+        EVICTION_POLICIES: [_object("gentle", {}), _object("deleted-policy", {})],
+    }
+
+    async def early_lists(page_size: int) -> dict[str, list[dict[str, Any]]]:
+        assert page_size == DEFAULTS.informer.page_size
+        return lists
+
+    monkeypatch.setattr(early_policies, "take", early_lists)
+    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    notes: list[tuple[Any, ...]] = []
+    operator.profiles.notify = lambda *note: notes.append(note)
+    assert await operator._apply_early_policies()
+    assert set(operator.engine.frameworks) == {"kept-scheduler", "gone-scheduler"}
+    # The policies came first: no "preemption is off" warning, no "resolved" afterwards.
+    assert operator.profiles.records["kept"].policy_problem is None
+    assert notes == []
+    operator.on_kopf_listed({"kept"}, {"gentle"})
+    assert set(operator.engine.frameworks) == {"kept-scheduler"}
+    assert set(operator.policies.records) == {"gentle"}
+    operator.on_kopf_listed(set(), set())  # only the first listing says what was deleted
+    assert set(operator.engine.frameworks) == {"kept-scheduler"}
+
+
+async def test_without_early_lists_kopf_brings_the_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_lists(page_size: int) -> None:
+        return None
+
+    monkeypatch.setattr(early_policies, "take", no_lists)
+    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    assert not await operator._apply_early_policies()
+    operator.on_kopf_listed(set(), set())
+    operator.on_profile_event(None, _object("p", {"schedulerName": "p-scheduler"}))
+    assert set(operator.engine.frameworks) == {"p-scheduler"}

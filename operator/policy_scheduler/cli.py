@@ -16,13 +16,14 @@ def _run(args: argparse.Namespace) -> int:
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.config import OperatorConfig
     from policy_scheduler.kube import lazy_client, prefetch
-    from policy_scheduler.kube.paths import FIRST_LISTS
+    from policy_scheduler.kube.paths import FIRST_LISTS, POLICY_LISTS
 
     config = OperatorConfig.from_args(args)
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     # The big lists first: the API server prepares them while we import the rest.
     timings = config.informer
-    prefetch.start(config.kubeconfig, FIRST_LISTS, timings.page_size, timings.list_timeout)
+    lists = {**FIRST_LISTS, **POLICY_LISTS}
+    prefetch.start(config.kubeconfig, lists, timings.page_size, timings.list_timeout)
     from policy_scheduler.operator_main import run_operator
 
     return run_operator(config)

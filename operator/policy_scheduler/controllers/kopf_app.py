@@ -9,6 +9,11 @@ validate, the status writer reports. Pods and nodes never go through kopf. Run i
 
 Handlers are async: kopf runs plain functions in a thread pool, and the stores, the engine and
 the mirror controller must only ever be touched from the event loop's thread.
+
+Two indexes (the names of our SchedulingProfiles and EvictionPolicies) make kopf hold every
+handler until both kinds are listed; the first handler call then tells the operator what kopf
+listed (`Wiring.on_listed`), so that objects it applied from the start-up's early lists but
+kopf's lists lack (deleted in between) are dropped (kube/early_policies.py).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # fn(event type, or None for the initial listing; the object's body)
 EventHandler = Callable[[str | None, dict[str, Any]], None]
+# fn(names of the SchedulingProfiles, of the EvictionPolicies): kopf has listed both kinds.
+# Called before every handler (the names are kopf's index: cheap); only the first call matters.
+ListedHandler = Callable[[set[str], set[str]], None]
 
 registry = kopf.OperatorRegistry()
 
@@ -46,6 +54,7 @@ class Wiring:
     on_profile: EventHandler
     on_eviction_policy: EventHandler
     mirrors: MirrorController
+    on_listed: ListedHandler = lambda _profiles, _policies: None
 
 
 def memo(wiring: Wiring) -> kopf.Memo:
@@ -103,25 +112,48 @@ def connection_info(api: Any) -> kopf.ConnectionInfo:
     )
 
 
+# ---- indexes: kopf holds every handler until these kinds are listed ---------------------------------
+
+
+@kopf.index(GROUP, VERSION, SCHEDULING_PROFILE_PLURAL, registry=registry)
+def scheduling_profile_names(name: str, **_: Any) -> dict[str, bool]:
+    return {name: True}
+
+
+@kopf.index(GROUP, VERSION, EVICTION_POLICY_PLURAL, registry=registry)
+def eviction_policy_names(name: str, **_: Any) -> dict[str, bool]:
+    return {name: True}
+
+
+def _wired(memo: kopf.Memo, kwargs: dict[str, Any]) -> Wiring:
+    """The wiring, after telling it what kopf has listed (PriorityClasses always exist, so some
+    handler runs right after the listing even with none of our objects)."""
+    wiring = _wiring(memo)
+    wiring.on_listed(set(kwargs["scheduling_profile_names"]), set(kwargs["eviction_policy_names"]))
+    return wiring
+
+
 # ---- one handler per kind -----------------------------------------------------------------------------
 
 
 @kopf.on.event(GROUP, VERSION, SCHEDULING_PROFILE_PLURAL, registry=registry)
-async def scheduling_profile(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _wiring(memo).on_profile(event.get("type"), dict(body))
+async def scheduling_profile(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
+    _wired(memo, kwargs).on_profile(event.get("type"), dict(body))
 
 
 @kopf.on.event(GROUP, VERSION, EVICTION_POLICY_PLURAL, registry=registry)
-async def eviction_policy(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _wiring(memo).on_eviction_policy(event.get("type"), dict(body))
+async def eviction_policy(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
+    _wired(memo, kwargs).on_eviction_policy(event.get("type"), dict(body))
 
 
 @kopf.on.event(GROUP, VERSION, PRIORITY_CLASS_MIRROR_PLURAL, registry=registry)
-async def priority_class_mirror(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _wiring(memo).mirrors.on_mirror_event(event.get("type"), dict(body))
+async def priority_class_mirror(
+    event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **kwargs: Any
+) -> None:
+    _wired(memo, kwargs).mirrors.on_mirror_event(event.get("type"), dict(body))
 
 
 # The native classes the mirrors manage: a hand-edited or deleted one is repaired at once.
 @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
-async def priority_class(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _wiring(memo).mirrors.on_native_event(event.get("type"), dict(body))
+async def priority_class(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
+    _wired(memo, kwargs).mirrors.on_native_event(event.get("type"), dict(body))

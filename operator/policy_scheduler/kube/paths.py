@@ -8,6 +8,12 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
+from policy_scheduler.policy.constants import (
+    EVICTION_POLICY_PLURAL,
+    GROUP,
+    SCHEDULING_PROFILE_PLURAL,
+    VERSION,
+)
 
 PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"
@@ -26,6 +32,12 @@ class FirstList(NamedTuple):
 # protobuf: at 5000 nodes the API server encodes that list in a quarter of JSON's time (issue 12).
 FIRST_LISTS: Mapping[str, FirstList] = MappingProxyType(
     {NODES: FirstList({}, PROTOBUF_OR_JSON), PODS: FirstList({"fieldSelector": POD_FIELD_SELECTOR}, JSON)}
+)
+SCHEDULING_PROFILES = f"/apis/{GROUP}/{VERSION}/{SCHEDULING_PROFILE_PLURAL}"
+EVICTION_POLICIES = f"/apis/{GROUP}/{VERSION}/{EVICTION_POLICY_PLURAL}"
+# The policy lists `run` also asks for early, to schedule before kopf has started (kube.early_policies).
+POLICY_LISTS: Mapping[str, FirstList] = MappingProxyType(
+    {SCHEDULING_PROFILES: FirstList({}, JSON), EVICTION_POLICIES: FirstList({}, JSON)}
 )
 
 
