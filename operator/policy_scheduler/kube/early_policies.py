@@ -5,8 +5,9 @@ and a worker per object): on a 5000-node cluster the scheduler had its nodes and
 waited for kopf to bring the first profile. So `run` also asks for these two lists early
 (kube.prefetch, beside the node and pod lists), and the operator applies them before kopf runs,
 through the same handlers kopf calls. kopf's own list then delivers every object again (the
-stores ignore what they already have), and `missing` finds what was deleted in between: an
-object of the early list that kopf's list lacks is gone.
+stores ignore what they already have); an object of the early list that kopf's list lacks was
+deleted in between, and the operator drops it once kopf has listed
+(`Operator.on_kopf_listed`, called through kopf_app's indexes).
 """
 
 from __future__ import annotations
