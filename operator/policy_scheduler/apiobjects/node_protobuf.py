@@ -24,9 +24,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.decode import ListResult, decode_list
 
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-# What a protobuf list asks for: the API server answers JSON for what it cannot encode so.
-PROTOBUF_OR_JSON = f"{PROTOBUF}, application/json"
 # Every protobuf body starts with this, then a runtime.Unknown that wraps the object's bytes.
 MAGIC = b"k8s\x00"
 
