@@ -17,15 +17,24 @@ from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.config import DEFAULTS
+from policy_scheduler.kube import early_policies, prefetch
 from policy_scheduler.kube import informer as inf
-from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.binder import BindError, bind
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
+from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.media_types import PROTOBUF_OR_JSON
-from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR, FirstList
+from policy_scheduler.kube.paths import (
+    EVICTION_POLICIES,
+    FIRST_LISTS,
+    POD_FIELD_SELECTOR,
+    POLICY_LISTS,
+    SCHEDULING_PROFILES,
+    FirstList,
+)
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
+from policy_scheduler.policy.constants import API_VERSION
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
 
@@ -434,3 +443,29 @@ async def test_first_list_answered_by_the_start_up_prefetch(
         assert set(again.store) == set(nodes.store)
     finally:
         prefetch.discard()
+
+
+async def test_policy_lists_answered_by_the_start_up_prefetch(api: Any, kubeconfig: Path) -> None:
+    """`run` also asks early for the SchedulingProfiles and EvictionPolicies (kube.early_policies):
+    both lists come back whole, by path, and are taken once."""
+    await install_crds(api)
+    name = f"early-{uuid.uuid4().hex[:6]}"
+    profile = {
+        "apiVersion": API_VERSION,
+        "kind": "SchedulingProfile",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": NO_SCHEDULER},
+    }
+    await request_ok(api, "POST", SCHEDULING_PROFILES, body=profile)
+    timings = DEFAULTS.informer
+    try:
+        thread = prefetch.start(str(kubeconfig), POLICY_LISTS, timings.page_size, timings.list_timeout)
+        lists = await early_policies.take(timings.page_size)
+        assert lists is not None
+        assert set(lists) == {SCHEDULING_PROFILES, EVICTION_POLICIES}
+        assert name in early_policies.names(lists[SCHEDULING_PROFILES])
+        assert await early_policies.take(timings.page_size) is None  # taken once
+        await asyncio.to_thread(thread.join, 10)
+    finally:
+        prefetch.discard()
+        await request(api, "DELETE", f"{SCHEDULING_PROFILES}/{name}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -163,3 +164,18 @@ async def test_without_early_lists_kopf_brings_the_policies(monkeypatch: pytest.
     operator.on_kopf_listed(set(), set())
     operator.on_profile_event(None, _object("p", {"schedulerName": "p-scheduler"}))
     assert set(operator.engine.frameworks) == {"p-scheduler"}
+
+
+async def test_kopf_waits_for_the_first_bind_only_while_there_is_a_pod_to_bind() -> None:
+    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    await asyncio.wait_for(operator._until_first_bind(), 1)  # nothing pending: at once
+    operator.on_profile_event(None, _object("p", {"schedulerName": "p-scheduler"}))
+    pod = Pod(name="a", namespace="ns", uid="u-a", scheduler_name="p-scheduler")
+    operator.engine.pod_added(pod)
+    assert operator.engine.queue.pending_counts()["active"] == 1
+    waiting = asyncio.create_task(operator._until_first_bind())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    operator.reporter.scheduled(pod, "node-1", operator.engine.frameworks["p-scheduler"])
+    await asyncio.wait_for(waiting, 1)

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import logging
 import signal
+from collections.abc import Coroutine
 from typing import Any
 
 from policy_scheduler import startup_gc
@@ -341,10 +342,7 @@ class Operator:
         if not from_early_lists:  # the profiles come from kopf: start it at once
             tasks.append(self._start_kopf(stop, kopf_stop))
         collector_deadline = startup_gc.resume_after()
-        await asyncio.wait(
-            [asyncio.ensure_future(self.cluster.wait_synced()), asyncio.ensure_future(stop.wait())],
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        await _unless_stopped(self.cluster.wait_synced(), stop)
         startup_gc.resume()
         collector_deadline.cancel()
         # The informers the start waited for (PodGroups' CRD may be absent: not those).
@@ -356,12 +354,7 @@ class Operator:
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})
         try:
             if from_early_lists:
-                _, pending = await asyncio.wait(
-                    [asyncio.ensure_future(self._until_first_bind()), asyncio.ensure_future(stop.wait())],
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                for waiter in pending:
-                    waiter.cancel()
+                await _unless_stopped(self._until_first_bind(), stop)
                 if not stop.is_set():
                     tasks.append(self._start_kopf(stop, kopf_stop))
             await stop.wait()
@@ -383,6 +376,14 @@ class Operator:
             if server is not None:
                 await server.cleanup()
             unregister()
+
+
+async def _unless_stopped(work: Coroutine[Any, Any, object], stop: asyncio.Event) -> None:
+    """Await `work`, or until `stop` is set; whichever is left over is cancelled."""
+    waiters = [asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())]
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
 
 
 async def _main(config: OperatorConfig) -> int:

@@ -12,7 +12,6 @@ deleted in between, and the operator drops it once kopf has listed
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -32,18 +31,10 @@ async def take(page_size: int) -> dict[str, list[dict[str, Any]]] | None:
     """The objects of each early policy list, by path; None unless both lists were asked for
     and answered (then kopf's lists come first, as without this). Both or neither: profiles
     without their EvictionPolicies would preempt nothing for a moment, and say so in events."""
-    futures = {
-        path: prefetch.take(path, prefetch.first_list_query(page_size, selectors), accept)
-        for path, (selectors, accept) in POLICY_LISTS.items()
-    }
     lists: dict[str, list[dict[str, Any]]] = {}
-    for path, future in futures.items():
-        if future is None:
-            return None
-        try:
-            answer = await asyncio.wrap_future(future)
-        except Exception as exc:
-            log.debug("early policy list failed", extra={"resource": path, "error": repr(exc)})
+    for path, (selectors, accept) in POLICY_LISTS.items():
+        answer = await prefetch.answer(path, prefetch.first_list_query(page_size, selectors), accept)
+        if answer is None:
             return None
         if answer.status != 200:  # e.g. 404 before the CRDs are installed
             log.debug("early policy list refused", extra={"resource": path, "status": answer.status})

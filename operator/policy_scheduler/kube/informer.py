@@ -11,7 +11,6 @@ event loop, so consumers' caches need no locking.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import random
@@ -195,16 +194,15 @@ class Informer(Generic[S, V]):
         accept = self.list_format.accept
         while True:
             query: dict[str, str | int | bool]
-            early = None
+            answer: Answer | None = None
             if token:
                 # the server refuses a resourceVersion with a token
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
             elif from_cache:
                 query = prefetch.first_list_query(self.page_size, self.selectors())
-                early = prefetch.take(self.path, query, accept)
+                answer = await prefetch.answer(self.path, query, accept)
             else:
                 query = {"limit": self.page_size, **self.selectors()}
-            answer = await self._early_answer(early) if early is not None else None
             if answer is None:
                 answer = await call(
                     self.api,
@@ -226,15 +224,6 @@ class Informer(Generic[S, V]):
             token = page.continue_token
             if not token:
                 return items, failures, page.resource_version
-
-    async def _early_answer(self, early: concurrent.futures.Future[Answer]) -> Answer | None:
-        """The answer to this first list asked for during start-up (kube.prefetch); None if
-        that request failed (then it is made again, here)."""
-        try:
-            return await asyncio.wrap_future(early)
-        except Exception as exc:
-            log.debug("early list unusable", extra={"resource": self.path, "error": repr(exc)})
-            return None
 
     async def _list_and_sync(self) -> None:
         items, failures, version = await self._list()

@@ -76,6 +76,19 @@ def take(path: str, query: Mapping[str, QueryValue], accept: str) -> concurrent.
         return _pending.pop(_key(path, query, accept), None)
 
 
+async def answer(path: str, query: Mapping[str, QueryValue], accept: str) -> Answer | None:
+    """The prefetched answer to exactly this request, once; None if there is none or if that
+    request failed (the caller then asks itself)."""
+    future = take(path, query, accept)
+    if future is None:
+        return None
+    try:
+        return await asyncio.wrap_future(future)
+    except Exception as exc:
+        log.debug("early list unusable", extra={"resource": path, "error": repr(exc)})
+        return None
+
+
 def discard() -> None:
     """Forget answers nobody took (tests). `run` asks exactly what its informers will ask (the
     same config.informer), so in the operator every answer is taken."""
