@@ -15,11 +15,12 @@ def _run(args: argparse.Namespace) -> int:
 
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.config import OperatorConfig
-    from policy_scheduler.kube import lazy_client, prefetch
+    from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import FIRST_LISTS, POLICY_LISTS
 
     config = OperatorConfig.from_args(args)
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
+    deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
     # The big lists first: the API server prepares them while we import the rest.
     timings = config.informer
     lists = {**FIRST_LISTS, **POLICY_LISTS}
