@@ -5,23 +5,15 @@ from __future__ import annotations
 import json
 import os
 import ssl
-import subprocess
-import sys
-import textwrap
 
 import pytest
+
+from tests.fresh_interpreter import run_python
 
 
 def _run(code: str, env: dict[str, str] | None = None) -> dict[str, object]:
     # A fresh interpreter: aiohttp must not have been imported yet.
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, **(env or {})},
-    )
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, object] = json.loads(run_python(code, env))
     return result
 
 

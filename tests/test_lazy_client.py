@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-
-def _run(code: str) -> str:
-    # A fresh interpreter: the packages must not have been imported yet.
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
+from tests.fresh_interpreter import run_python as _run  # the packages must not be imported yet
 
 
 def test_start_path_imports_no_generated_model_and_every_name_still_resolves() -> None:
