@@ -24,6 +24,7 @@ from policy_scheduler.devcluster.versions import GOMOD_DIR, KUBERNETES_VERSION
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
+from policy_scheduler.kube.paths import NODES
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
 
@@ -136,8 +137,8 @@ async def odd_nodes(api: Any) -> AsyncIterator[list[str]]:
 
 async def _both_encodings(api: Any) -> tuple[dict[str, model.Node], dict[str, model.Node]]:
     query = {"resourceVersion": "0"}
-    as_protobuf = await call(api, "GET", inf.NODES, query=query, accept=PROTOBUF_OR_JSON)
-    as_json = await call(api, "GET", inf.NODES, query=query, accept=JSON)
+    as_protobuf = await call(api, "GET", NODES, query=query, accept=PROTOBUF_OR_JSON)
+    as_json = await call(api, "GET", NODES, query=query, accept=JSON)
     assert as_protobuf.status == as_json.status == 200
     assert as_protobuf.body.startswith(MAGIC)  # the server did answer protobuf
     return (
@@ -183,7 +184,7 @@ async def test_the_node_informer_lists_as_protobuf(api: Any, odd_nodes: list[str
 
     informer = inf.Informer(
         api,
-        inf.NODES,
+        NODES,
         structs.Node,
         node_from_api,
         timings=DEFAULTS.informer,

@@ -1,6 +1,6 @@
 """`run`'s start-up: the collector stays off from the imports until the informers have synced,
-and the first lists of nodes and pods, with the informers' own selectors, are asked for before
-the operator's heavy imports."""
+every informer's first list, with its own selectors, is asked for before the operator's heavy
+imports, and numpy's BLAS starts no threads."""
 
 from __future__ import annotations
 
@@ -9,17 +9,14 @@ import asyncio
 import gc
 from collections.abc import Iterator
 from typing import Any
-from unittest.mock import Mock
 
 import pytest
 
 from policy_scheduler import cli, operator_main, startup_gc
-from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
-from policy_scheduler.config import DEFAULTS, OperatorConfig
+from policy_scheduler.config import OperatorConfig
 from policy_scheduler.kube import prefetch
-from policy_scheduler.kube.cluster_informers import ClusterInformers
-from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.paths import FIRST_LISTS, NODES, PODS, POLICY_LISTS
+from policy_scheduler.kube.paths import EARLY_LISTS, NODES, PODS, POLICY_LISTS
+from tests.fresh_interpreter import run_python
 
 
 @pytest.fixture
@@ -53,8 +50,7 @@ def test_run_keeps_the_collector_off_until_the_operator_resumes_it(
     assert cli._run(argparse.Namespace()) == 0
     assert seen["enabled"] is False  # off until the first sync
     timings = config.informer
-    lists = {**FIRST_LISTS, **POLICY_LISTS}  # the informers' first lists and the policies
-    assert seen["prefetch"] == ("/some/kubeconfig", lists, timings.page_size, timings.list_timeout)
+    assert seen["prefetch"] == ("/some/kubeconfig", EARLY_LISTS, timings.page_size, timings.list_timeout)
     before = gc.get_freeze_count()
     startup_gc.resume()
     assert gc.isenabled()
@@ -63,23 +59,41 @@ def test_run_keeps_the_collector_off_until_the_operator_resumes_it(
 
 def test_the_early_lists_are_exactly_the_informers_first_lists() -> None:
     """An early answer is taken only for the very request the informer would make: a selector
-    here that differs from the informer's would silently waste the early pod list."""
-    cluster = ClusterInformers(
-        None,
-        Mock(),  # never called: nothing is listed
-        on_pod_deleted=lambda pod: None,
-        owners=DefaultSelectorIndex(),
-        pdbs=ClusterInformers.pdb_informer(None, DEFAULTS.informer),
-        timings=DEFAULTS.informer,
-    )
-    informers: dict[str, Informer[Any, Any]] = {
-        cluster.nodes.path: cluster.nodes,
-        cluster.pods.path: cluster.pods,
-    }
-    assert set(FIRST_LISTS) == {NODES, PODS} == set(informers)
-    for path, (selectors, accept) in FIRST_LISTS.items():
-        assert dict(selectors) == informers[path].selectors()
-        assert accept == informers[path].list_format.accept
+    here that differs from the informer's would silently waste the early pod list, and an
+    informer missing here would list after the node decode and hold the first cycle back."""
+    operator = operator_main.Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    informers = {informer.path: informer for informer in operator.informers()}
+    assert len(informers) == len(operator.informers())  # one informer per path
+    assert set(EARLY_LISTS) == set(informers) | set(POLICY_LISTS)
+    assert set(informers).isdisjoint(POLICY_LISTS)  # kopf reads the policies, not an informer
+    for path, informer in informers.items():
+        selectors, accept = EARLY_LISTS[path]
+        assert dict(selectors) == informer.selectors(), path
+        assert accept == informer.list_format.accept, path
+    # The big lists leave first; the node list, the biggest, before all.
+    assert list(EARLY_LISTS)[:2] == [NODES, PODS]
+
+
+BLAS_THREADS = """
+    import contextlib, io, os
+    {prepare}
+    from policy_scheduler import cli
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["crds"])
+    import numpy
+    print(os.environ["OPENBLAS_NUM_THREADS"], len(os.listdir("/proc/self/task")))
+"""
+
+
+def test_the_cli_keeps_numpys_blas_to_the_main_thread() -> None:
+    """OpenBLAS would start a thread per CPU at numpy's import (about 60 ms of CPU per start)."""
+    unset = 'os.environ.pop("OPENBLAS_NUM_THREADS", None)'
+    assert run_python(BLAS_THREADS.format(prepare=unset)) == "1 1"  # no thread but the main one
+
+
+def test_the_users_blas_threads_stay() -> None:
+    code = BLAS_THREADS.format(prepare="")
+    assert run_python(code, {"OPENBLAS_NUM_THREADS": "2"}).split()[0] == "2"
 
 
 @pytest.mark.usefixtures("collector_restored")

@@ -20,7 +20,7 @@ from typing import Any
 
 from policy_scheduler import startup_gc
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
-from policy_scheduler.apiobjects.podgroups import PODGROUPS_PATH, PodGroupObject, pod_group_from_api
+from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
 from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
@@ -40,7 +40,7 @@ from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
-from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
+from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.storage_informers import StorageChanges
@@ -158,7 +158,7 @@ class Operator:
         # may be absent: its pods then wait with "PodGroup not found").
         self.podgroups = Informer(
             api,
-            PODGROUPS_PATH,
+            PODGROUPS,
             PodGroupObject,
             pod_group_from_api,
             on_add=self.engine.pod_group_set,
@@ -203,6 +203,11 @@ class Operator:
 
     def synced(self) -> bool:
         return self.cluster.synced()
+
+    def informers(self) -> list[Informer[Any, Any]]:
+        """Every informer the operator runs; `run` asks for their first lists early
+        (paths.EARLY_LISTS)."""
+        return [*self.cluster.informers(), self.podgroups]
 
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata", {})
@@ -336,8 +341,7 @@ class Operator:
         early = asyncio.create_task(self._apply_early_policies(), name="early policies")
         self.events.start()
         self.reporter.start()
-        tasks.extend(self.cluster.start())
-        tasks.append(self.podgroups.start())
+        tasks.extend(informer.start() for informer in self.informers())
         tasks.append(asyncio.create_task(self.podgroup_status.run(), name="podgroup-status"))
         tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
         kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()

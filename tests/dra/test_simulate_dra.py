@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from policy_scheduler.cli import main
-from policy_scheduler.kube.informer import NODES, PODS
+from policy_scheduler.kube.paths import NODES, PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.simulate.dra import generate_name, generated_claim_name
 from policy_scheduler.simulate.live_snapshot import DRA_API, read_snapshot

@@ -19,11 +19,6 @@ from policy_scheduler.scheduler.dra import model as dra
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.resources import parse_quantity
 
-API = "/apis/resource.k8s.io/v1"
-RESOURCE_SLICES = f"{API}/resourceslices"
-DEVICE_CLASSES = f"{API}/deviceclasses"
-RESOURCE_CLAIMS = f"{API}/resourceclaims"
-
 
 class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", forbid_unknown_fields=False):
     pass

@@ -12,6 +12,10 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.apiobjects.errors import ConversionError
+from policy_scheduler.apiobjects.podgroup_api import API_VERSION as API_VERSION
+from policy_scheduler.apiobjects.podgroup_api import GROUP as GROUP
+from policy_scheduler.apiobjects.podgroup_api import PLURAL as PLURAL
+from policy_scheduler.apiobjects.podgroup_api import VERSION as VERSION
 from policy_scheduler.apiobjects.structs import ObjectMeta, _Base
 from policy_scheduler.scheduler.gang import GroupState, PodGroup
 from policy_scheduler.scheduler.gang.podgroup import (
@@ -22,12 +26,6 @@ from policy_scheduler.scheduler.gang.podgroup import (
 )
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.resources import QuantityError, canonical_list
-
-GROUP = "scheduling.x-k8s.io"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-PLURAL = "podgroups"
-PODGROUPS_PATH = f"/apis/{API_VERSION}/{PLURAL}"
 
 
 class PodGroupSpec(_Base):

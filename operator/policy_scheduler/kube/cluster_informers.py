@@ -17,16 +17,8 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers
-from policy_scheduler.kube.informer import (
-    NAMESPACES,
-    NODES,
-    OWNER_RESOURCES,
-    PDBS,
-    PODS,
-    Informer,
-    ListFormat,
-)
-from policy_scheduler.kube.paths import FIRST_LISTS, POD_FIELD_SELECTOR
+from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer, ListFormat
+from policy_scheduler.kube.paths import NAMESPACES, NODE_AND_POD_LISTS, NODES, PDBS, POD_FIELD_SELECTOR, PODS
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
@@ -106,7 +98,7 @@ class ClusterInformers:
             on_update=sink.node_updated,
             on_delete=sink.node_deleted,
             timings=timings,
-            list_format=ListFormat(FIRST_LISTS[NODES].accept, decode_node_list),
+            list_format=ListFormat(NODE_AND_POD_LISTS[NODES].accept, decode_node_list),
         )
         self.namespaces = Informer(
             api,
@@ -132,24 +124,21 @@ class ClusterInformers:
         self.namespace_labels.pop(ns.name, None)
         self.sink.set_namespace_labels(self.namespace_labels)
 
-    def _all(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
+    def informers(self, *, pdbs: bool = True) -> list[Informer[Any, Any]]:
         core: list[Informer[Any, Any]] = [self.namespaces, self.nodes, self.pods]
         dra = self.dra.all() if self.dra is not None else []
         return [*core, *([self.pdbs] if pdbs else []), *self.owners, *self.storage, *dra]
 
-    def start(self) -> list[asyncio.Task[None]]:
-        return [informer.start() for informer in self._all()]
-
     def synced(self) -> bool:
         """What /readyz and profile status report (PDBs only matter to preemption)."""
-        return all(i.has_synced.is_set() for i in self._all(pdbs=False))
+        return all(i.has_synced.is_set() for i in self.informers(pdbs=False))
 
     async def wait_synced(self) -> None:
-        await asyncio.gather(*(i.has_synced.wait() for i in self._all()))
+        await asyncio.gather(*(i.has_synced.wait() for i in self.informers()))
 
     async def wait_current(self) -> None:
         """Until every informer follows the server again (listed, or its watch open)."""
-        behind = [i.path for i in self._all() if not i.current.is_set()]
+        behind = [i.path for i in self.informers() if not i.current.is_set()]
         if behind:
             log.info("waiting for watches to reconnect", extra={"resources": behind})
-        await asyncio.gather(*(i.current.wait() for i in self._all()))
+        await asyncio.gather(*(i.current.wait() for i in self.informers()))

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from policy_scheduler.apiobjects import dra as api_dra
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import Informer
+from policy_scheduler.kube.paths import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
 from policy_scheduler.scheduler.dra.model import DeviceClass, ResourceClaim, ResourceSlice
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.framework.events import Resource
@@ -27,7 +28,7 @@ class DraInformers:
         self.sink = sink
         self.slices: Informer[api_dra.ResourceSlice, ResourceSlice] = Informer(
             api,
-            api_dra.RESOURCE_SLICES,
+            RESOURCE_SLICES,
             api_dra.ResourceSlice,
             api_dra.slice_from_api,
             on_add=lambda s: self._slice(None, s),
@@ -37,7 +38,7 @@ class DraInformers:
         )
         self.classes: Informer[api_dra.DeviceClass, DeviceClass] = Informer(
             api,
-            api_dra.DEVICE_CLASSES,
+            DEVICE_CLASSES,
             api_dra.DeviceClass,
             api_dra.class_from_api,
             on_add=lambda c: self._class(None, c),
@@ -47,7 +48,7 @@ class DraInformers:
         )
         self.claims: Informer[api_dra.ResourceClaim, ResourceClaim] = Informer(
             api,
-            api_dra.RESOURCE_CLAIMS,
+            RESOURCE_CLAIMS,
             api_dra.ResourceClaim,
             api_dra.claim_from_api,
             on_add=lambda c: self._claim(None, c),

@@ -14,8 +14,9 @@ from urllib.parse import quote
 
 import msgspec
 
-from policy_scheduler.apiobjects.dra import API, allocation_to_json, claim_from_json
+from policy_scheduler.apiobjects.dra import allocation_to_json, claim_from_json
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, request, request_ok
+from policy_scheduler.kube.paths import DRA_API
 from policy_scheduler.scheduler.dra.model import CLAIM_FINALIZER, AllocationResult, ResourceClaim
 from policy_scheduler.scheduler.dra.services import ClaimWriteError
 from policy_scheduler.scheduler.model import Pod
@@ -26,7 +27,7 @@ _FAILURES: tuple[type[BaseException], ...] = (ApiError, ClaimWriteError, *CONNEC
 
 
 def claim_path(namespace: str, name: str) -> str:
-    return f"{API}/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
+    return f"{DRA_API}/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
 
 
 class ApiClaimWriter:

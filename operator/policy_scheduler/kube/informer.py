@@ -28,19 +28,10 @@ from policy_scheduler.config import DEFAULTS, InformerTimings
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
 from policy_scheduler.kube.media_types import JSON
-from policy_scheduler.kube.paths import NODES as NODES
-from policy_scheduler.kube.paths import PODS as PODS
+from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
 
 log = logging.getLogger(__name__)
-
-NAMESPACES = "/api/v1/namespaces"
-PDBS = "/apis/policy/v1/poddisruptionbudgets"
-PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
-SERVICES = "/api/v1/services"
-REPLICATION_CONTROLLERS = "/api/v1/replicationcontrollers"
-REPLICA_SETS = "/apis/apps/v1/replicasets"
-STATEFUL_SETS = "/apis/apps/v1/statefulsets"
 
 # (collection path, struct type, converter) of the informers that feed a DefaultSelectorIndex.
 OWNER_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], OwnerInfo]], ...] = (

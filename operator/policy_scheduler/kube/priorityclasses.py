@@ -11,14 +11,14 @@ from urllib.parse import quote
 import msgspec
 
 from policy_scheduler.kube.client import MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.paths import PRIORITY_CLASSES
 
-PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 API_VERSION = "scheduling.k8s.io/v1"
 KIND = "PriorityClass"
 
 
 def priority_class_path(name: str) -> str:
-    return f"{PRIORITY_CLASSES_PATH}/{quote(name, safe='')}"
+    return f"{PRIORITY_CLASSES}/{quote(name, safe='')}"
 
 
 def _decode(body: bytes) -> dict[str, Any]:
@@ -36,7 +36,7 @@ async def get_priority_class(api: Any, name: str) -> dict[str, Any] | None:
 
 
 async def create_priority_class(api: Any, obj: dict[str, Any]) -> dict[str, Any]:
-    status, body = await request(api, "POST", PRIORITY_CLASSES_PATH, body=obj)
+    status, body = await request(api, "POST", PRIORITY_CLASSES, body=obj)
     if not 200 <= status < 300:
         raise ApiError.from_response(status, body)
     return _decode(body)

@@ -21,15 +21,16 @@ from policy_scheduler.apiobjects.storage_convert import (
 )
 from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import Informer
+from policy_scheduler.kube.paths import (
+    CSI_DRIVERS,
+    CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
+)
 from policy_scheduler.scheduler.storage.lister import StorageObject
-
-PERSISTENT_VOLUMES = "/api/v1/persistentvolumes"
-PERSISTENT_VOLUME_CLAIMS = "/api/v1/persistentvolumeclaims"
-STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
-CSI_NODES = "/apis/storage.k8s.io/v1/csinodes"
-CSI_DRIVERS = "/apis/storage.k8s.io/v1/csidrivers"
-CSI_STORAGE_CAPACITIES = "/apis/storage.k8s.io/v1/csistoragecapacities"
-VOLUME_ATTACHMENTS = "/apis/storage.k8s.io/v1/volumeattachments"
 
 STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], ...] = (
     (PERSISTENT_VOLUMES, st.PersistentVolume, pv_from_api),

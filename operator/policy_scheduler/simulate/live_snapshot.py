@@ -25,22 +25,21 @@ from policy_scheduler.apiobjects.convert_cluster import (
     priority_class_from_api,
 )
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list
-from policy_scheduler.kube.informer import (
+from policy_scheduler.kube.informer import OWNER_RESOURCES, object_key
+from policy_scheduler.kube.paths import DRA_API as DRA_API
+from policy_scheduler.kube.paths import (
     NAMESPACES,
     NODES,
-    OWNER_RESOURCES,
     PDBS,
+    POD_FIELD_SELECTOR,
     PODS,
     PRIORITY_CLASSES,
-    object_key,
 )
-from policy_scheduler.kube.paths import POD_FIELD_SELECTOR
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
 
-DRA_API = "/apis/resource.k8s.io/v1"
 PAGE_SIZE = 500
 RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=5)
 
