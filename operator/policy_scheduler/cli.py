@@ -10,17 +10,6 @@ from collections.abc import Sequence
 
 from policy_scheduler.logs import configure as configure_logging
 
-# numpy's OpenBLAS starts a thread per CPU when numpy is imported, which doubles the CPU cost of
-# that import (about 60 ms more at every start, issue 12). Nothing here multiplies float
-# matrices, so one thread loses nothing. A value the user set stays.
-SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1"}
-
-
-def single_threaded_blas() -> None:
-    """Before numpy is imported: its BLAS starts no threads of its own."""
-    for name, value in SINGLE_THREADED_BLAS.items():
-        os.environ.setdefault(name, value)
-
 
 def _run(args: argparse.Namespace) -> int:
     from policy_scheduler import startup_gc
@@ -206,7 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    single_threaded_blas()
+    # Before numpy is imported: its OpenBLAS would start a thread per CPU, which doubles the CPU
+    # cost of that import (about 60 ms at every start, issue 12). Nothing here multiplies float
+    # matrices, so one thread loses nothing. A value the user set stays.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     configure_logging(str(args.log_level), str(args.log_format))
     result: int = args.func(args)

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from policy_scheduler.cli import main
-from policy_scheduler.kube.paths import NODES, PODS
+from policy_scheduler.kube.paths import DRA_API, NODES, PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.simulate.dra import generate_name, generated_claim_name
-from policy_scheduler.simulate.live_snapshot import DRA_API, read_snapshot
+from policy_scheduler.simulate.live_snapshot import read_snapshot
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.run import simulate
 from policy_scheduler.simulate.scenario import ScenarioError, load_scenario

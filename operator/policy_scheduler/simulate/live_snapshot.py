@@ -26,8 +26,8 @@ from policy_scheduler.apiobjects.convert_cluster import (
 )
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list
 from policy_scheduler.kube.informer import OWNER_RESOURCES, object_key
-from policy_scheduler.kube.paths import DRA_API as DRA_API
 from policy_scheduler.kube.paths import (
+    DRA_API,
     NAMESPACES,
     NODES,
     PDBS,
