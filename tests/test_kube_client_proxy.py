@@ -77,3 +77,12 @@ async def test_requests_and_watches_have_their_own_pools(kubeconfig: str) -> Non
         await api.close()
     assert requests.closed
     assert watches.closed
+
+
+async def test_request_pool_size_is_the_callers(kubeconfig: str) -> None:
+    api = await make_api_client(kubeconfig, request_connections=4)
+    try:
+        assert api.request_client.pool_manager.connector.limit == 4
+        assert api.rest_client.pool_manager.connector.limit == 100  # the watches' pool is unchanged
+    finally:
+        await api.close()

@@ -86,8 +86,11 @@ class ApiClient(k8s_client.ApiClient):
             await super().close()
 
 
-async def make_api_client(kubeconfig: str | None = None) -> Any:
-    """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config.
+async def make_api_client(
+    kubeconfig: str | None = None, request_connections: int = REQUEST_CONNECTIONS
+) -> Any:
+    """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config,
+    with up to `request_connections` connections for requests.
 
     Outside a cluster with neither set, ~/.kube/config is tried last so local runs just work.
     """
@@ -107,7 +110,7 @@ async def make_api_client(kubeconfig: str | None = None) -> Any:
             await k8s_config.load_kube_config(
                 config_file=str(default), client_configuration=configuration, persist_config=False
             )
-    api = ApiClient(configuration)
+    api = ApiClient(configuration, request_connections)
     api.user_agent = USER_AGENT
     for rest in (api.rest_client, api.request_client):
         _resolve_proxy_once(rest, str(configuration.host))

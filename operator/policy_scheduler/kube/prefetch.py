@@ -30,6 +30,10 @@ _Key = tuple[str, str, tuple[tuple[str, QueryValue], ...]]  # path, accept, quer
 
 # path, query, accept, and where its answer goes
 _Request = tuple[str, dict[str, QueryValue], str, "concurrent.futures.Future[Answer]"]
+# Connections for the early lists: the nodes and pods each have one, the small lists share the
+# rest. One per list would be ~20 TLS handshakes at once on both sides of a busy machine, and
+# the node list's request would leave only when they were all done (issue 12).
+EARLY_CONNECTIONS = 4
 _pending: dict[_Key, concurrent.futures.Future[Answer]] = {}
 _lock = threading.Lock()
 
@@ -83,6 +87,10 @@ async def answer(path: str, query: Mapping[str, QueryValue], accept: str) -> Ans
     if future is None:
         return None
     try:
+        # An answer already in is returned at once: wrapping it would cost a turn of the loop,
+        # and that turn may first run the decoding of a big list (issue 12).
+        if future.done():
+            return future.result()
         return await asyncio.wrap_future(future)
     except Exception as exc:
         log.debug("early list unusable", extra={"resource": path, "error": repr(exc)})
@@ -100,7 +108,7 @@ async def _fetch(kubeconfig: str | None, requests: Sequence[_Request], request_t
     from policy_scheduler.kube.client import call, make_api_client
 
     try:
-        api = await make_api_client(kubeconfig)
+        api = await make_api_client(kubeconfig, EARLY_CONNECTIONS)
     except Exception as exc:  # the operator reports its own configuration error
         for *_, future in requests:
             future.set_exception(exc)
