@@ -29,7 +29,6 @@ from policy_scheduler.kube import deferred_cas, early_policies
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
-from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.dra_writer import ApiClaimWriter
@@ -397,6 +396,9 @@ async def _main(config: OperatorConfig) -> int:
     api = await make_api_client(config.kubeconfig)
     try:
         if config.install_crds:
+            # Imported only here: rendering CRDs is not needed otherwise (start-up, issue 12).
+            from policy_scheduler.kube.crdinstall import install_crds
+
             await install_crds(api, config.api)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -52,7 +52,9 @@ def resume(why: str = "informers synced") -> None:
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(YOUNG_THRESHOLD, young), middle, old)
     gc.enable()
-    log.info("collector resumed", extra={"why": why, "frozen": gc.get_freeze_count()})
+    log.info("collector resumed", extra={"why": why})
+    if log.isEnabledFor(logging.DEBUG):  # the count walks every frozen object: ~20 ms at 5000 nodes
+        log.debug("objects frozen at start-up", extra={"objects": gc.get_freeze_count()})
 
 
 def resume_after(seconds: float = RESUME_DEADLINE) -> asyncio.TimerHandle:
