@@ -3,7 +3,7 @@
 At start the request pool has no connection. A burst of binds would open all of them at once,
 each with a TLS handshake on both sides of a machine that is busy with start-up, and the first
 bind would wait in that line: 0.06-0.5 s from its POST to its answer at 5000 nodes (issue 12).
-Starting with a few requests in flight and adding one per finished request doubles the
+Starting with a few requests in flight and adding one per successful request doubles the
 concurrency with each round trip, so the pool fills within a few round trips, the first
 requests leave on the first connections, and later ones reuse them.
 """
