@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from policy_scheduler.config import ApiTimings
 from policy_scheduler.kube import api_binder
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.slow_start import SlowStart
@@ -98,7 +99,7 @@ async def test_api_binder_binds_through_its_slow_start(monkeypatch: pytest.Monke
         await finish[name]
 
     monkeypatch.setattr(api_binder, "bind", fake_bind)
-    binder = ApiBinder(object(), binds_at_start=1, binds_in_flight=8)
+    binder = ApiBinder(object(), timings=ApiTimings(binds_at_start=1, request_connections=8))
     pods = [Pod(name=f"p{i}", namespace="default", uid=f"u{i}") for i in range(3)]
     tasks = [asyncio.create_task(binder.bind(pod, "n1")) for pod in pods]
     await settle()

@@ -145,7 +145,7 @@ class Operator:
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api, config.api.binds_at_start, config.api.request_connections),
+            binder=ApiBinder(api, timings=config.api),
             observe=_observe_extension_point,
             services=services,
             volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.api),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy_scheduler.apiobjects.podgroups import GROUP, PLURAL, VERSION
+from policy_scheduler.apiobjects.podgroup_api import GROUP, PLURAL, VERSION
 
 NAME = f"{PLURAL}.{GROUP}"
 

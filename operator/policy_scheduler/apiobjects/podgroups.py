@@ -12,10 +12,6 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.apiobjects.errors import ConversionError
-from policy_scheduler.apiobjects.podgroup_api import API_VERSION as API_VERSION
-from policy_scheduler.apiobjects.podgroup_api import GROUP as GROUP
-from policy_scheduler.apiobjects.podgroup_api import PLURAL as PLURAL
-from policy_scheduler.apiobjects.podgroup_api import VERSION as VERSION
 from policy_scheduler.apiobjects.structs import ObjectMeta, _Base
 from policy_scheduler.scheduler.gang import GroupState, PodGroup
 from policy_scheduler.scheduler.gang.podgroup import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from policy_scheduler.apiobjects.podgroups import API_VERSION, PLURAL
+from policy_scheduler.apiobjects.podgroup_api import API_VERSION, PLURAL
 from policy_scheduler.bench_e2e.workloads import JSON, Workload, pod
 from policy_scheduler.scheduler.gang import POD_GROUP_LABEL
 

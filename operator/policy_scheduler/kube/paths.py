@@ -98,5 +98,12 @@ EARLY_LISTS: Mapping[str, FirstList] = MappingProxyType(
 )
 
 
+def podgroup_status_path(namespace: str, name: str) -> str:
+    return (
+        f"/apis/{podgroup_api.API_VERSION}/namespaces/{quote(namespace, safe='')}"
+        f"/{podgroup_api.PLURAL}/{quote(name, safe='')}/status"
+    )
+
+
 def pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
-from policy_scheduler.apiobjects.podgroups import API_VERSION, PLURAL, pod_group_status
+from policy_scheduler.apiobjects.podgroup_api import PLURAL
+from policy_scheduler.apiobjects.podgroups import pod_group_status
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.crstatus import flush_every, patch_status
+from policy_scheduler.kube.paths import podgroup_status_path
 from policy_scheduler.scheduler.gang import PodGroupStore
 from policy_scheduler.scheduler.nodetable import NodeTable
 
@@ -53,7 +54,7 @@ class PodGroupStatusWriter:
             if self._written.get(key) == status:
                 continue
             namespace, _, name = key.partition("/")
-            path = f"/apis/{API_VERSION}/namespaces/{quote(namespace)}/{PLURAL}/{quote(name, safe='')}/status"
+            path = podgroup_status_path(namespace, name)
             outcome = await patch_status(self.api, path, status, f"{PLURAL}/{key}")
             if outcome == "gone":
                 self._written.pop(key, None)

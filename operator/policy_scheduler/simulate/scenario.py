@@ -28,7 +28,7 @@ from policy_scheduler.apiobjects.convert_cluster import (
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.owners import KINDS as OWNER_KINDS
 from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
-from policy_scheduler.apiobjects.podgroups import GROUP as PODGROUP_GROUP
+from policy_scheduler.apiobjects.podgroup_api import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
