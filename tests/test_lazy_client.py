@@ -39,3 +39,25 @@ def test_start_path_imports_no_generated_model_and_every_name_still_resolves() -
     eager = _run("from kubernetes_asyncio import client; print(len(client.__all__), [], client.__version__)")
     assert counts == eager
     assert error == "AttributeError"
+
+
+def test_modules_unused_at_start_run_on_first_attribute_access() -> None:
+    out = _run(
+        """
+        import sys, types
+        from policy_scheduler.kube import lazy_client
+        lazy_client.install()
+        import kopf  # noqa: F401
+        import policy_scheduler.kube.client  # noqa: F401
+        # LazyLoader turns a module into a plain module when it runs: until then its type differs.
+        print(sorted(name for name in lazy_client.LAZY_MODULES if type(sys.modules[name]) is types.ModuleType))
+        import urllib3
+        print(urllib3.util.make_headers(basic_auth="a:b"))
+        from kubernetes_asyncio import watch
+        print(watch.Watch.__name__, type(sys.modules["urllib3"]) is types.ModuleType)
+        """
+    )
+    executed, header, watch = out.splitlines()
+    assert executed == "[]"
+    assert header == "{'authorization': 'Basic YTpi'}"
+    assert watch == "Watch True"

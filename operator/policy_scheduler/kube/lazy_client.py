@@ -1,20 +1,27 @@
-"""Lazy attributes for kubernetes_asyncio's generated `client`, `client.api` and `client.models`.
+"""kubernetes_asyncio imported for what we use of it, the rest on first use.
 
-Their `__init__` modules import every generated API and model class (about 1500 modules,
-0.15-0.2 CPU-s at start, issue 12), and kopf imports `kubernetes_asyncio.client` whatever we do
-(`kopf/_cogs/helpers/thirdparty.py`). We use a handful of them (Configuration, ApiClient, and
-the Lease classes of leader election). `install()` makes those three packages resolve each
-`from <package>.<module> import <Name>` of their `__init__` on first access instead (PEP 562
-module `__getattr__`); every other statement of the `__init__` runs as written. Names,
-`__all__` and behaviour stay the same, only the time of import moves.
+Importing `kubernetes_asyncio.config` (our client's config loading) runs the package's
+`__init__`, which imports every subpackage; their generated `__init__` modules import every API
+and model class (about 1500 modules, 0.15-0.2 CPU-s at start, issue 12), and kopf imports
+`kubernetes_asyncio.client` whatever we do (`kopf/_cogs/helpers/thirdparty.py`). We use a
+handful of names (Configuration, ApiClient, the config loaders, the Lease classes of leader
+election). `install()` changes when those imports run, never what they give:
+
+- `client`, `client.api` and `client.models` resolve each `from <package>.<module> import
+  <Name>` of their `__init__` on first access instead (PEP 562 module `__getattr__`); every other
+  statement of the `__init__` runs as written.
+- the subpackages we never use on the way to the first bind (`dynamic`, `stream`, `utils`,
+  `watch`) and urllib3 (which `client.configuration` imports for the basic-auth header only) are
+  executed on first attribute access (`importlib.util.LazyLoader`).
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
+import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -23,6 +30,20 @@ from typing import Any
 LAZY_PACKAGES = frozenset(
     {"kubernetes_asyncio.client", "kubernetes_asyncio.client.api", "kubernetes_asyncio.client.models"}
 )
+LAZY_MODULES = frozenset(
+    {
+        "kubernetes_asyncio.dynamic",
+        "kubernetes_asyncio.stream",
+        "kubernetes_asyncio.utils",
+        "kubernetes_asyncio.watch",
+        "urllib3",
+    }
+)
+
+# One top-level `from <module> import <name> [as <alias>]` statement on a line of its own, as the
+# generated `__init__` modules write them. Scanning lines costs ~1 ms where parsing the modules
+# cost ~45 ms per start; anything else (indented, parenthesised, continued) is kept as written.
+_FROM_IMPORT = re.compile(r"from ([\w.]+) import (\w+)(?: as (\w+))?[ \t]*(?:#.*)?")
 
 
 class _LazyInitLoader(importlib.abc.Loader):
@@ -33,25 +54,16 @@ class _LazyInitLoader(importlib.abc.Loader):
         return None  # the default module object
 
     def exec_module(self, module: ModuleType) -> None:
-        with open(self.origin, "rb") as handle:
-            tree = ast.parse(handle.read(), self.origin)
+        with open(self.origin, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
         deferred: dict[str, tuple[str, str]] = {}
-        kept: list[ast.stmt] = []
         prefix = module.__name__ + "."
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-                module_name = node.module
-            else:
-                module_name = ""
-            if isinstance(node, ast.ImportFrom) and module_name.startswith(prefix):
-                for alias in node.names:
-                    if alias.name == "*":
-                        break
-                    deferred[alias.asname or alias.name] = (module_name, alias.name)
-                else:
-                    continue
-            kept.append(node)
-        exec(compile(ast.Module(body=kept, type_ignores=[]), self.origin, "exec"), module.__dict__)
+        for number, line in enumerate(lines):
+            match = _FROM_IMPORT.fullmatch(line)
+            if match is not None and match[1].startswith(prefix):
+                deferred[match[3] or match[2]] = (match[1], match[2])
+                lines[number] = ""  # an empty line keeps the line numbers of tracebacks
+        exec(compile("\n".join(lines), self.origin, "exec"), module.__dict__)
 
         def __getattr__(name: str) -> Any:
             try:
@@ -65,20 +77,24 @@ class _LazyInitLoader(importlib.abc.Loader):
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
 
-class _LazyInitFinder(importlib.abc.MetaPathFinder):
+class _LazyFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in LAZY_PACKAGES:
+        if fullname not in LAZY_PACKAGES and fullname not in LAZY_MODULES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin is None or not spec.origin.endswith("__init__.py"):
-            return None  # not the layout this was written for: the normal import
-        spec.loader = _LazyInitLoader(spec.origin)
+        if spec is None or spec.origin is None or spec.loader is None:
+            return None
+        if fullname in LAZY_MODULES:
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+        elif spec.origin.endswith("__init__.py"):
+            spec.loader = _LazyInitLoader(spec.origin)
+        # else: not the layout this was written for, the normal import
         return spec
 
 
 def install() -> None:
-    """Before the first import of kubernetes_asyncio (a no-op for packages already imported)."""
-    if not any(isinstance(finder, _LazyInitFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _LazyInitFinder())
+    """Before the first import of kubernetes_asyncio (a no-op for modules already imported)."""
+    if not any(isinstance(finder, _LazyFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _LazyFinder())

@@ -17,6 +17,9 @@ class CamelModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
+        # Validators are built on first use, not at import: about a third of the operator's
+        # import CPU, mostly for models nothing validates before the first bind (issue 12).
+        defer_build=True,
     )
 
     def to_json(self) -> dict[str, object]:
