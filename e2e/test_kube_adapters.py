@@ -392,8 +392,8 @@ async def test_first_list_answered_by_the_start_up_prefetch(
 ) -> None:
     """`run` asks for every informer's first list while it imports the rest (kube.prefetch):
     the operator's informers take those answers instead of asking again (the pod list with the
-    informer's field selector, the node list as protobuf); a failed early request is asked
-    again."""
+    informer's field selector, the node list as protobuf, decoded as it arrived); a failed early
+    request is asked again."""
     timings = DEFAULTS.informer
     queries: list[str] = []
     real_call = call
@@ -406,6 +406,13 @@ async def test_first_list_answered_by_the_start_up_prefetch(
     informer_lists = {**NODE_AND_POD_LISTS, **OTHER_INFORMER_LISTS}
     try:
         thread = prefetch.start(str(kubeconfig), informer_lists, timings.page_size, timings.list_timeout)
+        await asyncio.to_thread(thread.join, 30)
+        # The node list was decoded by the early thread as it arrived.
+        with prefetch._lock:
+            early_nodes = prefetch._pending[
+                prefetch._key(NODES, prefetch.first_list_query(timings.page_size, {}), PROTOBUF_OR_JSON)
+            ].result()
+        assert isinstance(early_nodes, prefetch.Decoded)
         operator = Operator(api, OperatorConfig(leader_elect=False, identity="e2e-prefetch"))
         refused: set[tuple[str, int]] = set()
         for informer in operator.informers():
@@ -421,7 +428,6 @@ async def test_first_list_answered_by_the_start_up_prefetch(
         assert nodes.resource_version
         assert operator.cluster.pods.resource_version
         assert operator.cluster.namespaces.store  # the small lists too
-        await asyncio.to_thread(thread.join, 10)
 
         missing = tmp_path / "no-such-kubeconfig"
         thread = prefetch.start(

@@ -23,6 +23,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.decode import ListResult, decode_list
+from policy_scheduler.apiobjects.protobuf_list import ListSplitter
 
 # Every protobuf body starts with this, then a runtime.Unknown that wraps the object's bytes.
 MAGIC = b"k8s\x00"
@@ -109,8 +110,8 @@ def message_classes(schema: Schema = SCHEMA) -> dict[str, Any]:
 
 
 _CLASSES = message_classes()
-_UNKNOWN = _CLASSES["Unknown"]
-_NODE_LIST = _CLASSES["NodeList"]
+_NODE = _CLASSES["Node"]
+_LIST_META = _CLASSES["ListMeta"]
 
 
 # ---- messages -> structs ----------------------------------------------------------------------------
@@ -150,12 +151,46 @@ def _node(n: Any) -> structs.Node:
     )
 
 
+class NodeListDecoder:
+    """A NodeList answer decoded as it arrives: each node as soon as its bytes are in
+    (protobuf), or the whole list at the end (JSON, if the server answered so)."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()  # the first bytes, until they tell protobuf from JSON
+        self._splitter: ListSplitter | None = None
+        self._json: bytearray | None = None
+        self._nodes: list[structs.Node] = []
+
+    def feed(self, chunk: bytes) -> None:
+        if self._splitter is None and self._json is None:
+            self._head += chunk
+            if len(self._head) < len(MAGIC) and MAGIC.startswith(self._head):
+                return
+            chunk, self._head = bytes(self._head), bytearray()
+            if chunk.startswith(MAGIC):
+                self._splitter = ListSplitter(MAGIC)
+            else:
+                self._json = bytearray()
+        if self._json is not None:
+            self._json += chunk
+            return
+        assert self._splitter is not None
+        self._nodes.extend(_node(_NODE.FromString(item)) for item in self._splitter.feed(chunk))
+
+    def result(self) -> ListResult[structs.Node]:
+        """The decoded list, once the answer is complete (TruncatedList if it is not)."""
+        if self._splitter is None:
+            return decode_list(bytes(self._json if self._json is not None else self._head), structs.Node)
+        self._splitter.close()
+        meta = _LIST_META.FromString(self._splitter.list_meta)
+        # `continue` is a Python keyword: the field is only reachable by name.
+        return ListResult(self._nodes, meta.resourceVersion, getattr(meta, "continue"))
+
+
 def decode_node_list(body: bytes) -> ListResult[structs.Node]:
     """A NodeList body, protobuf or (if the server answered so) JSON."""
     if not body.startswith(MAGIC):
         return decode_list(body, structs.Node)
-    envelope = _UNKNOWN.FromString(body[len(MAGIC) :])
-    nodes = _NODE_LIST.FromString(envelope.raw)
-    meta = nodes.metadata
-    # `continue` is a Python keyword: the field is only reachable by name.
-    return ListResult([_node(n) for n in nodes.items], meta.resourceVersion, getattr(meta, "continue"))
+    decoder = NodeListDecoder()
+    decoder.feed(body)
+    return decoder.result()

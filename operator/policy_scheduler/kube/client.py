@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
@@ -182,11 +182,14 @@ async def call(
     content_type: str | None = None,
     request_timeout: float = DEFAULT_TIMEOUT,
     accept: str = JSON,
+    sink: Callable[[bytes], None] | None = None,
 ) -> Answer:
     """One request; returns its Answer (status, body bytes, Retry-After) whatever the status.
 
     `body` is bytes as is, or anything msgspec can encode as JSON. `accept`: the answer's
-    content types (kube.media_types). Connection failures raise (see CONNECTION_ERRORS).
+    content types (kube.media_types). With `sink`, a successful (2xx) answer's body goes to it
+    piece by piece as it arrives, and the Answer's body is empty. Connection failures raise
+    (see CONNECTION_ERRORS).
     """
     data = _body(body)
     if data is not None and content_type is None:
@@ -202,6 +205,10 @@ async def call(
         **extra,
     ) as resp:
         retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+        if sink is not None and 200 <= resp.status < 300:
+            async for piece in resp.content.iter_any():
+                sink(piece)
+            return Answer(resp.status, b"", retry_after)
         return Answer(resp.status, await resp.read(), retry_after)
 
 

@@ -34,7 +34,7 @@ async def take(page_size: int) -> dict[str, list[dict[str, Any]]] | None:
     lists: dict[str, list[dict[str, Any]]] = {}
     for path, (selectors, accept) in POLICY_LISTS.items():
         answer = await prefetch.answer(path, prefetch.first_list_query(page_size, selectors), accept)
-        if answer is None:
+        if answer is None or isinstance(answer, prefetch.Decoded):  # only nodes come decoded
             return None
         if answer.status != 200:  # e.g. 404 before the CRDs are installed
             log.debug("early policy list refused", extra={"resource": path, "status": answer.status})

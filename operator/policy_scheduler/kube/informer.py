@@ -185,7 +185,7 @@ class Informer(Generic[S, V]):
         accept = self.list_format.accept
         while True:
             query: dict[str, str | int | bool]
-            answer: Answer | None = None
+            answer: Answer | prefetch.Decoded | None = None
             if token:
                 # the server refuses a resourceVersion with a token
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
@@ -194,22 +194,25 @@ class Informer(Generic[S, V]):
                 answer = await prefetch.answer(self.path, query, accept)
             else:
                 query = {"limit": self.page_size, **self.selectors()}
-            if answer is None:
-                answer = await call(
-                    self.api,
-                    "GET",
-                    self.path,
-                    query=query,
-                    request_timeout=self.timings.list_timeout,
-                    accept=accept,
-                )
-            if answer.status == 410 and token:
-                # The continue token outlived its snapshot: start the list over.
-                items, failures, token = [], [], ""
-                continue
-            if answer.status != 200:
-                raise ApiError.from_answer(answer)
-            page = self.list_format.decode(answer.body)
+            if isinstance(answer, prefetch.Decoded):
+                page: ListResult[S] = answer.page  # decoded by the early thread as it arrived
+            else:
+                if answer is None:
+                    answer = await call(
+                        self.api,
+                        "GET",
+                        self.path,
+                        query=query,
+                        request_timeout=self.timings.list_timeout,
+                        accept=accept,
+                    )
+                if answer.status == 410 and token:
+                    # The continue token outlived its snapshot: start the list over.
+                    items, failures, token = [], [], ""
+                    continue
+                if answer.status != 200:
+                    raise ApiError.from_answer(answer)
+                page = self.list_format.decode(answer.body)
             items.extend(page.items)
             failures.extend(page.failures)
             token = page.continue_token
