@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy_scheduler.apiobjects import protobuf_list as protobuf_list_fields
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert_cluster import node_from_api, node_from_dict
 from policy_scheduler.apiobjects.decode import decode_list
@@ -236,3 +237,12 @@ def test_a_protobuf_list_cut_short_is_never_taken_for_a_whole_one(cuts: list[int
     short = body[: end % (len(body) - len(trailer))]
     with pytest.raises((TruncatedList, msgspec.DecodeError)):  # too short to be told from JSON
         _fed(_pieces(short, cuts)).result()
+
+
+def test_the_splitter_reads_the_field_numbers_of_the_schema() -> None:
+    """The splitter's frames are the schema's fields, whose numbers the e2e test holds to
+    upstream's .proto files."""
+    numbers = {(message, name): number for message, fields in SCHEMA.items() for name, number, _ in fields}
+    assert numbers[("Unknown", "raw")] == protobuf_list_fields.RAW_FIELD
+    assert numbers[("NodeList", "metadata")] == protobuf_list_fields.LIST_META_FIELD
+    assert numbers[("NodeList", "items")] == protobuf_list_fields.ITEMS_FIELD

@@ -11,7 +11,9 @@ informer read: the parser skips every other field without building it, as msgspe
 JSON, and reading a field of a parsed message costs a Python object each (about 1 us), so the
 structs get those fields only; the others keep their defaults. tests/test_node_protobuf.py
 holds both paths to the same nodes. The messages are built at import into a private
-descriptor pool; no generated code, no protoc.
+descriptor pool; no generated code, no protoc. The envelope and the list are not parsed as
+messages: `protobuf_list.ListSplitter` cuts each node out (with the field numbers of `Unknown`
+and `NodeList` below), so a list is decoded node by node as it arrives.
 """
 
 from __future__ import annotations

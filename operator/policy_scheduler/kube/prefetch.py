@@ -166,8 +166,8 @@ def _decoder(path: str, accept: str) -> NodeListDecoder | None:
 
     if path != NODES or accept != PROTOBUF_OR_JSON:
         return None
-    # Imported in this thread while the main thread imports the operator: safe, as nothing
-    # node_protobuf imports ever imports a module the operator's imports are in the middle of.
+    # Imported in this thread while the main thread imports the operator. The two can wait on
+    # each other's module locks only if a module node_protobuf imports came back to it; none does.
     from policy_scheduler.apiobjects.node_protobuf import NodeListDecoder
 
     return NodeListDecoder()
