@@ -170,7 +170,8 @@ class NodeListDecoder:
                 return
             chunk, self._head = bytes(self._head), bytearray()
             if chunk.startswith(MAGIC):
-                self._splitter = ListSplitter(MAGIC)
+                self._splitter = ListSplitter()
+                chunk = chunk[len(MAGIC) :]
             else:
                 self._json = bytearray()
         if self._json is not None:

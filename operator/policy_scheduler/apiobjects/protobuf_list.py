@@ -19,7 +19,7 @@ _COMPACT_AT = 1 << 20  # drop consumed bytes once this many have piled up
 
 
 class TruncatedList(ValueError):
-    """The answer ended before its list did, or is not a protobuf list."""
+    """The answer ended before its list did, or holds what a protobuf list cannot."""
 
 
 def _varint(buf: bytearray, pos: int) -> tuple[int, int] | None:
@@ -38,13 +38,12 @@ def _varint(buf: bytearray, pos: int) -> tuple[int, int] | None:
 
 
 class ListSplitter:
-    """Feed it the answer's bytes in any pieces; it returns each item's bytes once complete."""
+    """Feed it the answer's bytes after MAGIC (the runtime.Unknown), in any pieces; it returns
+    each item's bytes once complete."""
 
-    def __init__(self, magic: bytes) -> None:
-        self._magic = magic
+    def __init__(self) -> None:
         self._buf = bytearray()
         self._pos = 0
-        self._started = False  # the magic was seen
         self._list_end: int | None = None  # where the list message ends, once known
         self._done = False
         self.list_meta = b""
@@ -52,13 +51,6 @@ class ListSplitter:
     def feed(self, chunk: bytes) -> list[bytes]:
         self._buf += chunk
         items: list[bytes] = []
-        if not self._started:
-            if not self._buf.startswith(self._magic):
-                if len(self._buf) >= len(self._magic) or not self._magic.startswith(bytes(self._buf)):
-                    raise TruncatedList("not a protobuf answer")
-                return items  # too short to tell yet
-            self._started = True
-            self._pos = len(self._magic)
         while not self._done:
             in_list = self._list_end is not None
             frame = self._frame()
