@@ -105,6 +105,24 @@ def test_the_operator_imports_crd_rendering_only_to_install_crds() -> None:
     assert run_python(code) == "False False"
 
 
+def test_the_operator_imports_no_built_validator_and_a_model_builds_on_first_use() -> None:
+    # Building every model's validator at import is CPU before the first bind (issue 12).
+    code = (
+        "import policy_scheduler.operator_main\n"
+        "from policy_scheduler.policy.base import CamelModel\n"
+        "def models(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from models(sub)\n"
+        "print(sorted({m.__name__ for m in models(CamelModel) if m.__pydantic_complete__}))\n"
+        "from policy_scheduler.policy.kube_types import LabelSelectorRequirement as R\n"
+        "print(R.model_validate({'key': 'k', 'operator': 'Exists'}).key, R.__pydantic_complete__)"
+    )
+    built, used = run_python(code).splitlines()
+    assert built == "[]"
+    assert used == "k True"
+
+
 @pytest.mark.usefixtures("collector_restored")
 def test_resume_counts_the_frozen_objects_only_for_debug_logs(caplog: pytest.LogCaptureFixture) -> None:
     # Counting walks every frozen object (about 20 ms at 5000 nodes, before the first cycle).
