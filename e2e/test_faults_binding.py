@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from faultproxy import FaultProxy, Record
 from fixtures_faults import FaultEnv, Scene, report
-from kubectl import wait_for
+from kubectl import condition, wait_for
 
 
 def _pod_of(record: Record) -> str:
@@ -158,3 +158,48 @@ def test_a_binding_lost_then_refused_is_read_back_when_the_pod_is_bound_again(
     )
     s.check(expect_bound=s.keys(["p"]))
     report("bind-unsettled", answers=[r.status for r in proxy.records("POST", binding)])
+
+
+def _unschedulable_attempts(faults: FaultEnv, profile: str) -> float:
+    wanted = {'result="unschedulable"', f'profile="{profile}"'}
+    for line in faults.operator.metrics().splitlines():
+        name, _, rest = line.partition("{")
+        if name == "scheduler_schedule_attempts_total":
+            labels, _, value = rest.rpartition("} ")
+            if set(labels.split(",")) == wanted:
+                return float(value)
+    return 0.0
+
+
+def test_a_pod_failing_the_same_way_again_gets_no_second_status_write(
+    faults: FaultEnv, fault_scene: Callable[..., Scene]
+) -> None:
+    """Upstream's updatePod: a verdict the pod already shows is not patched again. Each deleted
+    bound pod requeues the unschedulable one (the room it freed might do), which fails alike."""
+    s = fault_scene("verdict")
+    s.add_nodes(2, cpu="4")
+    status = re.compile(rf"^/api/v1/namespaces/{s.ns}/pods/big/status$")
+    started = time.monotonic()
+    s.create([s.pod("big", cpu="100")])
+    wait_for(
+        "big's verdict written", lambda: faults.proxy.records("PATCH", status, since=started), timeout=30
+    )
+    shown = condition(s.api.get(f"/api/v1/namespaces/{s.ns}/pods/big"), "PodScheduled")
+    assert shown is not None
+    assert shown["reason"] == "Unschedulable"
+    small = [f"small-{i}" for i in range(3)]
+    s.create(s.pod(n, cpu="1") for n in small)
+    s.wait_bound(small)
+    for name in small:
+        before = _unschedulable_attempts(faults, s.scheduler)
+
+        def tried_again(before: float = before) -> bool:
+            return _unschedulable_attempts(faults, s.scheduler) > before
+
+        s.delete_pods([name])
+        wait_for(f"big tried again after {name} went", tried_again, timeout=30)
+    pod = s.api.get(f"/api/v1/namespaces/{s.ns}/pods/big")
+    assert condition(pod, "PodScheduled") == shown
+    writes = faults.proxy.records("PATCH", status, since=started)
+    assert len(writes) == 1, [w.path for w in writes]
+    report("same-verdict", attempts=_unschedulable_attempts(faults, s.scheduler), status_writes=len(writes))

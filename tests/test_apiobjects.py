@@ -465,6 +465,18 @@ def test_pod_scheduled_condition() -> None:
     assert convert.pod_scheduled_condition(msgspec.convert(pod_json(), structs.Pod)) is None
 
 
+def test_a_pending_pods_model_carries_its_podscheduled_verdict_and_a_bound_one_does_not() -> None:
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    ready = {"type": "Ready", "status": "False"}
+    pending = convert.pod_from_dict(pod_json(status={"conditions": [ready, condition]}))
+    assert pending.scheduled_condition == ("False", "Unschedulable", "m")
+    assert convert.pod_from_dict(pod_json(status={"conditions": [ready]})).scheduled_condition is None
+    bound = pod_json({"nodeName": "n1"}, status={"conditions": [{**condition, "status": "True"}]})
+    assert convert.pod_from_dict(bound).scheduled_condition is None
+    # The status writer's business only: a model differing in it alone is the same pod.
+    assert pending == convert.pod_from_dict(pod_json())
+
+
 # --- errors ------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ clock and sleep (no wall-clock waits)."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
@@ -65,6 +66,21 @@ def test_informer_backoff_is_client_gos_reflector_backoff(draw: float) -> None:
     for n, delay in enumerate(delays):
         d = min(0.8 * 2**n, 30.0)
         assert d <= delay < 2 * d
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.5, 0.999])
+def test_a_status_write_and_its_retries_are_never_a_burst(draw: float) -> None:
+    """Delays in [0.1, 0.2) s doubling: however the jitter falls, one write's five attempts
+    take at least 1.5 s and at most four of them land in any second."""
+    policy = DEFAULTS.api.status_patch_retry
+    assert policy.max_attempts == 5
+    backoff = Backoff(policy, rng=lambda: draw)
+    times = [0.0]
+    for _ in range(policy.max_attempts - 1):
+        times.append(times[-1] + backoff.next())
+    assert times[-1] >= 1.5
+    assert all(later - earlier > 1.0 for earlier, later in zip(times, times[4:], strict=False))
+    assert all(later - earlier >= 0.1 for earlier, later in itertools.pairwise(times))
 
 
 def test_backoff_reset() -> None:

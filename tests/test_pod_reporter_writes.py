@@ -6,13 +6,16 @@ doubled the write rate in a 5xx storm and could land the older status last."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 from unittest.mock import Mock
 
 import pytest
 
-from policy_scheduler.kube import pod_reporter
+from policy_scheduler.kube import pod_reporter, podstatus
+from policy_scheduler.kube.client import ApiError
 from policy_scheduler.kube.pod_reporter import PodReporter
+from policy_scheduler.scheduler.model import Pod
 from tests.builders import make_pod
 
 
@@ -65,3 +68,110 @@ async def test_a_pod_has_one_write_in_flight_and_its_newest_status_lands_last(
         assert ("b", "other pod") in writes.landed
     finally:
         await reporter.stop()
+
+
+class Patches:
+    """Stands in for podstatus.patch_status: records bodies; `refuse` makes the next one fail."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.refuse = False
+
+    async def __call__(self, api: Any, namespace: str, name: str, body: dict[str, Any]) -> bool:
+        if self.refuse:
+            self.refuse = False
+            raise ApiError(503, "ServiceUnavailable", "try again")
+        self.bodies.append(body)
+        return True
+
+
+async def drain(reporter: PodReporter) -> None:
+    for _ in range(10):
+        await settle()
+    assert not reporter._pending
+    assert not reporter._writing
+
+
+@pytest.fixture
+async def patched(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[PodReporter, Patches]]:
+    patches = Patches()
+    monkeypatch.setattr(podstatus, "patch_status", patches)
+    reporter = PodReporter(None, Mock(), writers=2)
+    reporter.start()
+    yield reporter, patches
+    await reporter.stop()
+
+
+def showing(message: str, **fields: Any) -> Pod:
+    """A pending pod whose status already says PodScheduled=False, Unschedulable, `message`."""
+    return make_pod("p", scheduled_condition=("False", "Unschedulable", message), **fields)
+
+
+async def test_a_verdict_the_pod_already_shows_is_not_written_again(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    reporter, patches = patched
+    reporter.failed(
+        showing("0/3 nodes are available"), "Unschedulable", "0/3 nodes are available", None, None
+    )
+    await drain(reporter)
+    assert patches.bodies == []
+    reporter.failed(
+        showing("0/3 nodes are available"), "Unschedulable", "0/4 nodes are available", None, None
+    )
+    await drain(reporter)
+    (body,) = patches.bodies
+    assert body["status"]["conditions"][0]["message"] == "0/4 nodes are available"
+    assert "lastTransitionTime" not in body["status"]["conditions"][0]  # it was False already
+
+
+async def test_a_pod_without_the_condition_gets_it_with_a_transition_time(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    reporter, patches = patched
+    reporter.failed(make_pod("p"), "Unschedulable", "0/3 nodes are available", None, None)
+    await drain(reporter)
+    (body,) = patches.bodies
+    assert "lastTransitionTime" in body["status"]["conditions"][0]
+
+
+async def test_the_pod_as_last_seen_is_not_trusted_over_a_newer_write_of_ours(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    """The watch has not shown our write of B yet: a failure with A again must write A back."""
+    reporter, patches = patched
+    reporter.failed(showing("A"), "Unschedulable", "B", None, None)
+    await drain(reporter)
+    reporter.failed(showing("A"), "Unschedulable", "A", None, None)
+    await drain(reporter)
+    assert [b["status"]["conditions"][0]["message"] for b in patches.bodies] == ["B", "A"]
+    reporter.failed(showing("A"), "Unschedulable", "A", None, None)  # now both agree
+    await drain(reporter)
+    assert len(patches.bodies) == 2
+
+
+async def test_after_a_failed_write_the_verdict_is_written_even_if_the_pod_seems_to_show_it(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    """A refused or lost write may or may not have landed; the next failure writes regardless."""
+    reporter, patches = patched
+    patches.refuse = True
+    reporter.failed(showing("A"), "Unschedulable", "B", None, None)
+    await drain(reporter)
+    assert patches.bodies == []
+    reporter.failed(showing("B"), "Unschedulable", "B", None, None)
+    await drain(reporter)
+    assert len(patches.bodies) == 1
+
+
+async def test_a_nomination_the_pod_already_has_is_not_written_again(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    reporter, patches = patched
+    reporter.failed(showing("A", nominated_node_name="n1"), "Unschedulable", "A", "n1", None)
+    await drain(reporter)
+    assert patches.bodies == []
+    reporter.failed(showing("A", nominated_node_name="n1"), "Unschedulable", "A", "n2", None)
+    await drain(reporter)
+    (body,) = patches.bodies
+    assert body["status"]["nominatedNodeName"] == "n2"

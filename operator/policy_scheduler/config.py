@@ -21,9 +21,12 @@ class ApiTimings:
     binds_at_start: int = 4
     crd_served_wait: float = 60.0  # --install-crds: how long our CRDs may take to be served
     crd_served_poll: float = 0.2
-    # pods/status patches (conditions, nominations, DisruptionTarget)
+    # pods/status patches (conditions, nominations, DisruptionTarget): delays in [0.1, 0.2) s,
+    # doubling. Never near zero: a pod's write and its retries stay a few per second in a storm.
     status_patch_retry: RetryPolicy = field(
-        default_factory=lambda: RetryPolicy(initial=0.2, cap=5.0, max_attempts=5, max_retry_after=30.0)
+        default_factory=lambda: RetryPolicy(
+            initial=0.2, cap=5.0, max_attempts=5, max_retry_after=30.0, min_share=0.5
+        )
     )
     # volumebinding's BindPodVolumes polls the bindings every second; a change wakes it sooner.
     volume_binding_recheck: float = 1.0

@@ -280,7 +280,17 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
         resource_claim_statuses=tuple(
             (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
         ),
+        scheduled_condition=None if spec.node_name else _scheduled_verdict(status),
     )
+
+
+def _scheduled(status: structs.PodStatus) -> structs.PodCondition | None:
+    return next((c for c in status.conditions or () if c.type == "PodScheduled"), None)
+
+
+def _scheduled_verdict(status: structs.PodStatus) -> tuple[str, str, str] | None:
+    c = _scheduled(status)
+    return None if c is None else (c.status, c.reason, c.message)
 
 
 def pod_from_api(p: structs.Pod) -> model.Pod:
@@ -316,10 +326,10 @@ def pod_from_decode_failure(f: DecodeFailure) -> model.Pod:
 
 def pod_scheduled_condition(p: structs.Pod) -> PodConditionInfo | None:
     """The pod's PodScheduled condition, which status patches compare against."""
-    for c in p.status.conditions or ():
-        if c.type == "PodScheduled":
-            return PodConditionInfo(c.type, c.status, c.reason, c.message, epoch(c.last_transition_time))
-    return None
+    c = _scheduled(p.status)
+    if c is None:
+        return None
+    return PodConditionInfo(c.type, c.status, c.reason, c.message, epoch(c.last_transition_time))
 
 
 def pod_from_dict(d: Mapping[str, Any]) -> model.Pod:

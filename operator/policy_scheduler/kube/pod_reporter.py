@@ -15,9 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy_scheduler import metrics
+from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.podstatus import patch_status, set_nominated_node, set_unschedulable_condition
+from policy_scheduler.kube.podstatus import (
+    POD_SCHEDULED,
+    patch_status,
+    set_nominated_node,
+    set_unschedulable_condition,
+)
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
@@ -58,6 +64,8 @@ class PodReporter:
         self.stats: dict[str, ProfileStats] = {}
         self._pending: dict[str, _Failure] = {}
         self._writing: set[str] = set()  # pods whose write (retries included) is in flight
+        # The last verdict written for each pending pod; None: its last write's fate is unknown.
+        self._written: dict[str, tuple[str, str] | None] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._nomination_tasks: set[asyncio.Task[None]] = set()
@@ -73,6 +81,7 @@ class PodReporter:
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
         self._pending.pop(pod.key, None)
+        self._written.pop(pod.key, None)
         self.stats_for(framework.scheduler_name).record_scheduled(pod.key)
         self.bound_once.set()
         self.events.scheduled(pod, node_name)
@@ -134,6 +143,7 @@ class PodReporter:
 
     def pod_gone(self, pod: Pod) -> None:
         self._pending.pop(pod.key, None)
+        self._written.pop(pod.key, None)
         stats = self.stats.get(pod.scheduler_name)
         if stats is not None:
             stats.forget(pod.key)
@@ -172,18 +182,31 @@ class PodReporter:
                     self._wake.set()  # a newer status came while this one was written
 
     async def _write(self, key: str, failure: _Failure) -> None:
+        pod = failure.pod
+        verdict = (failure.reason, failure.message)
+        # What the pod already shows is not written again (upstream's updatePod): a pod failing
+        # the same way on every retry costs no write after the first. The pod as last seen may
+        # predate our latest write, so it is trusted only if it shows what that write said.
+        shown = pod.scheduled_condition
+        current = None
+        if shown is not None and self._written.get(key, shown[1:]) == shown[1:]:
+            current = PodConditionInfo(POD_SCHEDULED, *shown)
+        nominated = None if failure.nominated == pod.nominated_node_name else failure.nominated
+        self._written[key] = None  # unknown until the write is answered
         try:
             await set_unschedulable_condition(
                 self.api,
-                failure.pod.namespace,
-                failure.pod.name,
+                pod.namespace,
+                pod.name,
                 reason=failure.reason,
                 message=failure.message,
-                nominated_node=failure.nominated,
-                uid=failure.pod.uid,
+                current=current,
+                nominated_node=nominated,
+                uid=pod.uid,
             )
+            self._written[key] = verdict
             summary = failure.summary
-            if summary is not None and failure.pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
-                await self._annotate(failure.pod, summary)
+            if summary is not None and pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
+                await self._annotate(pod, summary)
         except Exception as exc:  # the API said no for good: log, keep scheduling
             log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})

@@ -180,6 +180,10 @@ class Pod:
     # Set by the decoder when the object could not be understood; the pod is then reported
     # Unschedulable with this message instead of being dropped.
     malformed: str | None = None
+    # status' PodScheduled condition of a pod not yet bound, as (status, reason, message): the
+    # status writer skips a verdict the pod already shows, as upstream's updatePod does. Not
+    # compared: a status write alone changes nothing the scheduler decides on.
+    scheduled_condition: tuple[str, str, str] | None = field(default=None, compare=False)
     # Caches, not init fields: dataclasses.replace(pod, containers=...) must not copy stale values.
     _requests: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _non_zero: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)
