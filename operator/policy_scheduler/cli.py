@@ -12,8 +12,9 @@ from policy_scheduler.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler import startup_gc
+    from policy_scheduler import dataclass_code_cache, startup_gc
 
+    dataclass_code_cache.install()  # before the imports that define dataclasses
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.config import OperatorConfig
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
@@ -27,6 +28,7 @@ def _run(args: argparse.Namespace) -> int:
     prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
     from policy_scheduler.operator_main import run_operator
 
+    dataclass_code_cache.save()  # only if some was compiled: then the next start need not
     return run_operator(config)
 
 
