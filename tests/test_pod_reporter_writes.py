@@ -102,6 +102,12 @@ async def patched(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[PodRep
     await reporter.stop()
 
 
+async def fail(reporter: PodReporter, pod: Pod, message: str, nominated: str | None = None) -> None:
+    """The pod's attempt failed as Unschedulable with `message`; its status writes are done."""
+    reporter.failed(pod, "Unschedulable", message, nominated, None)
+    await drain(reporter)
+
+
 def showing(message: str, **fields: Any) -> Pod:
     """A pending pod whose status already says PodScheduled=False, Unschedulable, `message`."""
     return make_pod("p", scheduled_condition=("False", "Unschedulable", message), **fields)
@@ -111,15 +117,9 @@ async def test_a_verdict_the_pod_already_shows_is_not_written_again(
     patched: tuple[PodReporter, Patches],
 ) -> None:
     reporter, patches = patched
-    reporter.failed(
-        showing("0/3 nodes are available"), "Unschedulable", "0/3 nodes are available", None, None
-    )
-    await drain(reporter)
+    await fail(reporter, showing("0/3 nodes are available"), "0/3 nodes are available")
     assert patches.bodies == []
-    reporter.failed(
-        showing("0/3 nodes are available"), "Unschedulable", "0/4 nodes are available", None, None
-    )
-    await drain(reporter)
+    await fail(reporter, showing("0/3 nodes are available"), "0/4 nodes are available")
     (body,) = patches.bodies
     assert body["status"]["conditions"][0]["message"] == "0/4 nodes are available"
     assert "lastTransitionTime" not in body["status"]["conditions"][0]  # it was False already
@@ -129,8 +129,7 @@ async def test_a_pod_without_the_condition_gets_it_with_a_transition_time(
     patched: tuple[PodReporter, Patches],
 ) -> None:
     reporter, patches = patched
-    reporter.failed(make_pod("p"), "Unschedulable", "0/3 nodes are available", None, None)
-    await drain(reporter)
+    await fail(reporter, make_pod("p"), "0/3 nodes are available")
     (body,) = patches.bodies
     assert "lastTransitionTime" in body["status"]["conditions"][0]
 
@@ -140,13 +139,10 @@ async def test_the_pod_as_last_seen_is_not_trusted_over_a_newer_write_of_ours(
 ) -> None:
     """The watch has not shown our write of B yet: a failure with A again must write A back."""
     reporter, patches = patched
-    reporter.failed(showing("A"), "Unschedulable", "B", None, None)
-    await drain(reporter)
-    reporter.failed(showing("A"), "Unschedulable", "A", None, None)
-    await drain(reporter)
+    await fail(reporter, showing("A"), "B")
+    await fail(reporter, showing("A"), "A")
     assert [b["status"]["conditions"][0]["message"] for b in patches.bodies] == ["B", "A"]
-    reporter.failed(showing("A"), "Unschedulable", "A", None, None)  # now both agree
-    await drain(reporter)
+    await fail(reporter, showing("A"), "A")  # now both agree
     assert len(patches.bodies) == 2
 
 
@@ -156,11 +152,9 @@ async def test_after_a_failed_write_the_verdict_is_written_even_if_the_pod_seems
     """A refused or lost write may or may not have landed; the next failure writes regardless."""
     reporter, patches = patched
     patches.refuse = True
-    reporter.failed(showing("A"), "Unschedulable", "B", None, None)
-    await drain(reporter)
+    await fail(reporter, showing("A"), "B")
     assert patches.bodies == []
-    reporter.failed(showing("B"), "Unschedulable", "B", None, None)
-    await drain(reporter)
+    await fail(reporter, showing("B"), "B")
     assert len(patches.bodies) == 1
 
 
@@ -168,10 +162,8 @@ async def test_a_nomination_the_pod_already_has_is_not_written_again(
     patched: tuple[PodReporter, Patches],
 ) -> None:
     reporter, patches = patched
-    reporter.failed(showing("A", nominated_node_name="n1"), "Unschedulable", "A", "n1", None)
-    await drain(reporter)
+    await fail(reporter, showing("A", nominated_node_name="n1"), "A", "n1")
     assert patches.bodies == []
-    reporter.failed(showing("A", nominated_node_name="n1"), "Unschedulable", "A", "n2", None)
-    await drain(reporter)
+    await fail(reporter, showing("A", nominated_node_name="n1"), "A", "n2")
     (body,) = patches.bodies
     assert body["status"]["nominatedNodeName"] == "n2"
