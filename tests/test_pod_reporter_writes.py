@@ -76,8 +76,11 @@ class Patches:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.refuse = False
+        self.hold: asyncio.Event | None = None  # when set, writes wait for it
 
     async def __call__(self, api: Any, namespace: str, name: str, body: dict[str, Any]) -> bool:
+        if self.hold is not None:
+            await self.hold.wait()
         if self.refuse:
             self.refuse = False
             raise ApiError(503, "ServiceUnavailable", "try again")
@@ -167,3 +170,19 @@ async def test_a_nomination_the_pod_already_has_is_not_written_again(
     await fail(reporter, showing("A", nominated_node_name="n1"), "A", "n2")
     (body,) = patches.bodies
     assert body["status"]["nominatedNodeName"] == "n2"
+
+
+async def test_a_pod_gone_while_its_write_was_in_flight_leaves_nothing_behind(
+    patched: tuple[PodReporter, Patches],
+) -> None:
+    reporter, patches = patched
+    pod = showing("A")
+    patches.hold = asyncio.Event()
+    reporter.failed(pod, "Unschedulable", "B", None, None)
+    await settle()
+    assert reporter._writing == {pod.key}  # the write is under way: gone before it is answered
+    reporter.pod_gone(pod)
+    patches.hold.set()
+    await drain(reporter)
+    assert len(patches.bodies) == 1
+    assert reporter._written == {}

@@ -204,7 +204,8 @@ class PodReporter:
                 nominated_node=nominated,
                 uid=pod.uid,
             )
-            self._written[key] = verdict
+            if key in self._written:  # not gone or bound meanwhile
+                self._written[key] = verdict
             summary = failure.summary
             if summary is not None and pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
                 await self._annotate(pod, summary)
