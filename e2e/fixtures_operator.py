@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl import Kubectl
 from policy_scheduler.policy.crdgen import render_crds
@@ -21,6 +22,16 @@ from polling import wait_until
 
 # Profiles labelled with this are served only by the operators their test starts itself.
 ISOLATED_LABEL = "e2e-isolated"
+
+
+def metric_sample(text: str, name: str, **labels: str) -> float | None:
+    """The value of the sample `name` (as exposed: `_total`, `_count`, `_sum` included) whose
+    labels include `labels`, from a /metrics text; None if there is none."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
 
 
 def free_port() -> int:

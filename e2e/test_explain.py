@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fixtures_operator import metric_sample
 from kubectl import Kubectl, namespace, pod, profile, wait_for
 from policy_scheduler.devcluster.nodes import NodeShape, node_manifest
 
@@ -162,16 +163,6 @@ def test_scheduled_pod_names_its_node_and_scores(
     assert SUMMARY not in (kubectl.get("pod", "placed", NS)["metadata"].get("annotations") or {})
 
 
-def _sample(text: str, name: str, **labels: str) -> float | None:
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split(" ")[0]))
-        if all(found.get(k) == v for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 def test_kube_scheduler_metrics_after_a_burst(
     operator_process: Any, kubectl: Kubectl, explain_nodes: list[str]
 ) -> None:
@@ -191,13 +182,15 @@ def test_kube_scheduler_metrics_after_a_burst(
         text = operator_process.metrics()
         # "stuck" is back in unschedulablePods between its retries, rejected by three plugins.
         plugins = ("NodeAffinity", "TaintToleration", "NodeResourcesFit")
-        found = [_sample(text, "scheduler_unschedulable_pods", plugin=p, profile=SCHEDULER) for p in plugins]
+        found = [
+            metric_sample(text, "scheduler_unschedulable_pods", plugin=p, profile=SCHEDULER) for p in plugins
+        ]
         return text if found == [1.0, 1.0, 1.0] else None
 
     text = wait_for("metrics with the unschedulable pod", scraped, timeout=60)
 
     def sample(name: str, **labels: str) -> float | None:
-        return _sample(text, name, **labels)
+        return metric_sample(text, name, **labels)
 
     assert (sample("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") or 0) >= BURST
     assert (sample("scheduler_pod_scheduling_attempts_count") or 0) >= BURST + 1

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from faultproxy import FaultProxy, Record
 from fixtures_faults import FaultEnv, Scene, report
+from fixtures_operator import metric_sample
 from kubectl import condition, wait_for
 
 
@@ -161,14 +162,13 @@ def test_a_binding_lost_then_refused_is_read_back_when_the_pod_is_bound_again(
 
 
 def _unschedulable_attempts(faults: FaultEnv, profile: str) -> float:
-    wanted = {'result="unschedulable"', f'profile="{profile}"'}
-    for line in faults.operator.metrics().splitlines():
-        name, _, rest = line.partition("{")
-        if name == "scheduler_schedule_attempts_total":
-            labels, _, value = rest.rpartition("} ")
-            if set(labels.split(",")) == wanted:
-                return float(value)
-    return 0.0
+    found = metric_sample(
+        faults.operator.metrics(),
+        "scheduler_schedule_attempts_total",
+        result="unschedulable",
+        profile=profile,
+    )
+    return found or 0.0
 
 
 def test_a_pod_failing_the_same_way_again_gets_no_second_status_write(
