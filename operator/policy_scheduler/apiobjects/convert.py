@@ -285,7 +285,10 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
 
 
 def _scheduled(status: structs.PodStatus) -> structs.PodCondition | None:
-    return next((c for c in status.conditions or () if c.type == "PodScheduled"), None)
+    for c in status.conditions or ():  # a loop, not next(genexpr): every pending pod's event
+        if c.type == "PodScheduled":
+            return c
+    return None
 
 
 def _scheduled_verdict(status: structs.PodStatus) -> tuple[str, str, str] | None:
