@@ -50,7 +50,7 @@ class OperatorProcess:
         cmd = [
             sys.executable,
             "-m",
-            "policy_scheduler.cli",
+            "policy_scheduler",
             "--log-level",
             "INFO",
             "run",

@@ -52,7 +52,7 @@ def explain_nodes(kubectl: Kubectl) -> Iterator[list[str]]:
 
 
 def explain(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "policy_scheduler.cli", "explain", "--kubeconfig", str(kubeconfig), *args]
+    cmd = [sys.executable, "-m", "policy_scheduler", "explain", "--kubeconfig", str(kubeconfig), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policy_scheduler.cli import build_parser
+from policy_scheduler.app.cli import build_parser
 from policy_scheduler.policy.compile import compile_profile_objects, parse_profile_spec
 from policy_scheduler.policy.errors import parse_model
 from policy_scheduler.policy.eviction import EvictionPolicySpec

@@ -100,7 +100,7 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
             [
                 sys.executable,
                 "-m",
-                "policy_scheduler.cli",
+                "policy_scheduler",
                 # INFO shows the start-up steps' times in the log (listed, running)
                 f"--log-level={os.environ.get('BENCH_E2E_LOG_LEVEL', 'WARNING')}",
                 "run",

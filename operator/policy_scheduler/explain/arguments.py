@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from policy_scheduler.commands import Deferred
+from policy_scheduler.app.commands import Deferred
 
 
 def add_parser(sub: Any) -> None:

@@ -25,9 +25,9 @@ from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
+from policy_scheduler.kube.timings import DEFAULTS
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from policy_scheduler.metrics import REGISTRY
+from policy_scheduler.observability.metrics import REGISTRY
 
 
 def make_app(

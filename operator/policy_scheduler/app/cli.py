@@ -8,25 +8,26 @@ import os
 import sys
 from collections.abc import Sequence
 
-from policy_scheduler.logs import configure as configure_logging
+from policy_scheduler.observability.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler import dataclass_code_cache, startup_gc
+    from policy_scheduler import dataclass_code_cache
+    from policy_scheduler.service import collector as startup_gc
 
     dataclass_code_cache.install()  # before the imports that define dataclasses
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
-    from policy_scheduler.config import OperatorConfig
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
+    from policy_scheduler.service.config import OperatorConfig
 
     config = OperatorConfig.from_args(args)
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
     # Every first list, the big ones first: the API server prepares them while we import the rest.
-    timings = config.informer
+    timings = config.timings.informer
     prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
-    from policy_scheduler.operator_main import run_operator
+    from policy_scheduler.service.operator import run_operator
 
     dataclass_code_cache.save()  # only if some was compiled: then the next start need not
     return run_operator(config)
@@ -73,7 +74,7 @@ def _crds(args: argparse.Namespace) -> int:
 
 
 # Developer-only modules: in a source checkout, not in the runtime image (see the Dockerfile).
-DEV_MODULES = ("policy_scheduler.devcluster", "policy_scheduler.demo")
+DEV_MODULES = ("policy_scheduler.devcluster",)
 
 
 def dev_tools_available() -> bool:
@@ -90,7 +91,7 @@ def _dev_only(command: str) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from policy_scheduler.demo import run_demo
+    from policy_scheduler.devcluster.demo import run_demo
 
     return run_demo(args)
 

@@ -178,7 +178,7 @@ def run_demo(args: argparse.Namespace) -> int:
                 [
                     sys.executable,
                     "-m",
-                    "policy_scheduler.cli",
+                    "policy_scheduler",
                     "run",
                     "--kubeconfig",
                     str(cluster.kubeconfig),
