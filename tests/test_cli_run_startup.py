@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler import dataclass_code_cache
 from policy_scheduler.app import cli
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.paths import EARLY_LISTS, NODES, PODS, POLICY_LISTS
@@ -50,13 +49,7 @@ def test_run_keeps_the_collector_off_until_the_operator_resumes_it(
     monkeypatch.setattr(operator_main, "run_operator", fake_run_operator)
     monkeypatch.setattr(OperatorConfig, "from_args", staticmethod(lambda args: config))
     monkeypatch.setattr(prefetch, "start", fake_prefetch)
-    # The dataclass method cache: installed before the imports, saved after (here: only noted).
-    monkeypatch.setattr(
-        dataclass_code_cache, "install", lambda: seen.setdefault("cache", []).append("install")
-    )
-    monkeypatch.setattr(dataclass_code_cache, "save", lambda: seen.setdefault("cache", []).append("save"))
     assert cli._run(argparse.Namespace()) == 0
-    assert seen["cache"] == ["install", "save"]
     assert seen["enabled"] is False  # off until the first sync
     timings = config.timings.informer
     assert seen["prefetch"] == ("/some/kubeconfig", EARLY_LISTS, timings.page_size, timings.list_timeout)

@@ -12,10 +12,8 @@ from policy_scheduler.observability.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler import dataclass_code_cache
     from policy_scheduler.service import collector as startup_gc
 
-    dataclass_code_cache.install()  # before the imports that define dataclasses
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
@@ -28,8 +26,6 @@ def _run(args: argparse.Namespace) -> int:
     timings = config.timings.informer
     prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
     from policy_scheduler.service.operator import run_operator
-
-    dataclass_code_cache.save()  # only if some was compiled: then the next start need not
     return run_operator(config)
 
 
