@@ -180,23 +180,3 @@ async def test_kopf_waits_for_the_first_bind_only_while_there_is_a_pod_to_bind()
     assert not waiting.done()
     operator.reporter.scheduled(pod, "node-1", operator.engine.frameworks["p-scheduler"])
     await asyncio.wait_for(waiting, 1)
-
-
-async def test_kopf_starts_after_the_deferred_cas_are_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kopf
-
-    from policy_scheduler.kube import deferred_cas
-
-    order: list[str] = []
-
-    async def fake_operator(**_: object) -> None:
-        order.append("kopf")
-
-    monkeypatch.setattr(deferred_cas, "load", lambda: order.append("cas"))
-    monkeypatch.setattr(kopf, "operator", fake_operator)
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
-    stop = asyncio.Event()
-    kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    await asyncio.wait_for(operator._start_kopf(stop, kopf_stop), 1)
-    assert order == ["cas", "kopf"]
-    assert stop.is_set()  # kopf ended: so does the operator

@@ -15,12 +15,11 @@ def _run(args: argparse.Namespace) -> int:
     from policy_scheduler.service import collector as startup_gc
 
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
-    from policy_scheduler.kube import deferred_cas, prefetch
+    from policy_scheduler.kube import prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
     from policy_scheduler.service.config import OperatorConfig
 
     config = OperatorConfig.from_args(args)
-    deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
     # Every first list, the big ones first: the API server prepares them while we import the rest.
     timings = config.timings.informer
     prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)

@@ -23,7 +23,7 @@ from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
-from policy_scheduler.kube import deferred_cas, early_policies
+from policy_scheduler.kube import early_policies
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
@@ -267,9 +267,6 @@ class Operator:
         # early lists brought the policies (about 0.2 CPU-s of imports, issue 12).
         import kopf
 
-        # Also deferred from start-up: the CAs of aiohttp's default contexts, before anything
-        # that could rely on them (kopf) starts.
-        deferred_cas.load()
         from policy_scheduler.controllers import kopf_app
         from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
 
