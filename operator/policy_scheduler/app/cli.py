@@ -12,20 +12,10 @@ from policy_scheduler.observability.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler.service import collector as startup_gc
-
-    startup_gc.pause()  # until the informers have synced (the operator resumes it)
-    from policy_scheduler.kube import prefetch
-    from policy_scheduler.kube.paths import EARLY_LISTS
     from policy_scheduler.service.config import OperatorConfig
+    from policy_scheduler.service.startup import Startup
 
-    config = OperatorConfig.from_args(args)
-    # Every first list, the big ones first: the API server prepares them while we import the rest.
-    timings = config.timings.informer
-    prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
-    from policy_scheduler.service.operator import run_operator
-
-    return run_operator(config)
+    return Startup(OperatorConfig.from_args(args)).run()
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -194,8 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Before numpy is imported: its OpenBLAS would start a thread per CPU, which doubles the CPU
-    # cost of that import (about 60 ms at every start, issue 12). Nothing here multiplies float
-    # matrices, so one thread loses nothing. A value the user set stays.
+    # cost of that import at every start. Nothing here multiplies float matrices, so one thread
+    # loses nothing. A value the user set stays.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     configure_logging(str(args.log_level), str(args.log_format))
