@@ -17,7 +17,7 @@ from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.binder import BindError, bind
-from policy_scheduler.kube.client import ApiError, call, make_api_client, request, request_ok
+from policy_scheduler.kube.client import MERGE_PATCH, ApiError, call, make_api_client, request, request_ok
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
@@ -430,20 +430,12 @@ async def test_policy_informers_deliver_every_change_to_the_handlers(api: Any) -
         assert body["spec"]["schedulerName"] == NO_SCHEDULER  # with the CRD's defaults
         assert meta["uid"]
         assert meta["creationTimestamp"].endswith("Z")
-        await request_ok(
-            api,
-            "PATCH",
-            f"{SCHEDULING_PROFILES}/{name}",
-            body={"spec": {"percentageOfNodesToScore": 40}},
-            content_type="application/merge-patch+json",
-        )
-        await request_ok(
-            api,
-            "PATCH",
-            f"{SCHEDULING_PROFILES}/{name}/status",
-            body={"status": {"observedGeneration": 2}},
-            content_type="application/merge-patch+json",
-        )
+        for subresource, patch in (
+            ("", {"spec": {"percentageOfNodesToScore": 40}}),
+            ("/status", {"status": {"observedGeneration": 2}}),
+        ):
+            path = f"{SCHEDULING_PROFILES}/{name}{subresource}"
+            await request_ok(api, "PATCH", path, body=patch, content_type=MERGE_PATCH)
         await request_ok(api, "DELETE", f"{SCHEDULING_PROFILES}/{name}")
 
         def changes() -> list[tuple[str, int, Any]] | None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
-from kubectl import Kubectl, namespace, pod, profile
+from kubectl import Kubectl, fit_strategy, namespace, pod, profile, scored_by_fit
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import holds_for, wait_until
 
@@ -25,24 +25,6 @@ NS = "e2e-polstart"
 TAG = "polstart"
 NODE_LABEL = "e2e-polstart"
 PACKING, GONE = "polstart-packing", "polstart-gone"
-
-
-def _fit(strategy: str) -> dict[str, Any]:
-    """Only NodeResourcesFit scores, with `strategy`: MostAllocated packs, LeastAllocated spreads."""
-    return {
-        "plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
-        "pluginConfig": [
-            {
-                "name": "NodeResourcesFit",
-                "args": {
-                    "scoringStrategy": {
-                        "type": strategy,
-                        "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
-                    }
-                },
-            }
-        ],
-    }
 
 
 def _profile(name: str, **spec: Any) -> dict[str, Any]:
@@ -105,7 +87,7 @@ def test_policy_at_start_and_while_running(
 
     # While the operator is down: one profile goes, another comes, pods wait for both.
     kubectl.delete("schedulingprofile", GONE, wait=True)
-    kubectl.apply(_profile(PACKING, **_fit("MostAllocated")))
+    kubectl.apply(_profile(PACKING, **scored_by_fit("MostAllocated")))
     kubectl.create(_pod("orphan", GONE))
     kubectl.create(_pod("packed", PACKING))
 
@@ -120,7 +102,7 @@ def test_policy_at_start_and_while_running(
         )
 
         # Changed while running: LeastAllocated spreads the next pod to the idle node.
-        kubectl.patch("schedulingprofile", PACKING, {"spec": _fit("LeastAllocated")})
+        kubectl.patch("schedulingprofile", PACKING, {"spec": fit_strategy("LeastAllocated")})
         wait_until(
             "generation 2 observed",
             lambda: (
