@@ -151,7 +151,7 @@ class Operator:
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api, timings=config.timings.api),
+            binder=ApiBinder(api),
             observe=_observe_extension_point,
             services=services,
             volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api),
