@@ -21,6 +21,7 @@ from policy_scheduler.kube.client import MERGE_PATCH, ApiError, call, make_api_c
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.first_lists import FirstLists, informer_first_lists
 from policy_scheduler.kube.media_types import PROTOBUF_OR_JSON
 from policy_scheduler.kube.paths import (
     NAMESPACES,
@@ -382,17 +383,35 @@ async def test_first_list_reads_the_watch_cache_relists_page(
     assert set(pods.store) == listed
 
 
-async def test_every_informer_of_the_operator_lists(api: Any) -> None:
-    """Each of the operator's informers lists on the real API server: the node list as protobuf."""
+async def test_every_informer_of_the_operator_lists_from_the_early_requests(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start-up asks for every informer's first list early (kube.first_lists): on the real
+    API server each informer takes that answer (the node list as protobuf) and asks nothing
+    itself."""
     await install_crds(api)
-    operator = Operator(api, OperatorConfig(leader_elect=False, identity="e2e-informers"))
+    asked: list[str] = []
+    real_call = call
+
+    async def counting_call(*args: Any, **kwargs: Any) -> Any:
+        asked.append(str(args[2]))
+        return await real_call(*args, **kwargs)
+
+    monkeypatch.setattr(inf, "call", counting_call)
+    timings = DEFAULTS.informer
+    lists = FirstLists(api, informer_first_lists(timings.page_size), timings.list_timeout)
+    operator = Operator(api, OperatorConfig(leader_elect=False, identity="e2e-informers"), lists)
     refused: set[tuple[str, int]] = set()
-    for informer in [*operator.informers(), *operator.policy_informers.informers()]:
-        try:
-            await informer._list_and_sync()
-        except ApiError as exc:
-            refused.add((informer.path, exc.status))
+    try:
+        for informer in [*operator.informers(), *operator.policy_informers.informers()]:
+            try:
+                await informer._list_and_sync()
+            except ApiError as exc:
+                refused.add((informer.path, exc.status))
+    finally:
+        await lists.close()
     assert refused <= {(PODGROUPS, 404)}  # that CRD may be absent
+    assert asked == []
     nodes = operator.cluster.nodes
     assert nodes.list_format.accept == PROTOBUF_OR_JSON
     assert any(n.allocatable.get("cpu") for n in nodes.store.values())

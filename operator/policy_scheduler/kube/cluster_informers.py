@@ -16,7 +16,7 @@ from policy_scheduler.apiobjects.convert_cluster import namespace_from_api, node
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.kube.dra_informers import DraInformers
-from policy_scheduler.kube.first_lists import NODE_LIST_ACCEPT, FirstLists
+from policy_scheduler.kube.first_lists import NODE_LIST_ACCEPT
 from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer, ListFormat
 from policy_scheduler.kube.paths import NAMESPACES, NODES, PDBS, POD_FIELD_SELECTOR, PODS
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
@@ -57,7 +57,6 @@ class ClusterInformers:
         timings: InformerTimings,
         storage_changes: StorageChanges | None = None,
         dra: DraInformers | None = None,
-        first_lists: FirstLists | None = None,
     ) -> None:
         self.sink = sink
         self.dra = dra
@@ -90,7 +89,6 @@ class ClusterInformers:
             on_decode_failure=pod_from_decode_failure,
             field_selector=POD_FIELD_SELECTOR,
             timings=timings,
-            first_lists=first_lists,
         )
         self.nodes = Informer(
             api,
@@ -102,7 +100,6 @@ class ClusterInformers:
             on_delete=sink.node_deleted,
             timings=timings,
             list_format=ListFormat(NODE_LIST_ACCEPT, decode_node_list),
-            first_lists=first_lists,
         )
         self.namespaces = Informer(
             api,

@@ -97,7 +97,6 @@ class Informer(Generic[S, V]):
         page_size: int | None = None,
         sleep: Sleep = asyncio.sleep,
         list_format: ListFormat[S] | None = None,
-        first_lists: FirstLists | None = None,
     ) -> None:
         self.api = api
         self.path = path
@@ -114,7 +113,8 @@ class Informer(Generic[S, V]):
         self.backoff = Backoff(timings.retry)
         self.sleep = sleep
         self.list_format = list_format or ListFormat(JSON, self._decode_json_list)
-        self.first_lists = first_lists  # where the start-up may have asked for the first list already
+        # Where the start-up may have asked for this informer's first list already.
+        self.first_lists: FirstLists | None = None
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         # Set while the store follows the server: after a list, and while a watch is open.

@@ -198,8 +198,9 @@ class Operator:
             timings=config.timings.informer,
             storage_changes=self.storage_changes,
             dra=DraInformers(api, self.dra_store, self.engine, config.timings.informer),
-            first_lists=first_lists,
         )
+        for informer in [*self.informers(), *self.policy_informers.informers()]:
+            informer.first_lists = first_lists
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)

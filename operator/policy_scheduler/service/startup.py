@@ -1,8 +1,8 @@
 """`policy-scheduler run`, from the command line to scheduling, in the order it happens:
 
 1. the collector pauses until the informers have synced (service/collector.py says why);
-2. the API client is made from the kubeconfig or the service account, and the first lists of
-   nodes and pods are asked for at once (kube/first_lists.py);
+2. the API client is made from the kubeconfig or the service account, and every informer's first
+   list is asked for at once (kube/first_lists.py);
 3. the operator's modules are imported off the event loop, which receives those lists meanwhile;
    the CRDs are installed with --install-crds;
 4. the Operator, the composition root, builds every component, and starts its server, every
@@ -39,7 +39,7 @@ class Startup:
 
     async def _main(self) -> int:
         from policy_scheduler.kube.client import make_api_client
-        from policy_scheduler.kube.first_lists import FirstLists, node_and_pod_lists
+        from policy_scheduler.kube.first_lists import FirstLists, informer_first_lists
 
         stop = _stop_on_signals()
         deadline = asyncio.get_running_loop().call_later(
@@ -47,10 +47,10 @@ class Startup:
         )
         api = await make_api_client(self.config.kubeconfig)
         timings = self.config.timings.informer
-        first_lists = FirstLists(api, node_and_pod_lists(timings.page_size), timings.list_timeout)
+        first_lists = FirstLists(api, informer_first_lists(timings.page_size), timings.list_timeout)
         try:
-            # The API server prepares the big lists while this thread imports the rest (and the
-            # loop receives them).
+            # The API server prepares the lists while this thread imports the rest (and the loop
+            # receives them).
             operator_class = await asyncio.to_thread(_import_operator)
             if self.config.install_crds:
                 # Imported only here: rendering CRDs is not needed otherwise.
