@@ -72,6 +72,7 @@ class OperatorProcess:
         self, kubeconfig: Path, log_path: Path, *extra: str, reader_token: str | None = None
     ) -> None:
         self.port = free_port()
+        self.kubeconfig = kubeconfig
         # Who reads /metrics: the kubeconfig's own user unless told otherwise.
         self.reader_token = reader_token or kubeconfig_token(kubeconfig)
         self.log_path = log_path
@@ -223,8 +224,10 @@ def install_crds_and_rbac(kubectl: Kubectl) -> None:
         kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
 
 
-def service_account_token(admin: Kubectl, duration: str = "1h") -> str:
-    token = admin.run("create", "token", SA_NAME, "-n", SA_NAMESPACE, f"--duration={duration}").stdout.strip()
+def service_account_token(
+    admin: Kubectl, duration: str = "1h", *, name: str = SA_NAME, namespace: str = SA_NAMESPACE
+) -> str:
+    token = admin.run("create", "token", name, "-n", namespace, f"--duration={duration}").stdout.strip()
     assert token, "TokenRequest returned no token"
     return token
 

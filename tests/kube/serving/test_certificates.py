@@ -5,7 +5,6 @@ configured CA."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import os
 import ssl
 from collections.abc import AsyncIterator
@@ -16,69 +15,39 @@ import aiohttp
 import pytest
 from aiohttp import web
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from policy_scheduler.devcluster.hostnet import free_ports
 from policy_scheduler.kube.serving.certificates import (
     CertificateError,
     KeyPair,
     ServingCertificate,
+    cert_pem,
+    certificate,
+    key_pem,
+    new_key,
     self_signed_pem,
 )
 
-
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
+Authority = tuple[x509.Name, ec.EllipticCurvePrivateKey]
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _ca(name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _key()
+def _ca(name: str) -> tuple[x509.Certificate, Authority]:
+    key = new_key()
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
+    return certificate(subject, key, ca=True), (subject, key)
 
 
-def _client(
-    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey], user: str, group: str, directory: Path
-) -> KeyPair:
-    ca_cert, ca_key = ca
-    key = _key()
-    now = datetime.datetime.now(datetime.UTC)
+def _client(authority: Authority, user: str, group: str, directory: Path) -> KeyPair:
+    key = new_key()
     subject = x509.Name(
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group), x509.NameAttribute(NameOID.COMMON_NAME, user)]
     )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(ca_key, hashes.SHA256())
-    )
+    cert = certificate(subject, key, issuer=authority, usage=[ExtendedKeyUsageOID.CLIENT_AUTH])
     pair = KeyPair(directory / f"{user}.crt", directory / f"{user}.key")
-    pair.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pair.key_file.write_bytes(_pem_key(key))
+    pair.cert_file.write_bytes(cert_pem(cert))
+    pair.key_file.write_bytes(key_pem(key))
     return pair
 
 
@@ -159,7 +128,7 @@ def test_renewed_files_are_served_and_broken_ones_are_not(tmp_path: Path) -> Non
             os.utime(pair.cert_file, (1, 1))  # a different stamp even within the same second
             assert certificate.reload_if_changed()
             served.append((await peer_common_name(port))[0])
-            pair.key_file.write_bytes(_pem_key(_key()))  # a key that does not match the certificate
+            pair.key_file.write_bytes(key_pem(new_key()))  # a key that does not match the certificate
             assert not certificate.reload_if_changed()
             served.append((await peer_common_name(port))[0])
         return served
@@ -171,9 +140,9 @@ def test_renewed_files_are_served_and_broken_ones_are_not(tmp_path: Path) -> Non
 
 
 def test_client_certificates_only_from_the_client_ca(tmp_path: Path) -> None:
-    trusted, unknown = _ca("trusted"), _ca("unknown")
+    (trusted_cert, trusted), (_, unknown) = _ca("trusted"), _ca("unknown")
     ca_file = tmp_path / "client-ca.crt"
-    ca_file.write_bytes(trusted[0].public_bytes(serialization.Encoding.PEM))
+    ca_file.write_bytes(cert_pem(trusted_cert))
     certificate = ServingCertificate(
         _write_pair(tmp_path, "server"), bind_address="0.0.0.0", cert_dir=None, client_ca=ca_file
     )
@@ -193,6 +162,6 @@ def test_client_certificates_only_from_the_client_ca(tmp_path: Path) -> None:
 
 def test_mismatched_files_are_a_clear_error(tmp_path: Path) -> None:
     pair = _write_pair(tmp_path, "server")
-    pair.key_file.write_bytes(_pem_key(_key()))
+    pair.key_file.write_bytes(key_pem(new_key()))
     with pytest.raises(CertificateError, match=str(pair.cert_file)):
         ServingCertificate(pair, bind_address="0.0.0.0", cert_dir=None, client_ca=None)

@@ -12,6 +12,7 @@ import os
 import socket
 import ssl
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,34 +49,64 @@ def _load(context: ssl.SSLContext, pair: KeyPair) -> None:
         raise CertificateError(f"{pair.cert_file} / {pair.key_file}: {exc}") from None
 
 
-def self_signed_pem(host: str, addresses: list[str]) -> tuple[bytes, bytes]:
-    """A certificate for `host` and `addresses` (DNS names or IPs), signed by its own key."""
-    key = ec.generate_private_key(ec.SECP256R1())
+def new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def certificate(
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    *,
+    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None = None,
+    alternatives: Sequence[str] = (),
+    ca: bool = False,
+    usage: Sequence[x509.ObjectIdentifier] = (ExtendedKeyUsageOID.SERVER_AUTH,),
+    validity: datetime.timedelta = SELF_SIGNED_VALIDITY,
+) -> x509.Certificate:
+    """A certificate of `key` for `subject` (DNS names or IPs in `alternatives`), signed by the
+    issuer's key, or by its own key when there is no issuer."""
+    issuer_name, signing_key = issuer if issuer is not None else (subject, key)
     now = datetime.datetime.now(datetime.UTC)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(now.timestamp())}")])
-    alternatives: list[x509.GeneralName] = []
-    for address in dict.fromkeys([host, *addresses]):
-        try:
-            alternatives.append(x509.IPAddress(ipaddress.ip_address(address)))
-        except ValueError:
-            alternatives.append(x509.DNSName(address))
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(issuer_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + SELF_SIGNED_VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alternatives), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    names: list[x509.GeneralName] = []
+    for name in dict.fromkeys(alternatives):
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            names.append(x509.DNSName(name))
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    if not ca:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(list(usage)), critical=False)
+    return builder.sign(signing_key, hashes.SHA256())
+
+
+def self_signed_pem(host: str, addresses: Sequence[str]) -> tuple[bytes, bytes]:
+    """A serving certificate for `host` and `addresses`, named `host@<unix time>` as
+    kube-scheduler names its self-signed one, and its key."""
+    key = new_key()
+    stamp = int(datetime.datetime.now(datetime.UTC).timestamp())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{stamp}")])
+    return cert_pem(certificate(subject, key, alternatives=[host, *addresses])), key_pem(key)
 
 
 def _write_private(path: Path, data: bytes) -> None:
