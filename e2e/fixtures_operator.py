@@ -12,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl import Kubectl
+from policy_scheduler.devcluster.build import build_all, missing_binaries
+from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.policy.crdgen import render_crds
 from polling import wait_until
 
@@ -166,14 +169,33 @@ def operator_process(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory)
 
 # ---- the operator as its ServiceAccount (manifests/rbac.yaml) -------------------------------------
 
+
 ROOT = Path(__file__).resolve().parents[1]
 SA_NAMESPACE = "policy-scheduler"
 SA_NAME = "policy-scheduler"
 SA_USER = f"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}"
 API_GROUP = "scheduling.policy-scheduler.io/v1alpha1"
+PART_OF = "policy-scheduler"
 # A refusal as our client, kopf or kubernetes-asyncio log it (403 apart from timestamps and ids).
 FORBIDDEN = re.compile(r"forbidden|not enough permissions|(?<![\d,.:-])403(?![\d-])", re.IGNORECASE)
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+
+
+@contextmanager
+def private_cluster(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, name: str, nodes: int
+) -> Iterator[DevCluster]:
+    """A cluster of a module's own: on the shared one, the session's operator (admin, no leader
+    election) would serve the same profiles and could do the work of an operator under test."""
+    if missing_binaries():
+        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+            build_all()
+    dev = DevCluster(tmp_path_factory.mktemp(name), nodes=nodes)
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
 
 
 class ServiceAccountOperator(OperatorProcess):
@@ -191,11 +213,17 @@ def apply_crds(kubectl: Kubectl) -> None:
     """Apply our CRDs and wait until each is Established."""
     crds = render_crds()
     kubectl.run("apply", "-f", "-", stdin="".join(f"---\n{text}" for text in crds.values()))
+    wait_crds_established(kubectl, len(crds))
+
+
+def wait_crds_established(kubectl: Kubectl, count: int, *selector: str, what: str = "our CRDs") -> None:
+    """Wait until `count` CRDs are Established: ours, or those `selector` (kubectl get arguments) picks."""
+    selector = selector or ("-l", f"app.kubernetes.io/part-of={PART_OF}")
 
     # Polled rather than `kubectl wait`, which fails at once on a CRD whose status has no
     # conditions yet (".status.conditions accessor error: <nil>"), as a loaded server leaves it.
     def established() -> bool:
-        result = kubectl.run("get", "crd", "-l", "app.kubernetes.io/part-of=policy-scheduler", "-o", "json")
+        result = kubectl.run("get", "crd", *selector, "-o", "json")
         ready = [
             item
             for item in json.loads(result.stdout)["items"]
@@ -204,42 +232,54 @@ def apply_crds(kubectl: Kubectl) -> None:
                 for c in (item.get("status") or {}).get("conditions") or []
             )
         ]
-        return len(ready) == len(crds)
+        return len(ready) == count
 
-    wait_until("our CRDs established", established, timeout=60)
+    wait_until(f"{what} established", established, timeout=60)
+
+
+def wait_api_group_discovered(kubectl: Kubectl, group_version: str = API_GROUP, resources: int = 6) -> None:
+    """Established comes a moment before the group is in discovery, which kubectl caches;
+    `resources` counts /status subresources too."""
+
+    def discovered() -> bool:
+        result = kubectl.run("get", "--raw", f"/apis/{group_version}", check=False)
+        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= resources
+
+    wait_until(f"{group_version} in discovery", discovered, timeout=30)
 
 
 def install_crds_and_rbac(kubectl: Kubectl) -> None:
     """As the admin: our CRDs (established and discoverable), then manifests/' namespace,
     ServiceAccount and least-privilege RBAC."""
     apply_crds(kubectl)
-
-    # Established comes a moment before the group is in discovery, which kubectl caches.
-    def discovered() -> bool:
-        result = kubectl.run("get", "--raw", f"/apis/{API_GROUP}", check=False)
-        return result.returncode == 0 and len(json.loads(result.stdout)["resources"]) >= 6  # + /status
-
-    wait_until("our API group in discovery", discovered, timeout=30)
+    wait_api_group_discovered(kubectl)
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
         kubectl.run("apply", "-f", str(ROOT / "manifests" / name))
 
 
 def service_account_token(
-    admin: Kubectl, duration: str = "1h", *, name: str = SA_NAME, namespace: str = SA_NAMESPACE
+    admin: Kubectl, duration: str = "1h", *, namespace: str = SA_NAMESPACE, name: str = SA_NAME
 ) -> str:
     token = admin.run("create", "token", name, "-n", namespace, f"--duration={duration}").stdout.strip()
     assert token, "TokenRequest returned no token"
     return token
 
 
-def service_account_kubeconfig(admin: Kubectl, path: Path, *, server: str | None = None) -> Path:
-    """The admin kubeconfig's cluster with a token of the ServiceAccount (TokenRequest API);
-    `server` (plain http, e.g. a fault proxy) replaces the cluster's address and CA."""
-    token = service_account_token(admin, "6h")
+def service_account_kubeconfig(
+    admin: Kubectl,
+    path: Path,
+    *,
+    server: str | None = None,
+    namespace: str = SA_NAMESPACE,
+    name: str = SA_NAME,
+) -> Path:
+    """The admin kubeconfig's cluster with a token of the ServiceAccount `namespace/name`
+    (TokenRequest API); `server` (plain http, e.g. a fault proxy) replaces the cluster's address and CA."""
+    token = service_account_token(admin, "6h", namespace=namespace, name=name)
     config = yaml.safe_load(admin.kubeconfig.read_text())
-    config["users"] = [{"name": SA_NAME, "user": {"token": token}}]
+    config["users"] = [{"name": name, "user": {"token": token}}]
     for context in config["contexts"]:
-        context["context"]["user"] = SA_NAME
+        context["context"]["user"] = name
     if server is not None:
         for cluster in config["clusters"]:
             cluster["cluster"] = {"server": server}

@@ -25,10 +25,10 @@ from fixtures_operator import (
     ServiceAccountOperator,
     install_crds_and_rbac,
     kubeconfig_token,
+    private_cluster,
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import wait_until
 
@@ -40,15 +40,8 @@ API = "scheduling.policy-scheduler.io/v1alpha1"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
-    dev = DevCluster(tmp_path_factory.mktemp("rbac-cluster"), nodes=2)
-    dev.start()
-    try:
+    with private_cluster(tmp_path_factory, pytestconfig, "rbac-cluster", nodes=2) as dev:
         yield dev
-    finally:
-        dev.stop()
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ No cluster: e2e/test_rbac.py proves on a real API server that the ClusterRole is
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
 import re
 import tomllib
@@ -323,6 +325,53 @@ def test_kustomization_lists_every_manifest_and_the_crds() -> None:
     listed_files = {r for r in resources if (MANIFESTS / r).is_file()}
     assert listed_files == {p.name for p in MANIFESTS.glob("*.yaml")} - {"kustomization.yaml"}
     assert "../crds" in resources
+    assert "podgroup-crd" in resources
+
+
+# ---- scheduler-plugins' PodGroup CRD ------------------------------------------------------------------
+
+PODGROUP_DIR = MANIFESTS / "podgroup-crd"
+PODGROUP_FILE = PODGROUP_DIR / "scheduling.x-k8s.io_podgroups.yaml"
+# manifests/coscheduling/crd.yaml of kubernetes-sigs/scheduler-plugins at tag v0.34.7.
+UPSTREAM_BLOB = "8e6106d36d9daf553195478af21e0e928796b901"
+
+
+def test_podgroup_crd_is_scheduler_plugins_file_unchanged() -> None:
+    text = PODGROUP_FILE.read_text(encoding="utf-8")
+    # The provenance comment, then the upstream text byte for byte.
+    header = "".join(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True)))
+    body = text[len(header) :].encode()
+    assert f"git blob {UPSTREAM_BLOB}" in header
+    assert hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest() == UPSTREAM_BLOB
+    assert yaml.safe_load((PODGROUP_DIR / "kustomization.yaml").read_text())["resources"] == [
+        PODGROUP_FILE.name
+    ]
+
+
+def schema_types(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, Any]]:
+    yield path, schema.get("type")
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from schema_types(sub, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from schema_types(schema["additionalProperties"], f"{path}{{}}")
+
+
+def test_dev_podgroup_crd_keeps_every_upstream_field() -> None:
+    """--install-crds (development) installs our own PodGroup CRD over whatever is there: it must
+    serve every field of the upstream one, with the same types, at the same group and version."""
+    from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
+
+    upstream = documents(PODGROUP_FILE)[0]["spec"]
+    ours = podgroup_crd()["spec"]
+    for field in ("group", "names", "scope"):
+        assert ours[field] == upstream[field], field
+    (up_version,) = upstream["versions"]
+    (our_version,) = ours["versions"]
+    for field in ("name", "served", "storage", "subresources"):
+        assert our_version[field] == up_version[field], field
+    our_types = dict(schema_types(our_version["schema"]["openAPIV3Schema"]))
+    for path, kind in schema_types(up_version["schema"]["openAPIV3Schema"]):
+        assert our_types.get(path, "missing") == kind, path
 
 
 def test_crd_directory_is_a_kustomization_listing_every_crd() -> None:
