@@ -11,7 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -183,14 +183,20 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 
 @contextmanager
 def private_cluster(
-    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, name: str, nodes: int
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+    name: str,
+    nodes: int,
+    apiserver_flags: Callable[[Path], Sequence[str]] = lambda _workdir: (),
 ) -> Iterator[DevCluster]:
     """A cluster of a module's own: on the shared one, the session's operator (admin, no leader
-    election) would serve the same profiles and could do the work of an operator under test."""
+    election) would serve the same profiles and could do the work of an operator under test.
+    `apiserver_flags(workdir)`: more kube-apiserver flags, given the cluster's directory."""
     if missing_binaries():
         with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
             build_all()
-    dev = DevCluster(tmp_path_factory.mktemp(name), nodes=nodes)
+    workdir = tmp_path_factory.mktemp(name)
+    dev = DevCluster(workdir, nodes=nodes, apiserver_flags=apiserver_flags(workdir))
     dev.start()
     try:
         yield dev

@@ -28,9 +28,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from egressproxy import EgressProxy
-from fixtures_operator import OperatorProcess, apply_crds, service_account_token
+from fixtures_operator import OperatorProcess, apply_crds, private_cluster, service_account_token
 from kubectl import Kubectl, namespace, pod, profile
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.kube.serving.certificates import (
     cert_pem,
@@ -109,17 +108,13 @@ def egress(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressProxy]:
 def cluster(
     egress: EgressProxy, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> Iterator[DevCluster]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
-    workdir = tmp_path_factory.mktemp("serving-cluster")
-    config = egress.write_config(workdir)
-    dev = DevCluster(workdir, nodes=4, apiserver_flags=[f"--egress-selector-config-file={config}"])
-    dev.start()
-    try:
+    def egress_through_the_proxy(workdir: Path) -> list[str]:
+        return [f"--egress-selector-config-file={egress.write_config(workdir)}"]
+
+    with private_cluster(
+        tmp_path_factory, pytestconfig, "serving-cluster", nodes=4, apiserver_flags=egress_through_the_proxy
+    ) as dev:
         yield dev
-    finally:
-        dev.stop()
 
 
 @pytest.fixture(scope="module")
