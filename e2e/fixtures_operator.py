@@ -6,10 +6,12 @@ import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,12 +45,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def kubeconfig_token(kubeconfig: Path) -> str:
+    """The bearer token of the kubeconfig's (only) user."""
+    users = yaml.safe_load(kubeconfig.read_text())["users"]
+    token: str = users[0]["user"]["token"]
+    return token
+
+
+def https_get(port: int, path: str, token: str | None) -> tuple[int, str]:
+    """GET on the operator's secure port (its certificate is self-signed: not checked here)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as r:
+            return int(r.status), r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read().decode()
+
+
 class OperatorProcess:
     # The admin installs CRDs; an operator running as its ServiceAccount may not (RBAC test).
     install_crds = True
 
-    def __init__(self, kubeconfig: Path, log_path: Path, *extra: str) -> None:
+    def __init__(
+        self, kubeconfig: Path, log_path: Path, *extra: str, reader_token: str | None = None
+    ) -> None:
         self.port = free_port()
+        self.kubeconfig = kubeconfig
+        # Who reads /metrics: the kubeconfig's own user unless told otherwise.
+        self.reader_token = reader_token or kubeconfig_token(kubeconfig)
         self.log_path = log_path
         cmd = [
             sys.executable,
@@ -60,9 +89,9 @@ class OperatorProcess:
             "--kubeconfig",
             str(kubeconfig),
             *(["--install-crds"] if self.install_crds else []),
-            "--metrics-host",
+            "--bind-address",
             "127.0.0.1",
-            "--metrics-port",
+            "--secure-port",
             str(self.port),
             *extra,
         ]
@@ -84,8 +113,7 @@ class OperatorProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"operator exited with {self.proc.returncode}:\n{self.tail()}")
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
-                    return bool(r.status == 200)
+                return self.get("/readyz", token=None)[0] == 200
             except OSError:
                 return False
 
@@ -94,9 +122,13 @@ class OperatorProcess:
         except AssertionError as exc:
             raise AssertionError(f"{exc}:\n{self.tail()}") from None
 
+    def get(self, path: str, *, token: str | None) -> tuple[int, str]:
+        return https_get(self.port, path, token)
+
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            return str(r.read().decode())
+        status, text = self.get("/metrics", token=self.reader_token)
+        assert status == 200, f"/metrics: HTTP {status}: {text[:300]}"
+        return text
 
     def tail(self, lines: int = 40) -> str:
         self.log.flush()
@@ -151,14 +183,20 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 
 @contextmanager
 def private_cluster(
-    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, name: str, nodes: int
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+    name: str,
+    nodes: int,
+    apiserver_flags: Callable[[Path], Sequence[str]] = lambda _workdir: (),
 ) -> Iterator[DevCluster]:
     """A cluster of a module's own: on the shared one, the session's operator (admin, no leader
-    election) would serve the same profiles and could do the work of an operator under test."""
+    election) would serve the same profiles and could do the work of an operator under test.
+    `apiserver_flags(workdir)`: more kube-apiserver flags, given the cluster's directory."""
     if missing_binaries():
         with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
             build_all()
-    dev = DevCluster(tmp_path_factory.mktemp(name), nodes=nodes)
+    workdir = tmp_path_factory.mktemp(name)
+    dev = DevCluster(workdir, nodes=nodes, apiserver_flags=apiserver_flags(workdir))
     dev.start()
     try:
         yield dev

@@ -231,9 +231,10 @@ def test_release_name_prefixes_every_name_and_the_release_namespace_holds_everyt
         )
         assert labels(obj)["app.kubernetes.io/instance"] == "e2e"
     for binding in ("ClusterRoleBinding", "RoleBinding"):
-        (obj,) = [o for k, o in rendered.items() if k[0] == binding]
-        assert obj["subjects"] == [{"kind": "ServiceAccount", "name": fullname, "namespace": "elsewhere"}]
-        assert obj["roleRef"]["name"] in {k[2] for k in rendered}
+        for obj in (o for k, o in rendered.items() if k[0] == binding):
+            assert obj["subjects"] == [{"kind": "ServiceAccount", "name": fullname, "namespace": "elsewhere"}]
+            # One of the chart's roles, or the built-in role for delegated authentication.
+            assert obj["roleRef"]["name"] in {k[2] for k in rendered} | {"system:auth-delegator"}
     args = build_parser().parse_args(container_args(rendered))
     assert (args.lease_namespace, args.lease_name, args.leader_elect) == (
         "elsewhere",
@@ -246,6 +247,7 @@ def test_release_name_prefixes_every_name_and_the_release_namespace_holds_everyt
         "ps",
         "ps-metrics",
         "ps-leader-election",
+        "ps-auth-delegator",
     }
 
 

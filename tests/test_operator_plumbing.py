@@ -82,10 +82,15 @@ def test_pending_reasons_group_fit_errors_by_reason_not_node_count() -> None:
 
 def test_operator_config_from_the_command_line() -> None:
     args = build_parser().parse_args(
-        ["run", "--no-leader-elect", "--metrics-port", "0", "--profile-selector", "shard=a", "--install-crds"]
+        ["run", "--no-leader-elect", "--secure-port", "0", "--profile-selector", "shard=a", "--install-crds"]
     )
     config = OperatorConfig.from_args(args)
-    assert (config.leader_elect, config.metrics_port, config.profile_selector, config.install_crds) == (
+    assert (
+        config.leader_elect,
+        config.serving.secure_port,
+        config.profile_selector,
+        config.install_crds,
+    ) == (
         False,
         0,
         "shard=a",

@@ -52,6 +52,7 @@ app.kubernetes.io/part-of: policy-scheduler
 {{- end }}
 {{- $args = append $args "--no-leader-elect" }}
 {{- end }}
+{{- $args = concat $args (list "--secure-port" (toString .Values.securePort)) }}
 {{- /* `--set extraArgs={--event-qps,100}` gives a number: container args are strings. */}}
 {{- range .Values.extraArgs }}
 {{- $args = append $args (toString .) }}

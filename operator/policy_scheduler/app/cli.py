@@ -19,9 +19,14 @@ def _run(args: argparse.Namespace) -> int:
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
+    from policy_scheduler.kube.serving.options import ServingOptionsError
     from policy_scheduler.service.config import OperatorConfig
 
-    config = OperatorConfig.from_args(args)
+    try:
+        config = OperatorConfig.from_args(args)
+    except ServingOptionsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
     # Every first list, the big ones first: the API server prepares them while we import the rest.
@@ -104,10 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the operator and its scheduler against a cluster")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
-    run.add_argument(
-        "--metrics-port", type=int, default=10259, help="port of /metrics, /livez, /readyz (0: off)"
-    )
-    run.add_argument("--metrics-host", default="0.0.0.0")
     run.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--lease-namespace", default="policy-scheduler")
     run.add_argument("--lease-name", default="policy-scheduler")
@@ -128,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="event writes at once (default: kube-scheduler's clientConnection.burst)",
     )
+    from policy_scheduler.kube.serving.arguments import add_serving_arguments
+
+    add_serving_arguments(run)
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")

@@ -7,6 +7,8 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from policy_scheduler.controllers.timings import MirrorTimings
+from policy_scheduler.kube.serving.arguments import serving_options
+from policy_scheduler.kube.serving.options import ServingOptions
 from policy_scheduler.kube.timings import AdapterTimings, EventTimings
 
 
@@ -14,8 +16,7 @@ from policy_scheduler.kube.timings import AdapterTimings, EventTimings
 class OperatorConfig:
     kubeconfig: str | None = None
     install_crds: bool = False
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int = 10259  # kube-scheduler's secure port number; 0: no server
+    serving: ServingOptions = field(default_factory=ServingOptions)
     leader_elect: bool = True
     lease_namespace: str = "policy-scheduler"
     lease_name: str = "policy-scheduler"
@@ -30,8 +31,7 @@ class OperatorConfig:
         return cls(
             kubeconfig=args.kubeconfig,
             install_crds=args.install_crds,
-            metrics_host=args.metrics_host,
-            metrics_port=args.metrics_port,
+            serving=serving_options(args),
             leader_elect=args.leader_elect,
             lease_namespace=args.lease_namespace,
             lease_name=args.lease_name,

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import logging
 import signal
+import sys
 from collections.abc import Coroutine
 from typing import Any
 
@@ -33,13 +34,12 @@ from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
-from policy_scheduler.kube.explain_http import add_explain_routes
-from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
 from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
+from policy_scheduler.kube.serving.server import Server, ServingError
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
@@ -328,15 +328,9 @@ class Operator:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
-        server = None
         unregister = register_engine(self.engine)
-        if self.config.metrics_port:
-            server = await start_server(
-                self.config.metrics_host,
-                self.config.metrics_port,
-                self.synced,
-                functools.partial(add_explain_routes, recorder=self.explanations),
-            )
+        server = Server(self.api, self.config.serving, self.synced, self.explanations)
+        await server.start()
         early = asyncio.create_task(self._apply_early_policies(), name="early policies")
         self.events.start()
         self.reporter.start()
@@ -379,8 +373,7 @@ class Operator:
             await self.evictor.stop()
             await self.reporter.stop()
             await self.events.stop()
-            if server is not None:
-                await server.cleanup()
+            await server.stop()
             unregister()
 
 
@@ -413,4 +406,8 @@ async def _main(config: OperatorConfig) -> int:
 
 
 def run_operator(config: OperatorConfig) -> int:
-    return asyncio.run(_main(config))
+    try:
+        return asyncio.run(_main(config))
+    except ServingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
