@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
@@ -23,6 +24,26 @@ class AssumeError(Exception):
     pass
 
 
+class _Versioned(Protocol):
+    @property
+    def resource_version(self) -> str: ...
+
+
+_Object = TypeVar("_Object", bound=_Versioned)
+
+
+def _newer(stored: _Object | None, assumed: dict[str, _Object], key: str) -> _Object | None:
+    """The assumed object of `key` until the API's is newer (the informer caught up: the
+    assumption is dropped); the API's when nothing is assumed or the object is gone."""
+    mine = assumed.get(key)
+    if mine is None or stored is None:
+        return stored
+    if version_int(stored.resource_version) > version_int(mine.resource_version):
+        del assumed[key]
+        return stored
+    return mine
+
+
 class AssumeCache:
     def __init__(self, lister: StorageLister) -> None:
         self.lister = lister
@@ -32,14 +53,7 @@ class AssumeCache:
     # ---- PVs --------------------------------------------------------------------------------
 
     def get_pv(self, name: str) -> PersistentVolume | None:
-        stored = self.lister.get_pv(name)
-        assumed = self._pvs.get(name)
-        if assumed is None or stored is None:
-            return stored
-        if version_int(stored.resource_version) > version_int(assumed.resource_version):
-            del self._pvs[name]  # the informer caught up: the API object is newer
-            return stored
-        return assumed
+        return _newer(self.lister.get_pv(name), self._pvs, name)
 
     def list_pvs(self, class_name: str) -> list[PersistentVolume]:
         """PVs of one storage class in name order (upstream's order is map order)."""
@@ -59,15 +73,7 @@ class AssumeCache:
     # ---- PVCs -------------------------------------------------------------------------------
 
     def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
-        stored = self.lister.get_pvc(namespace, name)
-        key = f"{namespace}/{name}"
-        assumed = self._pvcs.get(key)
-        if assumed is None or stored is None:
-            return stored
-        if version_int(stored.resource_version) > version_int(assumed.resource_version):
-            del self._pvcs[key]
-            return stored
-        return assumed
+        return _newer(self.lister.get_pvc(namespace, name), self._pvcs, f"{namespace}/{name}")
 
     def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
         stored = self.lister.get_pvc(pvc.namespace, pvc.name)
