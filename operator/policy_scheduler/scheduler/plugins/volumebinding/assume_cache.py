@@ -44,6 +44,19 @@ def _newer(stored: _Object | None, assumed: dict[str, _Object], key: str) -> _Ob
     return mine
 
 
+def _assume(
+    assumed: dict[str, _Object], key: str, obj: _Object, stored: _Object | None, not_found: str
+) -> None:
+    """Assume `obj` unless the API has no such object or a newer version of it."""
+    if stored is None:
+        raise AssumeError(not_found)
+    if version_int(obj.resource_version) < version_int(stored.resource_version):
+        raise AssumeError(
+            f"{key!r} is out of sync (stored: {stored.resource_version}, assume: {obj.resource_version})"
+        )
+    assumed[key] = obj
+
+
 class AssumeCache:
     def __init__(self, lister: StorageLister) -> None:
         self.lister = lister
@@ -62,10 +75,7 @@ class AssumeCache:
 
     def assume_pv(self, pv: PersistentVolume) -> None:
         stored = self.lister.get_pv(pv.name)
-        if stored is None:
-            raise AssumeError(f'persistentvolumes "{pv.name}" not found')
-        self._check_version(pv.name, stored.resource_version, pv.resource_version)
-        self._pvs[pv.name] = pv
+        _assume(self._pvs, pv.name, pv, stored, f'persistentvolumes "{pv.name}" not found')
 
     def restore_pv(self, name: str) -> None:
         self._pvs.pop(name, None)
@@ -77,18 +87,10 @@ class AssumeCache:
 
     def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
         stored = self.lister.get_pvc(pvc.namespace, pvc.name)
-        if stored is None:
-            raise AssumeError(f'persistentvolumeclaims "{pvc.name}" not found')
-        self._check_version(pvc.key, stored.resource_version, pvc.resource_version)
-        self._pvcs[pvc.key] = pvc
+        _assume(self._pvcs, pvc.key, pvc, stored, f'persistentvolumeclaims "{pvc.name}" not found')
 
     def restore_pvc(self, key: str) -> None:
         self._pvcs.pop(key, None)
-
-    @staticmethod
-    def _check_version(key: str, stored: str, assumed: str) -> None:
-        if version_int(assumed) < version_int(stored):
-            raise AssumeError(f"{key!r} is out of sync (stored: {stored}, assume: {assumed})")
 
     def assumed_pvs(self) -> Sequence[str]:
         return list(self._pvs)
