@@ -1,14 +1,14 @@
 """Node lists in Kubernetes' protobuf encoding, decoded into the same `structs.Node` as JSON.
 
-Why (issue 12): on a 5000-node cluster the API server needs 0.9-1.4 s of CPU to encode the
-node list as JSON (31.7 MB) and 0.3 s as protobuf (11.5 MB), and that list is what the first
-bind after a start waits for. kube-scheduler reads nodes and pods as protobuf for the same
+Why: the API server encodes a large node list as protobuf with far less CPU than as JSON, and
+the protobuf list is much smaller (docs/benchmarks.md has the figures); that list is what the
+first bind after a start waits for. kube-scheduler reads nodes and pods as protobuf for the same
 reason (client-go's ContentType for core types).
 
 The schema below declares, with upstream's field numbers (k8s.io/api core/v1 and
 k8s.io/apimachinery generated.proto, v0.35.4), only the fields that `node_from_api` and the
 informer read: the parser skips every other field without building it, as msgspec does for
-JSON, and reading a field of a parsed message costs a Python object each (about 1 us), so the
+JSON, and reading a field of a parsed message builds a Python object each time, so the
 structs get those fields only; the others keep their defaults. tests/test_node_protobuf.py
 holds both paths to the same nodes. The messages are built at import into a private
 descriptor pool; no generated code, no protoc. The envelope and the list are not parsed as

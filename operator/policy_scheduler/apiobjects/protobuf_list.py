@@ -3,8 +3,8 @@
 A protobuf answer is MAGIC, then a runtime.Unknown whose `raw` (field 2) holds the list message:
 its ListMeta is field 1 and each item is one field 2, every one length-delimited (upstream's
 generated.proto). `ListSplitter` reads only those frames, so a caller can decode each item while
-the rest of the answer is still on the way (issue 12: the node list of a 5000-node cluster is
-11 MB, and its items can be decoded while it arrives instead of after).
+the rest of the answer is still on the way: a large cluster's node list takes a while to arrive,
+and decoding it meanwhile keeps that work off the path to the first bind.
 """
 
 from __future__ import annotations

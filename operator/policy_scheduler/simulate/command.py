@@ -59,6 +59,14 @@ def outcomes_table(outcomes: list[PodOutcome]) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
+def write_outcomes(outcomes: list[PodOutcome], output: str) -> None:
+    """The outcomes on stdout as `--output` asks: the JSON contract or the table."""
+    if output == "json":
+        sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
+    else:
+        sys.stdout.write(outcomes_table(outcomes))
+
+
 def simulate_command(args: argparse.Namespace) -> int:
     if args.from_cluster:
         from policy_scheduler.simulate.whatif import whatif_command
@@ -82,10 +90,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress)
     if progress is not None:
         progress.close()
-    if args.output == "json":
-        sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
-    else:
-        sys.stdout.write(outcomes_table(outcomes))
+    write_outcomes(outcomes, args.output)
     # stderr keeps stdout (the table or the JSON contract) unchanged for scripts.
     print(summary_line(scenario, outcomes), file=sys.stderr)
     return 0
