@@ -641,6 +641,8 @@ def test_simulate_runs_on_the_examples() -> None:
     outcomes = {o.name: o for o in simulate(scenario, resolve_scenario_profiles(scenario), seed=0)}
     pending = [name for name, o in outcomes.items() if not name.startswith("filler") and not o.node]
     assert pending == []
-    assert len({outcomes[f"batch-{i}"].node for i in range(4)}) == 1  # MostAllocated packs
+    # MostAllocated packs: the fullest node first (one with a web pod, which then has room for
+    # three), the rest on one more node; spreading would use four.
+    assert len({outcomes[f"batch-{i}"].node for i in range(4)}) <= 2
     assert {outcomes[f"trainer-{i}"].node for i in range(2)} <= {"node-4", "node-5"}  # the GPU nodes
     assert outcomes["urgent-0"].preempted  # through a filler pod

@@ -103,7 +103,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-scheduler", description=__doc__)
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level",
+        help="DEBUG, INFO, WARNING, ERROR (default: INFO for `run`, WARNING for the other commands)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more: -v info, -vv debug (commands other than `run` log warnings only)",
+    )
     parser.add_argument("--log-format", default="text", choices=["text", "json"])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -201,13 +211,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def log_level(args: argparse.Namespace) -> str:
+    """The operator logs its work at info; a command's output is for its user, so its own logs
+    stay at warning unless asked for (--log-level, -v)."""
+    if args.log_level:
+        return str(args.log_level)
+    if args.verbose:
+        return "DEBUG" if args.verbose > 1 else "INFO"
+    return "INFO" if args.command == "run" else "WARNING"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Before numpy is imported: its OpenBLAS would start a thread per CPU, which doubles the CPU
     # cost of that import (about 60 ms at every start, issue 12). Nothing here multiplies float
     # matrices, so one thread loses nothing. A value the user set stays.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
-    configure_logging(str(args.log_level), str(args.log_format))
+    configure_logging(log_level(args), str(args.log_format))
     result: int = args.func(args)
     return result
 
