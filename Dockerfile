@@ -14,7 +14,7 @@ COPY operator ./operator
 RUN rm -rf operator/policy_scheduler/devcluster \
            operator/policy_scheduler/parity \
            operator/policy_scheduler/bench \
-           operator/policy_scheduler/demo.py \
+           operator/policy_scheduler/bench_e2e \
            operator/*.egg-info \
  && pip wheel --wheel-dir /wheels .
 

@@ -52,7 +52,7 @@ def explain_nodes(kubectl: Kubectl) -> Iterator[list[str]]:
 
 
 def explain(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "policy_scheduler.cli", "explain", "--kubeconfig", str(kubeconfig), *args]
+    cmd = [sys.executable, "-m", "policy_scheduler", "explain", "--kubeconfig", str(kubeconfig), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -85,10 +85,19 @@ def test_pending_pod_explained_with_every_reason(
 ) -> None:
     kubectl.apply(namespace(NS), profile("explain", SCHEDULER, pendingSummaryAnnotation=True))
     kubectl.create(pod("stuck", NS, SCHEDULER, cpu="2", extra_spec={"nodeSelector": {ZONE_LABEL: "a"}}))
-    endpoint = f"http://127.0.0.1:{operator_process.port}"
+    endpoint = f"https://127.0.0.1:{operator_process.port}"
 
     def answered() -> dict[str, Any] | None:
-        result = explain(kubeconfig, f"{NS}/stuck", "--endpoint", endpoint, "--no-recompute", "-o", "json")
+        result = explain(
+            kubeconfig,
+            f"{NS}/stuck",
+            "--endpoint",
+            endpoint,
+            "--insecure-skip-tls-verify",
+            "--no-recompute",
+            "-o",
+            "json",
+        )
         return json.loads(result.stdout) if result.returncode == 0 else None
 
     answer = wait_for("an explanation of the pending pod", answered, timeout=60)
@@ -139,11 +148,15 @@ def test_scheduled_pod_names_its_node_and_scores(
     assert node == "explain-b-1"
     # The kubectl plugin: `kubectl policy-scheduler explain` finds kubectl-policy_scheduler on PATH.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    endpoint = f"http://127.0.0.1:{operator_process.port}"
+    endpoint = f"https://127.0.0.1:{operator_process.port}"
     # kubectl refuses its own flags before a plugin's name: the plugin takes --kubeconfig itself.
     cmd = [kubectl.binary, "policy-scheduler", "explain", f"{NS}/placed", "--kubeconfig", str(kubeconfig)]
     result = subprocess.run(
-        [*cmd, "--endpoint", endpoint, "-o", "json"], capture_output=True, text=True, timeout=60, env=env
+        [*cmd, "--endpoint", endpoint, "--insecure-skip-tls-verify", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)

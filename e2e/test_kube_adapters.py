@@ -16,7 +16,6 @@ import pytest_asyncio
 from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
-from policy_scheduler.config import DEFAULTS, OperatorConfig
 from policy_scheduler.kube import early_policies, prefetch
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.binder import BindError, bind
@@ -40,9 +39,11 @@ from policy_scheduler.kube.paths import (
     FirstList,
 )
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
-from policy_scheduler.operator_main import Operator
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.constants import API_VERSION
 from policy_scheduler.scheduler import model
+from policy_scheduler.service.config import OperatorConfig
+from policy_scheduler.service.operator import Operator
 from polling import wait_until_async
 
 NO_SCHEDULER = "kube-adapters-e2e-nobody"  # no scheduler has this name: pods stay pending

@@ -18,13 +18,13 @@ from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert_cluster import node_from_api
 from policy_scheduler.apiobjects.decode import decode_list
 from policy_scheduler.apiobjects.node_protobuf import MAGIC, SCHEMA, decode_node_list
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.devcluster.kwokstages import go_module_cache
 from policy_scheduler.devcluster.versions import GOMOD_DIR, KUBERNETES_VERSION
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
 from policy_scheduler.kube.paths import NODES
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
 

@@ -228,7 +228,7 @@ def _simulate(path: Path, seed: int) -> dict[str, str | None]:
     cmd = [
         sys.executable,
         "-m",
-        "policy_scheduler.cli",
+        "policy_scheduler",
         "simulate",
         str(path),
         "-o",

@@ -24,10 +24,11 @@ from fixtures_operator import (
     SA_USER,
     ServiceAccountOperator,
     install_crds_and_rbac,
+    kubeconfig_token,
+    private_cluster,
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import wait_until
 
@@ -39,15 +40,8 @@ API = "scheduling.policy-scheduler.io/v1alpha1"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
-    dev = DevCluster(tmp_path_factory.mktemp("rbac-cluster"), nodes=2)
-    dev.start()
-    try:
+    with private_cluster(tmp_path_factory, pytestconfig, "rbac-cluster", nodes=2) as dev:
         yield dev
-    finally:
-        dev.stop()
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +58,13 @@ def operator(admin: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     whoami = json.loads(Kubectl(kubeconfig).run("auth", "whoami", "-o", "json").stdout)
     assert whoami["status"]["userInfo"]["username"] == SA_USER
     process = ServiceAccountOperator(
-        kubeconfig, workdir / "operator.log", "--lease-namespace", NS, "--identity", IDENTITY
+        kubeconfig,
+        workdir / "operator.log",
+        "--lease-namespace",
+        NS,
+        "--identity",
+        IDENTITY,
+        reader_token=kubeconfig_token(admin.kubeconfig),
     )
     try:
         process.wait_ready()
@@ -118,6 +118,9 @@ ALLOWED = [
     ("patch", "evictionpolicies.scheduling.policy-scheduler.io", "--subresource=status"),
     ("create", "leases.coordination.k8s.io", "-n", NS),
     ("update", "leases.coordination.k8s.io/policy-scheduler", "-n", NS),
+    # The secure port's delegated authentication and authorization (system:auth-delegator).
+    ("create", "tokenreviews.authentication.k8s.io"),
+    ("create", "subjectaccessreviews.authorization.k8s.io"),
 ]
 DENIED = [
     ("delete", "nodes"),
@@ -278,6 +281,16 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
     admin.delete("priorityclassmirror", "rbac-high")
     wait_until("native class deleted", lambda: native_class(admin, "rbac-high") is None, timeout=60)
     assert_no_forbidden(operator)
+
+
+def test_secure_port_delegates_as_the_service_account(operator: ServiceAccountOperator) -> None:
+    """TokenReviews (the admin's token accepted) and SubjectAccessReviews (the operator's own
+    token refused /metrics: 403, where a review it may not make would be a 500)."""
+    assert operator.get("/metrics", token=operator.reader_token)[0] == 200
+    own = kubeconfig_token(operator.kubeconfig)
+    status, body = operator.get("/metrics", token=own)
+    assert status == 403, body
+    assert json.loads(body)["message"] == f'forbidden: User "{SA_USER}" cannot get path "/metrics"'
 
 
 def test_no_forbidden_in_the_whole_log(operator: ServiceAccountOperator) -> None:

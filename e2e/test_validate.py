@@ -188,7 +188,7 @@ def test_simulate_reads_a_cluster_dump(kubectl: Kubectl, tmp_path: Path) -> None
     ).stdout
     path = tmp_path / "cluster.yaml"
     path.write_text(dump, encoding="utf-8")
-    cmd = [sys.executable, "-m", "policy_scheduler.cli", "simulate", str(path), "-o", "json"]
+    cmd = [sys.executable, "-m", "policy_scheduler", "simulate", str(path), "-o", "json"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "note: skipped kinds simulate does not use: ConfigMap" in result.stderr

@@ -30,7 +30,7 @@ READER = "whatif-reader"
 
 
 def run_whatif(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "policy_scheduler.cli", "--log-level", "WARNING", "simulate"]
+    cmd = [sys.executable, "-m", "policy_scheduler", "--log-level", "WARNING", "simulate"]
     cmd += ["--from-cluster", "--kubeconfig", str(kubeconfig), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 

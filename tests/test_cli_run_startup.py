@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler import cli, dataclass_code_cache, operator_main, startup_gc
-from policy_scheduler.config import OperatorConfig
+from policy_scheduler import dataclass_code_cache
+from policy_scheduler.app import cli
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.paths import EARLY_LISTS, NODES, PODS, POLICY_LISTS
+from policy_scheduler.service import collector as startup_gc
+from policy_scheduler.service import operator as operator_main
+from policy_scheduler.service.config import OperatorConfig
 from tests.fresh_interpreter import run_python
 
 
@@ -55,7 +58,7 @@ def test_run_keeps_the_collector_off_until_the_operator_resumes_it(
     assert cli._run(argparse.Namespace()) == 0
     assert seen["cache"] == ["install", "save"]
     assert seen["enabled"] is False  # off until the first sync
-    timings = config.informer
+    timings = config.timings.informer
     assert seen["prefetch"] == ("/some/kubeconfig", EARLY_LISTS, timings.page_size, timings.list_timeout)
     before = gc.get_freeze_count()
     startup_gc.resume()
@@ -83,7 +86,7 @@ def test_the_early_lists_are_exactly_the_informers_first_lists() -> None:
 BLAS_THREADS = """
     import contextlib, io, os
     {prepare}
-    from policy_scheduler import cli
+    from policy_scheduler.app import cli
     with contextlib.redirect_stdout(io.StringIO()):
         cli.main(["crds"])
     import numpy
@@ -105,7 +108,7 @@ def test_the_users_blas_threads_stay() -> None:
 def test_the_operator_imports_crd_rendering_only_to_install_crds() -> None:
     code = (
         "import sys\n"
-        "import policy_scheduler.operator_main\n"
+        "import policy_scheduler.service.operator\n"
         "print('policy_scheduler.kube.crdinstall' in sys.modules, 'policy_scheduler.policy.crdgen' in sys.modules)"
     )
     assert run_python(code) == "False False"
@@ -114,7 +117,7 @@ def test_the_operator_imports_crd_rendering_only_to_install_crds() -> None:
 def test_the_operator_imports_no_built_validator_and_a_model_builds_on_first_use() -> None:
     # Building every model's validator at import is CPU before the first bind (issue 12).
     code = (
-        "import policy_scheduler.operator_main\n"
+        "import policy_scheduler.service.operator\n"
         "from policy_scheduler.policy.base import CamelModel\n"
         "def models(cls):\n"
         "    for sub in cls.__subclasses__():\n"

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
-from policy_scheduler import metrics
+from policy_scheduler.observability import metrics
+from policy_scheduler.observability.scheduler_metrics import register_engine
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler_metrics import register_engine
 
 GRAFANA = Path(__file__).resolve().parents[1] / "manifests" / "grafana"
 DASHBOARD = GRAFANA / "policy-scheduler-dashboard.json"

@@ -103,7 +103,7 @@ def test_run_path_saves_and_the_next_start_compiles_nothing(tmp_path: Path) -> N
     path = tmp_path / "cache.marshal"
     script = (
         "import sys; from pathlib import Path; from policy_scheduler import dataclass_code_cache as c;"
-        f"c.install(Path({str(path)!r})); import policy_scheduler.operator_main;"
+        f"c.install(Path({str(path)!r})); import policy_scheduler.service.operator;"
         f"print(c.compiled()); c.save(Path({str(path)!r}))"
     )
     counts = [

@@ -76,10 +76,10 @@ def test_run_imports_aiohttp_through_it() -> None:
         """
         import json, sys, types
         from unittest import mock
-        from policy_scheduler import cli
+        from policy_scheduler.app import cli
         from policy_scheduler.kube import deferred_cas, prefetch
         # Stand-ins for what follows: no lists asked for, no operator run.
-        stand_in = types.ModuleType("policy_scheduler.operator_main")
+        stand_in = types.ModuleType("policy_scheduler.service.operator")
         stand_in.run_operator = lambda config: 0
         sys.modules[stand_in.__name__] = stand_in
         with mock.patch.object(prefetch, "start"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler.commands import Deferred
+from policy_scheduler.app.commands import Deferred
 from policy_scheduler.devcluster import arguments, cli, hostnet
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document

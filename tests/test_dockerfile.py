@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler import cli
+from policy_scheduler.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "operator" / "policy_scheduler"
-DEV_ONLY = ("devcluster", "parity", "bench", "demo.py")
+DEV_ONLY = ("devcluster", "parity", "bench", "bench_e2e")
 
 
 def builder_stage() -> str:

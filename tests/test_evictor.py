@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.event_objects import WARNING, ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction import api as eviction_api
@@ -19,6 +18,7 @@ from policy_scheduler.kube.eviction.api import Outcome, classify, eviction_body,
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.eviction.limiter import Limiter
 from policy_scheduler.kube.retry import Answer
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig

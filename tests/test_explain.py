@@ -9,12 +9,12 @@ import json
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, generate_latest
 
-from policy_scheduler import metrics
 from policy_scheduler.explain.command import parse_target
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import recompute
-from policy_scheduler.kube.explain_http import add_explain_routes
-from policy_scheduler.kube.health_server import make_app
+from policy_scheduler.kube.serving.server import make_app
+from policy_scheduler.observability import metrics
+from policy_scheduler.observability.scheduler_metrics import MetricsObserver, attempts_label, register_engine
 from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.diagnosis_recorder import (
     PENDING,
@@ -29,7 +29,6 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Container, Node, Pod, Taint
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
-from policy_scheduler.scheduler_metrics import MetricsObserver, attempts_label, register_engine
 from policy_scheduler.simulate.scenario import Scenario
 
 PENDING_EXPLANATION = Explanation(
@@ -101,7 +100,7 @@ def test_http_adapter_serves_the_recorder_as_json() -> None:
     recorder._pending.put("shop/web", PENDING_EXPLANATION)
 
     async def scenario() -> tuple[int, dict[str, object], int]:
-        app = make_app(lambda: True, lambda a: add_explain_routes(a, recorder))
+        app = make_app(lambda: True, recorder, None)
         async with TestClient(TestServer(app)) as client:
             found = await client.get("/debug/explain/shop/web")
             missing = await client.get("/debug/explain/shop/nope")

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import event_objects, events
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler import model
 from tests.fakeclock import FakeClock
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 
-from policy_scheduler.config import LeaderTimings
 from policy_scheduler.kube import leader as leader_module
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate
+from policy_scheduler.kube.timings import LeaderTimings
 
 
 class _ScriptedElection:

@@ -9,9 +9,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Answer, Backoff, RetryPolicy, parse_retry_after, with_retries
+from policy_scheduler.kube.timings import DEFAULTS
 from tests.fakeclock import FakeClock
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.config import ApiTimings
 from policy_scheduler.kube import api_binder
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.slow_start import SlowStart
+from policy_scheduler.kube.timings import ApiTimings
 from policy_scheduler.scheduler.model import Pod
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from policy_scheduler.apiobjects import storage_structs as st
 from policy_scheduler.apiobjects.storage_convert import volume_attachment_from_api
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube import volume_api
 from policy_scheduler.kube.client import MERGE_PATCH, ApiError
 from policy_scheduler.kube.retry import Answer, RetryPolicy
 from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES, StorageChanges, storage_informers
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.scheduler.storage.lister import StorageObject
 from policy_scheduler.scheduler.storage.types import (

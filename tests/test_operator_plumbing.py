@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.cli import build_parser
-from policy_scheduler.config import DEFAULTS, OperatorConfig
+from policy_scheduler.app.cli import build_parser
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube import early_policies
 from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
-from policy_scheduler.logs import JsonFormatter, KeyValueFormatter
-from policy_scheduler.operator_main import Operator
+from policy_scheduler.kube.timings import DEFAULTS
+from policy_scheduler.observability.logs import JsonFormatter, KeyValueFormatter
+from policy_scheduler.observability.profile_stats import ProfileStats, reason_key
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.stats import ProfileStats, reason_key
+from policy_scheduler.service.config import OperatorConfig
+from policy_scheduler.service.operator import Operator
 
 
 @pytest.mark.parametrize(
@@ -81,10 +82,15 @@ def test_pending_reasons_group_fit_errors_by_reason_not_node_count() -> None:
 
 def test_operator_config_from_the_command_line() -> None:
     args = build_parser().parse_args(
-        ["run", "--no-leader-elect", "--metrics-port", "0", "--profile-selector", "shard=a", "--install-crds"]
+        ["run", "--no-leader-elect", "--secure-port", "0", "--profile-selector", "shard=a", "--install-crds"]
     )
     config = OperatorConfig.from_args(args)
-    assert (config.leader_elect, config.metrics_port, config.profile_selector, config.install_crds) == (
+    assert (
+        config.leader_elect,
+        config.serving.secure_port,
+        config.profile_selector,
+        config.install_crds,
+    ) == (
         False,
         0,
         "shard=a",
@@ -92,15 +98,15 @@ def test_operator_config_from_the_command_line() -> None:
     )
     assert config.kubeconfig is None
     assert config.identity is None
-    assert config.eviction == DEFAULTS.eviction  # timings are not command-line options
-    assert config.events == DEFAULTS.events
+    assert config.timings.eviction == DEFAULTS.eviction  # timings are not command-line options
+    assert config.timings.events == DEFAULTS.events
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.leader_elect = True  # type: ignore[misc]
 
 
 def test_event_rate_from_the_command_line() -> None:
     args = build_parser().parse_args(["run", "--event-qps", "5000", "--event-burst", "6000"])
-    events = OperatorConfig.from_args(args).events
+    events = OperatorConfig.from_args(args).timings.events
     assert (events.qps, events.burst) == (5000.0, 6000)
     assert events.queue_size == DEFAULTS.events.queue_size
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.observability.profile_stats import ProfileStats
 from policy_scheduler.policy.compile import compile_profile, parse_profile_spec
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig
@@ -19,7 +20,6 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, plugin_registry
 from policy_scheduler.scheduler.profile_resolution import ProfileError, resolve_profile
-from policy_scheduler.stats import ProfileStats
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugins" / "require-node-label"
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from policy_scheduler.controllers.profile_store import ProfileStore, compile_profile_spec
+from policy_scheduler.observability.profile_stats import ProfileStats
 from policy_scheduler.policy.scheduling_profile import SchedulingProfileStatus
 from policy_scheduler.scheduler.config import ResolvedProfile
-from policy_scheduler.stats import ProfileStats
 
 
 class _Published:
@@ -187,7 +187,7 @@ def test_not_ready_until_caches_synced_and_stats_reported() -> None:
 
 
 def test_recheck_does_not_count_the_same_rejection_again() -> None:
-    from policy_scheduler.metrics import REGISTRY
+    from policy_scheduler.observability.metrics import REGISTRY
 
     def rejected() -> float:
         labels = {"kind": "SchedulingProfile", "result": "rejected"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.simulate.scenario import ScenarioError, load_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures" / "simulate"

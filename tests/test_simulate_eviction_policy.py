@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 
 SCENARIO = Path(__file__).parent / "fixtures" / "simulate" / "preempt-policy.yaml"
 

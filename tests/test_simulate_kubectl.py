@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.simulate.progress import LARGE_SNAPSHOT, ProgressLine, wants_progress
 from policy_scheduler.simulate.scenario import Scenario, load_scenario

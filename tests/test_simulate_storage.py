@@ -10,7 +10,7 @@ import pytest
 
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.scheduler.storage.lister import StorageObjects
 from policy_scheduler.scheduler.storage.types import (
     ANN_BIND_COMPLETED,

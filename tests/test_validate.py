@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.validate.command import validate_paths
 from policy_scheduler.validate.report import CEL, INPUT, OPERATOR, REFERENCE, SCHEMA
 

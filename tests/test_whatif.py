@@ -15,7 +15,7 @@ import yaml
 
 from policy_scheduler.apiobjects.convert import pod_from_dict
 from policy_scheduler.apiobjects.convert_cluster import pdb_from_dict
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.kube.paths import PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig

@@ -130,6 +130,6 @@ def save(path: Path = CACHE_FILE) -> bool:
 def build() -> None:
     """Fill the cache for `run` (the image build does this, where the package is writable)."""
     install()
-    import policy_scheduler.operator_main  # noqa: F401
+    import policy_scheduler.service.operator  # noqa: F401
 
     save()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from policy_scheduler.celdevice import compile_selector
+from policy_scheduler.cel.device_selector import compile_selector
 from policy_scheduler.scheduler.dra.allocator import Allocator, Features
 from policy_scheduler.scheduler.dra.model import (
     ALLOCATION_MODE_ALL,

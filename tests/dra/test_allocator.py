@@ -498,7 +498,7 @@ def test_search_stops_at_the_deadline() -> None:
         CLAIM0, request(REQ0, CLASS_A, 6), constraints=(DeviceConstraint(match_attribute="driver-a/n"),)
     )
     ticks = iter(range(10**9))
-    from policy_scheduler.celdevice import compile_selector
+    from policy_scheduler.cel.device_selector import compile_selector
     from policy_scheduler.scheduler.dra.allocator import AllocationTimeout, Allocator
 
     a = Allocator(frozenset(), {c.name: c for c in CLASSES}.get, slices, compile_selector)

@@ -9,7 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from policy_scheduler.celdevice import compile_selector
+from policy_scheduler.cel.device_selector import compile_selector
 from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.dra.model import (
     AllocationResult,

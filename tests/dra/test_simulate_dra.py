@@ -11,7 +11,7 @@ import msgspec
 import pytest
 import yaml
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 from policy_scheduler.kube.paths import DRA_API, NODES, PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.simulate.dra import generate_name, generated_claim_name

@@ -100,13 +100,13 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
             [
                 sys.executable,
                 "-m",
-                "policy_scheduler.cli",
+                "policy_scheduler",
                 # INFO shows the start-up steps' times in the log (listed, running)
                 f"--log-level={os.environ.get('BENCH_E2E_LOG_LEVEL', 'WARNING')}",
                 "run",
                 f"--kubeconfig={kubeconfig}",
                 "--no-leader-elect",
-                "--metrics-port=0",
+                "--secure-port=0",
                 f"--profile-selector={PROFILE_LABEL}={scheduler_name}",
                 # kube-scheduler's event writes go through its client at CLIENT_QPS: ours alike,
                 # so that both write every Scheduled event during the run.

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from policy_scheduler import metrics
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.profile_store import PolicyProblem, ProfileStore
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.observability import metrics
 from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import (
     CONDITION_ACCEPTED,

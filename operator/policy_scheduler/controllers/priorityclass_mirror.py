@@ -30,10 +30,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from policy_scheduler.config import DEFAULTS, MirrorTimings
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
 from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status
+from policy_scheduler.controllers.timings import DEFAULT_MIRROR_TIMINGS, MirrorTimings
 from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
@@ -79,7 +79,7 @@ class MirrorController:
         pod_priorities: PodPriorities,
         is_leader: Callable[[], bool],
         *,
-        timings: MirrorTimings = DEFAULTS.mirrors,
+        timings: MirrorTimings = DEFAULT_MIRROR_TIMINGS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api

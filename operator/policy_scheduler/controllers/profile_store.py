@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from policy_scheduler import metrics
 from policy_scheduler.controllers.last_accepted import LastAccepted
+from policy_scheduler.observability import metrics
+from policy_scheduler.observability.profile_stats import ProfileStats
 from policy_scheduler.policy.conditions import Transitions, condition_dict
 from policy_scheduler.policy.constants import (
     CONDITION_ACCEPTED,
@@ -25,7 +26,6 @@ from policy_scheduler.policy.constants import (
 )
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.profile_resolution import effective_plugins
-from policy_scheduler.stats import ProfileStats
 
 log = logging.getLogger(__name__)
 

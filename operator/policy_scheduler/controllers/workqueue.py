@@ -32,7 +32,7 @@ class WorkQueue(Generic[K]):
         self,
         resync: Callable[[], Iterable[K]] = lambda: (),
         *,
-        resync_seconds: float,  # the owner's resync period (config.MirrorTimings.resync for mirrors)
+        resync_seconds: float,  # the owner's resync period (MirrorTimings.resync for mirrors)
         base_delay: float = BASE_DELAY,
         max_delay: float = MAX_DELAY,
         jitter: float = JITTER,

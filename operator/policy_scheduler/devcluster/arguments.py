@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from policy_scheduler.commands import Deferred
+from policy_scheduler.app.commands import Deferred
 from policy_scheduler.devcluster.versions import cache_root
 
 _CLI = "policy_scheduler.devcluster.cli"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.binder import UnsettledBinds, bind
 from policy_scheduler.kube.slow_start import SlowStart
+from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
 from policy_scheduler.scheduler.model import Pod
 
 

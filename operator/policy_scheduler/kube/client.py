@@ -25,9 +25,9 @@ from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
+from policy_scheduler.kube.timings import DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +166,13 @@ async def _prepare(
     return session, api.configuration.host + path, headers, extra
 
 
+async def authorization(api: Any) -> str | None:
+    """The Authorization header the client sends (a bearer token), if its credentials are one."""
+    headers: dict[str, str] = {}
+    await api.update_params_for_auth(headers, [], ["BearerToken"])
+    return headers.get("Authorization") or headers.get("authorization")
+
+
 def _body(body: Any) -> bytes | None:
     if body is None or isinstance(body, bytes):
         return body
@@ -183,24 +190,26 @@ async def call(
     request_timeout: float = DEFAULT_TIMEOUT,
     accept: str = JSON,
     sink: Callable[[bytes], None] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Answer:
     """One request; returns its Answer (status, body bytes, Retry-After) whatever the status.
 
     `body` is bytes as is, or anything msgspec can encode as JSON. `accept`: the answer's
     content types (kube.media_types). With `sink`, a successful (2xx) answer's body goes to it
-    piece by piece as it arrives, and the Answer's body is empty. Connection failures raise
-    (see CONNECTION_ERRORS).
+    piece by piece as it arrives, and the Answer's body is empty. `headers` are added to the
+    request's own. Connection failures raise (see CONNECTION_ERRORS).
     """
     data = _body(body)
     if data is not None and content_type is None:
         content_type = JSON
-    session, url, headers, extra = await _prepare(api, path, content_type, accept=accept)
+    session, url, request_headers, extra = await _prepare(api, path, content_type, accept=accept)
+    request_headers.update(headers or {})
     async with session.request(
         method,
         url,
         params=_query(query),
         data=data,
-        headers=headers,
+        headers=request_headers,
         timeout=aiohttp.ClientTimeout(total=request_timeout),
         **extra,
     ) as resp:
@@ -220,6 +229,7 @@ class CallOptions(TypedDict, total=False):
     content_type: str | None
     request_timeout: float
     accept: str
+    headers: Mapping[str, str] | None
 
 
 async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:

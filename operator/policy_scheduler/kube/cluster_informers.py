@@ -15,11 +15,11 @@ from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_f
 from policy_scheduler.apiobjects.convert_cluster import namespace_from_api, node_from_api, pdb_from_api
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
-from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer, ListFormat
 from policy_scheduler.kube.paths import NAMESPACES, NODE_AND_POD_LISTS, NODES, PDBS, POD_FIELD_SELECTOR, PODS
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
+from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
 

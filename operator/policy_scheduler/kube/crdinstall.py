@@ -11,8 +11,8 @@ import msgspec
 import yaml
 
 from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
-from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.client import ApiError, request
+from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
 from policy_scheduler.policy.crdgen import render_crds
 
 log = logging.getLogger(__name__)

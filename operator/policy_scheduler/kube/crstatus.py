@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import quote
 
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.constants import GROUP, VERSION
 
 log = logging.getLogger(__name__)

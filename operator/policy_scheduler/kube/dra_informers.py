@@ -10,9 +10,9 @@ import asyncio
 from typing import Any, Protocol
 
 from policy_scheduler.apiobjects import dra as api_dra
-from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.paths import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.dra.model import DeviceClass, ResourceClaim, ResourceSlice
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.framework.events import Resource

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from policy_scheduler.config import DEFAULTS, EventTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
 from policy_scheduler.kube.event_objects import (
     BINDING,
@@ -38,6 +37,7 @@ from policy_scheduler.kube.event_objects import (
 )
 from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Sleep
+from policy_scheduler.kube.timings import DEFAULTS, EventTimings
 from policy_scheduler.scheduler import model
 
 log = logging.getLogger(__name__)

@@ -24,12 +24,12 @@ import msgspec
 from policy_scheduler.apiobjects import owners, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure, ListResult, decode_list, decode_watch_event
 from policy_scheduler.apiobjects.owners import OwnerInfo
-from policy_scheduler.config import DEFAULTS, InformerTimings
 from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
+from policy_scheduler.kube.timings import DEFAULTS, InformerTimings
 
 log = logging.getLogger(__name__)
 

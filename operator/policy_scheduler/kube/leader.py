@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-from policy_scheduler import metrics
-from policy_scheduler.config import DEFAULTS, LeaderTimings
+from policy_scheduler.kube.timings import DEFAULTS, LeaderTimings
+from policy_scheduler.observability import metrics
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from policy_scheduler import metrics
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.podstatus import (
     POD_SCHEDULED,
@@ -24,10 +22,12 @@ from policy_scheduler.kube.podstatus import (
     set_nominated_node,
     set_unschedulable_condition,
 )
+from policy_scheduler.kube.timings import DEFAULTS
+from policy_scheduler.observability import metrics
+from policy_scheduler.observability.profile_stats import ProfileStats
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.stats import ProfileStats
 
 log = logging.getLogger(__name__)
 

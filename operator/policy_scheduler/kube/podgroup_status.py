@@ -11,9 +11,9 @@ from typing import Any
 
 from policy_scheduler.apiobjects.podgroup_api import PLURAL
 from policy_scheduler.apiobjects.podgroups import pod_group_status
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.crstatus import flush_every, patch_status
 from policy_scheduler.kube.paths import podgroup_status_path
+from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler.gang import PodGroupStore
 from policy_scheduler.scheduler.nodetable import NodeTable
 

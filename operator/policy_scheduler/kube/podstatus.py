@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
-from policy_scheduler.config import DEFAULTS
 from policy_scheduler.kube.client import CONNECTION_ERRORS, STRATEGIC_MERGE_PATCH, ApiError, call
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
+from policy_scheduler.kube.timings import DEFAULTS
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from policy_scheduler.apiobjects.storage_convert import (
     storage_class_from_api,
     volume_attachment_from_api,
 )
-from policy_scheduler.config import InformerTimings
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.paths import (
     CSI_DRIVERS,
@@ -30,6 +29,7 @@ from policy_scheduler.kube.paths import (
     STORAGE_CLASSES,
     VOLUME_ATTACHMENTS,
 )
+from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.storage.lister import StorageObject
 
 STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], ...] = (

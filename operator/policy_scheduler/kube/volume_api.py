@@ -16,10 +16,10 @@ import msgspec
 
 from policy_scheduler.apiobjects import storage_structs as st
 from policy_scheduler.apiobjects.storage_convert import pv_from_api, pvc_from_api
-from policy_scheduler.config import DEFAULTS, ApiTimings
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, call
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import StorageChanges
+from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
 from policy_scheduler.scheduler.storage.types import PersistentVolume, PersistentVolumeClaim
 
 

@@ -14,7 +14,7 @@ from policy_scheduler.apiobjects.convert import pod_from_dict
 from policy_scheduler.apiobjects.convert_cluster import node_from_dict, pdb_from_dict
 from policy_scheduler.apiobjects.dra import store_from_manifests
 from policy_scheduler.apiobjects.storage_convert import storage_object_from_dict
-from policy_scheduler.celdevice import compile_selector
+from policy_scheduler.cel.device_selector import compile_selector
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.engine import Engine

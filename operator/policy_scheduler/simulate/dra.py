@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.apiobjects.dra import store_from_manifests
-from policy_scheduler.celdevice import compile_selector
+from policy_scheduler.cel.device_selector import compile_selector
 from policy_scheduler.scheduler.dra.podclaims import pod_resource_claims
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.dra.store import DraStore

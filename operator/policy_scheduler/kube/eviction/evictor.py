@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from policy_scheduler.config import DEFAULTS, EvictionTimings
 from policy_scheduler.kube.client import call
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.api import CallFn, EvictionApi
@@ -25,6 +24,7 @@ from policy_scheduler.kube.eviction.nominations import Nominations
 from policy_scheduler.kube.eviction.reporting import Reporter
 from policy_scheduler.kube.eviction.runner import Runner
 from policy_scheduler.kube.retry import Sleep
+from policy_scheduler.kube.timings import DEFAULTS, EvictionTimings
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework

@@ -6,10 +6,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from policy_scheduler import metrics
 from policy_scheduler.kube.event_objects import NORMAL, WARNING, ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.job import Job
+from policy_scheduler.observability import metrics
 from policy_scheduler.policy.eviction_settings import (
     BLOCKED_BY_BUDGET,
     EVICTED,

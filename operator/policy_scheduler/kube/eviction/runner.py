@@ -11,11 +11,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from policy_scheduler.config import EvictionTimings
 from policy_scheduler.kube.eviction.api import DEFAULT_GRACE, EvictionApi, Outcome, Result, grace_period
 from policy_scheduler.kube.eviction.job import End, Job
 from policy_scheduler.kube.eviction.limiter import Limiters
 from policy_scheduler.kube.eviction.reporting import Reporter
+from policy_scheduler.kube.timings import EvictionTimings
 from policy_scheduler.policy.eviction_settings import BLOCKED_BY_BUDGET, FAILED, RATE_LIMITED
 from policy_scheduler.scheduler.model import Pod
 

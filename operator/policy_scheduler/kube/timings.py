@@ -1,13 +1,11 @@
-"""The operator's configuration: built once from the command line, frozen, passed down.
-
-Every timing of the API adapters lives here, with the upstream value it follows where there
-is one, so tuning and review happen in one place.
+"""Every timing of the API adapters, with the upstream value it follows where there is one, so
+tuning and review happen in one place. `policy-scheduler run` builds them once (service.config);
+components built without one (tests, tools) take DEFAULTS.
 """
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from policy_scheduler.kube.retry import RetryPolicy
 
@@ -76,15 +74,6 @@ class EventTimings:
 
 
 @dataclass(frozen=True, slots=True)
-class MirrorTimings:
-    """The PriorityClassMirror controller (ours: no upstream counterpart)."""
-
-    resync: float = 30.0  # every mirror is reconciled at least this often
-    status: float = 5.0  # a mirror's status (pod counts) is refreshed this often
-    tick: float = 1.0  # how often the controller loop looks for due work
-
-
-@dataclass(frozen=True, slots=True)
 class EvictionTimings:
     max_rate_wait: float = 120.0  # a victim waits this long for a token, then the preemption is deferred
     rate_poll: float = 5.0  # re-check the limits at least this often while waiting
@@ -101,50 +90,16 @@ class EvictionTimings:
 
 
 @dataclass(frozen=True, slots=True)
-class OperatorConfig:
-    kubeconfig: str | None = None
-    install_crds: bool = False
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int = 10259  # kube-scheduler's secure port number; 0: no server
-    leader_elect: bool = True
-    lease_namespace: str = "policy-scheduler"
-    lease_name: str = "policy-scheduler"
-    identity: str | None = None  # default: hostname_pid
-    profile_selector: str = ""
-    status_interval: float = 2.0  # at most one status write per custom resource per interval
-    pod_status_writers: int = 4  # concurrent pods/status writers
+class AdapterTimings:
+    """The timings of every adapter, as one value the operator's configuration carries."""
+
     api: ApiTimings = field(default_factory=ApiTimings)
     leader: LeaderTimings = field(default_factory=LeaderTimings)
     informer: InformerTimings = field(default_factory=InformerTimings)
     events: EventTimings = field(default_factory=EventTimings)
     eviction: EvictionTimings = field(default_factory=EvictionTimings)
-    mirrors: MirrorTimings = field(default_factory=MirrorTimings)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
-        """From `policy-scheduler run`'s options (cli.py defines them)."""
-        return cls(
-            kubeconfig=args.kubeconfig,
-            install_crds=args.install_crds,
-            metrics_host=args.metrics_host,
-            metrics_port=args.metrics_port,
-            leader_elect=args.leader_elect,
-            lease_namespace=args.lease_namespace,
-            lease_name=args.lease_name,
-            identity=args.identity,
-            profile_selector=args.profile_selector,
-            events=_event_timings(args),
-        )
+    status_interval: float = 2.0  # at most one status write per custom resource per interval
+    pod_status_writers: int = 4  # concurrent pods/status writers
 
 
-def _event_timings(args: argparse.Namespace) -> EventTimings:
-    events = EventTimings()
-    if args.event_qps is not None:
-        events = replace(events, qps=args.event_qps)
-    if args.event_burst is not None:
-        events = replace(events, burst=args.event_burst)
-    return events
-
-
-# The defaults, for components built without an OperatorConfig (tests, tools).
-DEFAULTS = OperatorConfig()
+DEFAULTS = AdapterTimings()

@@ -15,13 +15,12 @@ import contextlib
 import functools
 import logging
 import signal
+import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from policy_scheduler import startup_gc
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
-from policy_scheduler.config import OperatorConfig
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
@@ -35,16 +34,16 @@ from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
-from policy_scheduler.kube.explain_http import add_explain_routes
-from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
 from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
+from policy_scheduler.kube.serving.server import Server, ServingError
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
-from policy_scheduler.metrics import extension_point_duration, pending_pods
+from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
+from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.model import DeviceSelector
@@ -53,7 +52,8 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler_metrics import MetricsObserver, register_engine
+from policy_scheduler.service import collector as startup_gc
+from policy_scheduler.service.config import OperatorConfig
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def _observe_extension_point(profile: str, point: str, status: str, seconds: flo
 
 def _compile_selector(expression: str) -> DeviceSelector:
     # Imported on the first CEL device selector: celpy is ~0.1 CPU-s of start-up (issue 12).
-    from policy_scheduler.celdevice import compile_selector
+    from policy_scheduler.cel.device_selector import compile_selector
 
     return compile_selector(expression)
 
@@ -106,29 +106,29 @@ class Operator:
                 namespace=config.lease_namespace,
                 name=config.lease_name,
                 identity=self.identity,
-                timings=config.leader,
+                timings=config.timings.leader,
             )
             if config.leader_elect
             else AlwaysLeader()
         )
         is_leader = self.leader.is_leader
-        self.events = EventRecorder(api, instance=self.identity, timings=config.events)
-        self.status = StatusWriter(api, interval=config.status_interval, is_leader=is_leader)
+        self.events = EventRecorder(api, instance=self.identity, timings=config.timings.events)
+        self.status = StatusWriter(api, interval=config.timings.status_interval, is_leader=is_leader)
         self.policies = EvictionPolicyStore(status=self.status)
         # PodTopologySpread's default constraints select pods by their Services and controllers.
         self.owners = DefaultSelectorIndex()
-        self.pdbs = ClusterInformers.pdb_informer(api, config.informer)
+        self.pdbs = ClusterInformers.pdb_informer(api, config.timings.informer)
         # The engine's preemption gate is the evictor's, and the evictor requeues into the
         # engine: the evictor gets the engine's pods once the engine exists (attach below).
         self.evictor = Evictor(
-            api, self.events, is_leader=is_leader, policies=self.policies, timings=config.eviction
+            api, self.events, is_leader=is_leader, policies=self.policies, timings=config.timings.eviction
         )
         self.reporter = PodReporter(
             api,
             self.events,
             is_leader=is_leader,
             on_preempt=self.evictor.on_preempt,
-            writers=config.pod_status_writers,
+            writers=config.timings.pod_status_writers,
             summary_for=self._pending_summary,
         )
         self.dra_store = DraStore()
@@ -145,10 +145,10 @@ class Operator:
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api, timings=config.api),
+            binder=ApiBinder(api, timings=config.timings.api),
             observe=_observe_extension_point,
             services=services,
-            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.api),
+            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api),
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
@@ -163,7 +163,7 @@ class Operator:
             on_add=self.engine.pod_group_set,
             on_update=lambda _old, new: self.engine.pod_group_set(new),
             on_delete=lambda group: self.engine.pod_group_deleted(group.key),
-            timings=config.informer,
+            timings=config.timings.informer,
         )
         self.podgroup_status = PodGroupStatusWriter(
             api, self.engine.pod_groups, self.engine.table, is_leader=is_leader
@@ -185,9 +185,9 @@ class Operator:
             on_pod_deleted=self._pod_deleted,
             owners=self.owners,
             pdbs=self.pdbs,
-            timings=config.informer,
+            timings=config.timings.informer,
             storage_changes=self.storage_changes,
-            dra=DraInformers(api, self.dra_store, self.engine, config.informer),
+            dra=DraInformers(api, self.dra_store, self.engine, config.timings.informer),
         )
 
     def _pending_summary(self, pod: Pod) -> str | None:
@@ -229,7 +229,7 @@ class Operator:
     async def _apply_early_policies(self) -> bool:
         """EvictionPolicies, then SchedulingProfiles, from the early lists, through the handlers
         kopf calls; False if there were none (then kopf's lists come first)."""
-        lists = await early_policies.take(self.config.informer.page_size)
+        lists = await early_policies.take(self.config.timings.informer.page_size)
         if lists is None:
             return False
         for body in lists[EVICTION_POLICIES]:
@@ -328,15 +328,9 @@ class Operator:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
-        server = None
         unregister = register_engine(self.engine)
-        if self.config.metrics_port:
-            server = await start_server(
-                self.config.metrics_host,
-                self.config.metrics_port,
-                self.synced,
-                functools.partial(add_explain_routes, recorder=self.explanations),
-            )
+        server = Server(self.api, self.config.serving, self.synced, self.explanations)
+        await server.start()
         early = asyncio.create_task(self._apply_early_policies(), name="early policies")
         self.events.start()
         self.reporter.start()
@@ -379,8 +373,7 @@ class Operator:
             await self.evictor.stop()
             await self.reporter.stop()
             await self.events.stop()
-            if server is not None:
-                await server.cleanup()
+            await server.stop()
             unregister()
 
 
@@ -399,7 +392,7 @@ async def _main(config: OperatorConfig) -> int:
             # Imported only here: rendering CRDs is not needed otherwise (start-up, issue 12).
             from policy_scheduler.kube.crdinstall import install_crds
 
-            await install_crds(api, config.api)
+            await install_crds(api, config.timings.api)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -413,4 +406,8 @@ async def _main(config: OperatorConfig) -> int:
 
 
 def run_operator(config: OperatorConfig) -> int:
-    return asyncio.run(_main(config))
+    try:
+        return asyncio.run(_main(config))
+    except ServingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

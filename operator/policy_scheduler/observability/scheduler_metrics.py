@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from policy_scheduler import metrics
+from policy_scheduler.observability import metrics
 from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo

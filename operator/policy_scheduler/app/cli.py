@@ -9,25 +9,31 @@ import os
 import sys
 from collections.abc import Sequence
 
-from policy_scheduler.logs import configure as configure_logging
+from policy_scheduler.observability.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler import dataclass_code_cache, startup_gc
+    from policy_scheduler import dataclass_code_cache
+    from policy_scheduler.service import collector as startup_gc
 
     dataclass_code_cache.install()  # before the imports that define dataclasses
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
-    from policy_scheduler.config import OperatorConfig
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
+    from policy_scheduler.kube.serving.options import ServingOptionsError
+    from policy_scheduler.service.config import OperatorConfig
 
-    config = OperatorConfig.from_args(args)
+    try:
+        config = OperatorConfig.from_args(args)
+    except ServingOptionsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
     # Every first list, the big ones first: the API server prepares them while we import the rest.
-    timings = config.informer
+    timings = config.timings.informer
     prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
-    from policy_scheduler.operator_main import run_operator
+    from policy_scheduler.service.operator import run_operator
 
     dataclass_code_cache.save()  # only if some was compiled: then the next start need not
     return run_operator(config)
@@ -74,7 +80,7 @@ def _crds(args: argparse.Namespace) -> int:
 
 
 # Developer-only modules: in a source checkout, not in the runtime image (see the Dockerfile).
-DEV_MODULES = ("policy_scheduler.devcluster", "policy_scheduler.demo")
+DEV_MODULES = ("policy_scheduler.devcluster",)
 
 
 def dev_tools_available() -> bool:
@@ -91,7 +97,7 @@ def _dev_only(command: str) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from policy_scheduler.demo import run_demo
+    from policy_scheduler.devcluster.demo import run_demo
 
     return run_demo(args)
 
@@ -104,10 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the operator and its scheduler against a cluster")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
-    run.add_argument(
-        "--metrics-port", type=int, default=10259, help="port of /metrics, /livez, /readyz (0: off)"
-    )
-    run.add_argument("--metrics-host", default="0.0.0.0")
     run.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--lease-namespace", default="policy-scheduler")
     run.add_argument("--lease-name", default="policy-scheduler")
@@ -128,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="event writes at once (default: kube-scheduler's clientConnection.burst)",
     )
+    from policy_scheduler.kube.serving.arguments import add_serving_arguments
+
+    add_serving_arguments(run)
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")

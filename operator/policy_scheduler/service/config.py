@@ -1,0 +1,50 @@
+"""The operator's configuration: built once from `policy-scheduler run`'s options, frozen,
+passed down. The adapters' timings are kube.timings'; the mirror controller's are its own."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+
+from policy_scheduler.controllers.timings import MirrorTimings
+from policy_scheduler.kube.serving.arguments import serving_options
+from policy_scheduler.kube.serving.options import ServingOptions
+from policy_scheduler.kube.timings import AdapterTimings, EventTimings
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    kubeconfig: str | None = None
+    install_crds: bool = False
+    serving: ServingOptions = field(default_factory=ServingOptions)
+    leader_elect: bool = True
+    lease_namespace: str = "policy-scheduler"
+    lease_name: str = "policy-scheduler"
+    identity: str | None = None  # default: hostname_pid
+    profile_selector: str = ""
+    timings: AdapterTimings = field(default_factory=AdapterTimings)
+    mirrors: MirrorTimings = field(default_factory=MirrorTimings)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
+        """From `policy-scheduler run`'s options (app.cli defines them)."""
+        return cls(
+            kubeconfig=args.kubeconfig,
+            install_crds=args.install_crds,
+            serving=serving_options(args),
+            leader_elect=args.leader_elect,
+            lease_namespace=args.lease_namespace,
+            lease_name=args.lease_name,
+            identity=args.identity,
+            profile_selector=args.profile_selector,
+            timings=AdapterTimings(events=_event_timings(args)),
+        )
+
+
+def _event_timings(args: argparse.Namespace) -> EventTimings:
+    events = EventTimings()
+    if args.event_qps is not None:
+        events = replace(events, qps=args.event_qps)
+    if args.event_burst is not None:
+        events = replace(events, burst=args.event_burst)
+    return events
