@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pressure"
 CLUSTER = str(EXAMPLES / "cluster.yaml")

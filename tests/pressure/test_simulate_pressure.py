@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.cli import main
+from policy_scheduler.app.cli import main
 
 CLUSTER = """
 apiVersion: v1

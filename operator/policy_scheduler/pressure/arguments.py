@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy_scheduler.commands import Deferred
+from policy_scheduler.app.commands import Deferred
 from policy_scheduler.scheduler.pressure.signals import SIGNALS
 
 
