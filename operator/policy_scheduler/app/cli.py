@@ -1,4 +1,5 @@
-"""`policy-scheduler` command line: run, simulate, validate, explain, import-config, crds, dev tools."""
+"""`policy-scheduler` command line: run, simulate, validate, explain, pressure, import-config, crds,
+dev tools."""
 
 from __future__ import annotations
 
@@ -184,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     from policy_scheduler.explain.arguments import add_parser as add_explain
 
     add_explain(sub)
+
+    from policy_scheduler.pressure.arguments import add_parser as add_pressure
+
+    add_pressure(sub)
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
