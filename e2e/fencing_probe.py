@@ -274,6 +274,25 @@ def first_after(records: list[Record], since: float) -> float | None:
     return min(times) if times else None
 
 
+def wait_writes(replica: Replica, method: str, path: re.Pattern[str], since: float, count: int) -> None:
+    """Until `count` of the replica's requests of this kind succeeded since `since`."""
+    wait_until(
+        f"{count} successful {method} {path.pattern} of {replica.name}",
+        lambda: succeeded(replica.arrived(method, path, since)) >= count,
+        timeout=60,
+        interval=0.05,
+    )
+
+
+def takeover(standby: Replica, lease: re.Pattern[str], cut_at: float) -> float:
+    """Seconds from `cut_at` until the standby's first write of the Lease: it takes the lease a
+    lease duration (plus its retry jitter) after the leader's last renewal."""
+    wait_until("the standby writes the lease", lambda: standby.lease_writes(lease, cut_at), timeout=60)
+    took_over = first_after(standby.lease_writes(lease, cut_at), cut_at)
+    assert took_over is not None
+    return round(took_over - cut_at, 1)
+
+
 def wait_stood_down(replica: Replica, stood_down: Callable[[Replica], bool], since: float) -> float:
     """Seconds from `since` until `stood_down(replica)` holds (polled every 50 ms)."""
     wait_until(f"{replica.name} stands down", lambda: stood_down(replica), timeout=60, interval=0.05)
@@ -317,12 +336,7 @@ def freeze_through_lease(
     slow = [r.proxy.add("POST", BINDING, action="delay", delay=BIND_DELAY) for r in replicas]
     first = [scene.manifest(f"a-{i:03d}") for i in range(40)]
     scene.create(first[:20])
-    wait_until(
-        "the leader's first binds",
-        lambda: succeeded(old.arrived("POST", BINDING, start)) >= 4,
-        timeout=60,
-        interval=0.05,
-    )
+    wait_writes(old, "POST", BINDING, start, 4)
     cut_at = time.monotonic()
     creating = scene.stream(first[20:], per_second=10)  # the burst goes on meanwhile
     if partition:
@@ -331,11 +345,7 @@ def freeze_through_lease(
     else:
         old.freeze()
     creating.join()
-    # The standby takes the lease a lease duration (plus its retry jitter) after the last renewal.
-    wait_until("the standby writes the lease", lambda: new.lease_writes(lease, cut_at), timeout=60)
-    took_over = first_after(new.lease_writes(lease, cut_at), cut_at)
-    assert took_over is not None
-    figures["takeover_s"] = round(took_over - cut_at, 1)
+    figures["takeover_s"] = takeover(new, lease, cut_at)
     wait_bound(scene, len(first), "a-")
     for replica, rule in zip(replicas, slow, strict=True):
         replica.proxy.remove(rule)  # whatever the old leader sends now goes straight through
@@ -373,19 +383,11 @@ def freeze_during_evictions(
     new = next(r for r in replicas if r is not old)
     start = time.monotonic()
     scene.create(scene.manifest(f"high-{i:03d}", high_priority) for i in range(20))
-    wait_until(
-        "the leader's 4th eviction",
-        lambda: succeeded(old.arrived("POST", EVICTION, start)) >= 4,
-        timeout=60,
-        interval=0.05,
-    )
+    wait_writes(old, "POST", EVICTION, start, 4)
     cut_at = time.monotonic()
     old.freeze()
-    wait_until("the standby writes the lease", lambda: new.lease_writes(lease, cut_at), timeout=60)
-    took_over = first_after(new.lease_writes(lease, cut_at), cut_at)
-    assert took_over is not None
-    figures["takeover_s"] = round(took_over - cut_at, 1)
-    wait_until("the standby evicts", lambda: succeeded(new.arrived("POST", EVICTION, cut_at)), timeout=60)
+    figures["takeover_s"] = takeover(new, lease, cut_at)
+    wait_writes(new, "POST", EVICTION, cut_at, 1)
     back_at = time.monotonic()
     old.thaw()
     scene.create(scene.manifest(f"high-x{i}", high_priority) for i in range(5))

@@ -11,7 +11,7 @@ import os
 import re
 import signal
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from faultproxy import FaultProxy
 from fencing_probe import (
     FIT,
     TIMING_FLAGS,
+    Figures,
     Replica,
     Scene,
     freeze_during_evictions,
@@ -167,20 +168,24 @@ def scene(world: World, request: pytest.FixtureRequest) -> Iterator[Scene]:
 LEASE_PATH = lease_path(LEASE_NS, LEASE)
 
 
-def _no_stale_writes(figures: dict[str, Any]) -> None:
+def run_probe(world: World, scene: Scene, probe: Callable[..., Figures], **options: Any) -> dict[str, Any]:
+    """Run a probe, add the writes the old leader's fence refused, report, and check what every
+    probe must show: nothing the old leader wrote as a leader after it came back reached the API
+    server, no node over its allocatable, no pod bound twice."""
+    before = world.fenced_counts()
+    figures = probe(scene, world.replicas, LEASE_PATH, stood_down=world.stood_down, **options)
+    figures["fenced_writes_old_leader"] = world.fenced_since(before, figures["old_leader"])
+    figures.report(scene.tag)
     stale = figures["stale_writes_after_back"]
     assert not any(stale.values()), f"the old leader wrote as a leader after it came back: {stale}"
-    assert figures["overcommitted_nodes"] == 0, figures
+    assert figures["overcommitted_nodes"] == 0, figures.values
     assert figures["violations"] == [], figures["violations"]
+    return figures.values
 
 
 @pytest.mark.parametrize("scene", ["freeze-binds"], indirect=True)
 def test_a_frozen_leader_that_wakes_binds_nothing(world: World, scene: Scene) -> None:
-    fenced = world.fenced_counts()
-    figures = freeze_through_lease(scene, world.replicas, LEASE_PATH, stood_down=world.stood_down)
-    figures["fenced_writes_old_leader"] = world.fenced_since(fenced, figures["old_leader"])
-    figures.report("freeze-binds")
-    _no_stale_writes(figures.values)
+    figures = run_probe(world, scene, freeze_through_lease)
     assert figures["bound"] == FIT  # every pod that fits, and no more
     assert figures["binds_old_leader"] + figures["binds_new_leader"] == FIT  # each pod bound once
     # Bindings decided before the freeze, still waiting for their turn, were refused after it.
@@ -201,26 +206,14 @@ def test_a_frozen_leader_that_wakes_binds_nothing(world: World, scene: Scene) ->
 
 @pytest.mark.parametrize("scene", ["freeze-evictions"], indirect=True)
 def test_a_frozen_leader_that_wakes_evicts_nothing(world: World, scene: Scene) -> None:
-    fenced = world.fenced_counts()
-    figures = freeze_during_evictions(
-        scene, world.replicas, LEASE_PATH, stood_down=world.stood_down, high_priority=HIGH
-    )
-    figures["fenced_writes_old_leader"] = world.fenced_since(fenced, figures["old_leader"])
-    figures.report("freeze-evictions")
-    _no_stale_writes(figures.values)
+    figures = run_probe(world, scene, freeze_during_evictions, high_priority=HIGH)
     assert figures["high_bound"] == 25
     assert figures["victims_evicted_twice"] == 0
 
 
 @pytest.mark.parametrize("scene", ["partition-binds"], indirect=True)
 def test_a_partitioned_leader_that_reconnects_binds_nothing(world: World, scene: Scene) -> None:
-    fenced = world.fenced_counts()
-    figures = freeze_through_lease(
-        scene, world.replicas, LEASE_PATH, stood_down=world.stood_down, partition=True
-    )
-    figures["fenced_writes_old_leader"] = world.fenced_since(fenced, figures["old_leader"])
-    figures.report("partition-binds")
-    _no_stale_writes(figures.values)
+    figures = run_probe(world, scene, freeze_through_lease, partition=True)
     assert figures["bound"] == FIT
     assert figures["binds_old_leader"] + figures["binds_new_leader"] == FIT
     # Cut off, it stopped acting by its own clock within the renew deadline, before a standby

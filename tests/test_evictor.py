@@ -18,7 +18,7 @@ from policy_scheduler.kube.eviction import nominations
 from policy_scheduler.kube.eviction.api import Outcome, classify, eviction_body, grace_period
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.eviction.limiter import Limiter
-from policy_scheduler.kube.fence import Fence, NotLeading
+from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
@@ -26,6 +26,7 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
 from tests.aio import eventually, settle
 from tests.builders import make_pod
+from tests.fence import SwitchFence
 
 
 def status_body(message: str, causes: list[str] | None = None) -> bytes:
@@ -166,20 +167,6 @@ class FakeApi:
         return [path for method, path, _ in self.calls if method == "POST"]
 
 
-class SwitchedFence:
-    """A fence the test opens and closes."""
-
-    def __init__(self) -> None:
-        self.open = True
-
-    def may_act(self) -> bool:
-        return self.open
-
-    def check(self) -> None:
-        if not self.open:
-            raise NotLeading("closed by the test")
-
-
 class Events(EventRecorder):
     """Records what the evictor says, writes nothing."""
 
@@ -236,7 +223,7 @@ class Harness:
         **timings: float,
     ) -> None:
         self.api = FakeApi()
-        self.fence = SwitchedFence()
+        self.fence = SwitchFence()
         self.preemptor = make_pod("high", namespace="ns", uid="p-uid", priority=1000)
         self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
         self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}

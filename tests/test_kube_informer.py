@@ -53,9 +53,9 @@ class ListedInformer(Informer[structs.Pod, model.Pod]):
         return self.listing
 
 
-def make() -> tuple[ListedInformer, Recorder]:
+def make(kind: type[ListedInformer] = ListedInformer) -> tuple[ListedInformer, Recorder]:
     rec = Recorder()
-    inf = ListedInformer(
+    inf = kind(
         None,
         "/api/v1/pods",
         structs.Pod,
@@ -373,16 +373,8 @@ class GatedInformer(ListedInformer):
 
 
 def gated() -> tuple[GatedInformer, Recorder]:
-    rec = Recorder()
-    inf = GatedInformer(
-        None,
-        "/api/v1/pods",
-        structs.Pod,
-        convert.pod_from_api,
-        on_add=rec.add,
-        on_update=rec.update,
-        on_delete=rec.delete,
-    )
+    inf, rec = make(GatedInformer)
+    assert isinstance(inf, GatedInformer)
     return inf, rec
 
 

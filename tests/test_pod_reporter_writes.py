@@ -15,10 +15,10 @@ import pytest
 
 from policy_scheduler.kube import pod_reporter, podstatus
 from policy_scheduler.kube.client import ApiError
-from policy_scheduler.kube.fence import NotLeading
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.scheduler.model import Pod
 from tests.builders import make_pod
+from tests.fence import SwitchFence
 
 
 class SlowWrites:
@@ -194,27 +194,13 @@ async def test_a_pod_gone_while_its_write_was_in_flight_leaves_nothing_behind(
     assert reporter._written == {}
 
 
-class Switch:
-    """A fence the test opens and closes."""
-
-    def __init__(self) -> None:
-        self.open = True
-
-    def may_act(self) -> bool:
-        return self.open
-
-    def check(self) -> None:
-        if not self.open:
-            raise NotLeading("the lease lapsed")
-
-
 async def test_a_status_write_the_fence_refuses_is_dropped_quietly(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     patches = Patches()
     patches.hold = asyncio.Event()
     monkeypatch.setattr(podstatus, "patch_status", patches)
-    fence = Switch()
+    fence = SwitchFence()
     reporter = PodReporter(None, Mock(), writers=1, fence=fence)
     reporter.start()
     try:

@@ -25,10 +25,10 @@ from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult,
 from policy_scheduler.controllers.priorityclass_mirror import MirrorController
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import ApiError
-from policy_scheduler.kube.fence import NotLeading
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
 from tests.aio import eventually, settle
+from tests.fence import SwitchFence
 
 NAME = "high"
 UID = "mirror-uid-1"
@@ -331,20 +331,6 @@ class FakeStatus:
         pass
 
 
-class Leading:
-    """The controller's fence: whether this replica may write, as the test says."""
-
-    def __init__(self) -> None:
-        self.leading = True
-
-    def may_act(self) -> bool:
-        return self.leading
-
-    def check(self) -> None:
-        if not self.leading:
-            raise NotLeading("a standby")
-
-
 class FakeNative:
     """An in-memory PriorityClass collection standing in for kube/priorityclasses.py."""
 
@@ -417,7 +403,7 @@ def mirror(value: int, generation: int = 1, uid: str = UID, **spec_fields: Any) 
 
 async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     status = FakeStatus()
-    leader = Leading()
+    leader = SwitchFence()
     ctl = MirrorController(None, status, lambda _: {1000: 2, 5: 1}, leader)  # type: ignore[arg-type]
 
     ctl.on_mirror_event(None, mirror(1000))
@@ -440,14 +426,14 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     assert "recreated" in next(c["message"] for c in st["conditions"] if c["type"] == "Synced")
 
     # A standby leaves the deletion to the leader; on becoming leader it catches up.
-    leader.leading = False
+    leader.open = False
     ctl.tick_seconds = 0.01
     ctl.start()
     ctl.on_mirror_event("DELETED", mirror(2000, generation=2))
     await settle()  # the worker has handled the deletion
     assert NAME in fake.objects
     assert ("priorityclassmirrors", NAME) not in status.desired
-    leader.leading = True
+    leader.open = True
     await eventually(lambda: NAME not in fake.objects)  # at the next tick
     await ctl.stop()
 
@@ -459,7 +445,7 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
         "value": 1000,
         "metadata": {"name": NAME, "uid": "theirs", "labels": {"team": "a"}},
     }
-    ctl = MirrorController(None, FakeStatus(), lambda _: {}, Leading())  # type: ignore[arg-type]
+    ctl = MirrorController(None, FakeStatus(), lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000, description="ours"))
     await ctl.sync(NAME)
     obj = fake.objects[NAME]
@@ -479,7 +465,7 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
 
 async def test_invalid_spec_touches_nothing(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, Leading())  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000, preemptionPolicy="Sometimes"))
     await ctl.sync(NAME)
     assert fake.calls == []
@@ -495,7 +481,7 @@ async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: 
 
     monkeypatch.setattr(native_api, "create_priority_class", forbidden)
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, Leading())  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000))
     await ctl.sync(NAME)
     st = status.desired[("priorityclassmirrors", NAME)]
@@ -506,7 +492,7 @@ async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: 
 
 async def test_invalid_update_keeps_the_last_accepted_spec_in_force(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {1000: 1}, Leading())  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {1000: 1}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000))
     await ctl.sync(NAME)
     ctl.on_mirror_event("MODIFIED", mirror(2000, generation=2, preemptionPolicy="Sometimes"))
@@ -526,7 +512,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
     fake: FakeNative,
 ) -> None:
     status = FakeStatus()
-    first = MirrorController(None, status, lambda _: {}, Leading())  # type: ignore[arg-type]
+    first = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     first.on_mirror_event(None, mirror(1000))
     await first.sync(NAME)
     persisted = status.desired[("priorityclassmirrors", NAME)]
@@ -536,7 +522,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
     # sees generation 2 (invalid) and the status the old one wrote.
     fake.objects[NAME]["value"] = 5  # drifted while nobody watched: repaired to the persisted value
     written = FakeStatus()
-    second = MirrorController(None, written, lambda _: {}, Leading())  # type: ignore[arg-type]
+    second = MirrorController(None, written, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     body = mirror(2000, generation=2, preemptionPolicy="Sometimes")
     second.on_mirror_event(None, {**body, "status": persisted})
     await second.sync(NAME)
@@ -553,7 +539,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
 
 async def test_a_persisted_spec_that_no_longer_validates_is_not_served(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, Leading())  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     garbage = {"lastAcceptedGeneration": 1, "lastAcceptedSpec": {"value": "high"}}
     ctl.on_mirror_event(None, {**mirror(1000, generation=2, preemptionPolicy="Sometimes"), "status": garbage})
     await ctl.sync(NAME)
