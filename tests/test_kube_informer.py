@@ -49,7 +49,7 @@ class ListedInformer(Informer[structs.Pod, model.Pod]):
 
     listing: tuple[list[structs.Pod], list[DecodeFailure], str] = ([], [], "")
 
-    async def _list(self) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
+    async def _list(self, at_least: int = 0) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
         return self.listing
 
 
@@ -365,9 +365,11 @@ class GatedInformer(ListedInformer):
         super().__init__(*args, **kwargs)
         self.go = asyncio.Event()
         self.lists_started = 0
+        self.asked: list[int] = []
 
-    async def _list(self) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
+    async def _list(self, at_least: int = 0) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
         self.lists_started += 1
+        self.asked.append(at_least)
         await self.go.wait()
         return self.listing
 
@@ -412,6 +414,7 @@ async def test_catch_up_on_a_quiet_stream_by_a_consistent_list() -> None:
     inf.go.set()
     await asyncio.wait_for(waiting, 1)
     assert sorted(rec.calls) == [("add", "c@6"), ("delete", "b@2"), ("update", "a@1->5")]
+    assert inf.asked == [8]  # a list that holds every change up to the version asked for
     assert inf.resource_version == "9"
     assert inf.catch_up_lists == 1
     # The watch that stayed open still delivers what the list already had: skipped.

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.leadership_gate import LeadershipGate
 from policy_scheduler.kube.lease import LeaderRecord, LeaseError, StoredLease
 from policy_scheduler.kube.timings import LeaderTimings
 from policy_scheduler.scheduler.framework.interfaces import NotLeading

@@ -179,7 +179,7 @@ class Informer(Generic[S, V]):
             query["labelSelector"] = self.label_selector
         return query
 
-    async def _list(self) -> tuple[list[S], list[DecodeFailure], str]:
+    async def _list(self, at_least: int = 0) -> tuple[list[S], list[DecodeFailure], str]:
         items: list[S] = []
         failures: list[DecodeFailure] = []
         token = ""
@@ -187,6 +187,8 @@ class Informer(Generic[S, V]):
         # (resourceVersion=0, which also ignores the page limit: one answer instead of one round
         # trip per 500 objects); the watch that follows brings a possibly older snapshot up to
         # date. A relist after 410 Gone must not go back in time: it reads from etcd.
+        # `at_least`: a list that holds every change up to that revision, from the watch cache in
+        # one answer (the server waits until its cache has got there).
         from_cache = not self.has_synced.is_set()
         accept = self.list_format.accept
         while True:
@@ -195,6 +197,12 @@ class Informer(Generic[S, V]):
             if token:
                 # the server refuses a resourceVersion with a token
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
+            elif at_least:
+                query = {
+                    "resourceVersion": str(at_least),
+                    "resourceVersionMatch": "NotOlderThan",
+                    **self.selectors(),
+                }
             elif from_cache:
                 query = prefetch.first_list_query(self.page_size, self.selectors())
                 answer = await prefetch.answer(self.path, query, accept)
@@ -272,8 +280,8 @@ class Informer(Generic[S, V]):
     async def catch_up(self, version: int) -> None:
         """Return once the store holds every change up to revision `version` (one the server has
         written, e.g. a Lease update). Events or a bookmark at or past it do; on a quiet stream
-        none may come for minutes, so a consistent list runs meanwhile, and whichever gets there
-        first ends the wait (a list not needed any more is dropped)."""
+        none may come for minutes, so a list at or past it runs meanwhile, and whichever gets
+        there first ends the wait (a list not needed any more is dropped)."""
         if self.reached(version):
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -293,7 +301,7 @@ class Informer(Generic[S, V]):
         backoff = Backoff(self.timings.retry)
         while not self.reached(version):
             try:
-                items, failures, listed = await self._list()
+                await self.list_at_least(version)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -303,16 +311,20 @@ class Informer(Generic[S, V]):
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
                 )
                 await self.sleep(delay)
-                continue
-            if self.reached(resource_version_number(listed)):
-                return  # the watch got there first: the store is newer than this list
-            self._sync(items, failures, listed)
-            # The open watch still delivers what this list already holds: skip those events.
-            self._floor = resource_version_number(listed)
-            self.catch_up_lists += 1
-            log.info(
-                "caught up by a list", extra={"resource": self.path, "count": len(self.store), "rv": listed}
-            )
+
+    async def list_at_least(self, version: int) -> str:
+        """List the collection as of revision `version` or later and apply the list to the store,
+        while the watch goes on, unless the watch has brought the store past it meanwhile; the
+        list's resourceVersion. What catch_up does when no event gets there first."""
+        items, failures, listed = await self._list(version)
+        if self.reached(resource_version_number(listed)):
+            return listed  # the watch got there first: the store is newer than this list
+        self._sync(items, failures, listed)
+        # The open watch still delivers what this list already holds: skip those events.
+        self._floor = resource_version_number(listed)
+        self.catch_up_lists += 1
+        log.info("caught up by a list", extra={"resource": self.path, "count": len(self.store), "rv": listed})
+        return listed
 
     # --- watch ---------------------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.leadership_gate import LeadershipGate
 from policy_scheduler.kube.lease import LeaseApi
 from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
