@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +18,7 @@ from policy_scheduler.kube import informer as informer_module
 from policy_scheduler.kube.informer import Informer, _Gone, object_key
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler import model
+from tests.aio import settle
 
 
 def pod(name: str, rv: str, **spec: Any) -> dict[str, Any]:
@@ -377,6 +379,7 @@ class GatedInformer(ListedInformer):
 def gated() -> tuple[GatedInformer, Recorder]:
     inf, rec = make(GatedInformer)
     assert isinstance(inf, GatedInformer)
+    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)  # list at once
     return inf, rec
 
 
@@ -391,8 +394,7 @@ async def test_catch_up_by_events_drops_the_list_it_started() -> None:
     inf, rec = gated()
     inf._handle_line(line("ADDED", pod("a", "10")))
     waiting = asyncio.create_task(inf.catch_up(40))
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await settle()
     assert inf.lists_started == 1
     assert not waiting.done()
     inf._handle_line(b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"41"}}}')
@@ -410,7 +412,7 @@ async def test_catch_up_on_a_quiet_stream_by_a_consistent_list() -> None:
     rec.calls.clear()
     inf.listing = (structs_of(pod("a", "5"), pod("c", "6")), [], "9")
     waiting = asyncio.create_task(inf.catch_up(8))
-    await asyncio.sleep(0)
+    await settle()
     inf.go.set()
     await asyncio.wait_for(waiting, 1)
     assert sorted(rec.calls) == [("add", "c@6"), ("delete", "b@2"), ("update", "a@1->5")]
@@ -431,7 +433,7 @@ async def test_a_list_older_than_what_the_watch_brought_meanwhile_is_dropped() -
     inf._handle_line(line("ADDED", pod("a", "1")))
     inf.listing = (structs_of(pod("a", "1")), [], "5")  # taken before "b" was added
     waiting = asyncio.create_task(inf.catch_up(4))
-    await asyncio.sleep(0)
+    await settle()
     inf._handle_line(line("ADDED", pod("b", "6")))  # reaches 4 first
     inf.go.set()
     await asyncio.wait_for(waiting, 1)
@@ -439,3 +441,25 @@ async def test_a_list_older_than_what_the_watch_brought_meanwhile_is_dropped() -
     assert "ns/b" in inf.store
     assert inf.catch_up_lists == 0
     assert inf.resource_version == "6"
+
+
+async def test_a_catch_up_lists_only_after_its_grace() -> None:
+    """On a busy cluster events get there within the grace: no list costs the server anything."""
+    inf, _ = make(GatedInformer)
+    assert isinstance(inf, GatedInformer)
+    slept: list[float] = []
+    gate = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        await gate.wait()
+
+    inf.sleep = sleep
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert slept == [inf.timings.catch_up_grace]
+    assert inf.lists_started == 0
+    inf._handle_line(line("MODIFIED", pod("a", "45")))
+    await asyncio.wait_for(waiting, 1)
+    assert inf.lists_started == 0

@@ -280,8 +280,9 @@ class Informer(Generic[S, V]):
     async def catch_up(self, version: int) -> None:
         """Return once the store holds every change up to revision `version` (one the server has
         written, e.g. a Lease update). Events or a bookmark at or past it do; on a quiet stream
-        none may come for minutes, so a list at or past it runs meanwhile, and whichever gets
-        there first ends the wait (a list not needed any more is dropped)."""
+        none may come for minutes, so unless they come within the grace (timings.catch_up_grace)
+        a list at or past it runs meanwhile, and whichever gets there first ends the wait (a list
+        not needed any more is dropped)."""
         if self.reached(version):
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -298,6 +299,7 @@ class Informer(Generic[S, V]):
                 await lister
 
     async def _list_until(self, version: int) -> None:
+        await self.sleep(self.timings.catch_up_grace)
         backoff = Backoff(self.timings.retry)
         while not self.reached(version):
             try:

@@ -79,6 +79,10 @@ class InformerTimings:
     min_healthy_watch: float = 1.0
     watch_read_slack: float = 30.0  # idle read timeout beyond the watch's own timeoutSeconds
     page_size: int = 500  # client-go pager's default page size
+    # A new leader's catch-up lists only if no event or bookmark has brought an informer to the
+    # Lease write's revision within this time: a busy cluster (where a list costs the API server
+    # seconds) gets there by events in tens of milliseconds, a quiet one lists.
+    catch_up_grace: float = 0.2
     # client-go reflector: 800 ms doubling to 30 s, jittered to [d, 2d) — never a fast retry
     # loop against a server that is down.
     retry: RetryPolicy = field(
