@@ -22,14 +22,6 @@ class BindError(ApiError):
     """The binding was refused (status 0: no answer). Conflict and not-found are told apart:
     409 means the pod is already bound or was replaced (uid precondition), 404 that it is gone."""
 
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
 
 def binding_path(namespace: str, name: str) -> str:
     return pod_path(namespace, name) + "/binding"

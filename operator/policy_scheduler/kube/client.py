@@ -56,6 +56,18 @@ class ApiError(Exception):
         self.retry_after = retry_after  # seconds the server asked us to wait, if it did
         super().__init__(f"{status} {reason}: {message}")
 
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def forbidden(self) -> bool:
+        return self.status == 403
+
     @classmethod
     def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> ApiError:
         st = decode_status(body)

@@ -73,26 +73,18 @@ class StoredLease:
         return cls(LeaderRecord.from_spec(obj.get("spec") or {}), str(meta.get("resourceVersion") or ""), obj)
 
 
-class LeaseError(Exception):
-    """A Lease read or write that failed: an answer other than success (status, reason, message
-    from the server's Status), or no answer at all (status 0)."""
+class LeaseError(ApiError):
+    """A Lease read or write (`verb`: get, create, update) that failed: an answer other than
+    success (status, reason, message from the server's Status), or no answer at all (status 0).
+    `conflict`: someone else wrote the Lease (or created it) since we read it."""
 
     def __init__(self, verb: str, status: int, reason: str, message: str) -> None:
-        answer = f"{status} {reason}" if status else reason
-        super().__init__(f"{verb}: {answer}: {message}")
+        super().__init__(status, reason, message)
         self.verb = verb
-        self.status = status
-        self.reason = reason
-        self.message = message
 
-    @property
-    def conflict(self) -> bool:
-        """Someone else wrote the Lease (or created it) since we read it."""
-        return self.status == 409
-
-    @property
-    def forbidden(self) -> bool:
-        return self.status == 403
+    def __str__(self) -> str:
+        answer = f"{self.status} {self.reason}" if self.status else self.reason
+        return f"{self.verb}: {answer}: {self.message}"
 
     @property
     def namespace_missing(self) -> bool:
