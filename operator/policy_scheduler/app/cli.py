@@ -20,13 +20,12 @@ def _run(args: argparse.Namespace) -> int:
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
-    from policy_scheduler.kube.serving.options import ServingOptionsError
     from policy_scheduler.service.config import OperatorConfig
 
     try:
         config = OperatorConfig.from_args(args)
-    except ServingOptionsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"policy-scheduler run: error: {exc}", file=sys.stderr)
         return 2
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
@@ -102,6 +101,16 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _duration(text: str) -> float:
+    """A duration flag as kube-scheduler takes it ("15s", "1m30s", "500ms"), in seconds."""
+    from policy_scheduler.scheduler.framework.durations import parse_go_duration
+
+    try:
+        return parse_go_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-scheduler", description=__doc__)
     parser.add_argument(
@@ -123,7 +132,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--lease-namespace", default="policy-scheduler")
     run.add_argument("--lease-name", default="policy-scheduler")
-    run.add_argument("--identity", help="leader election identity (default: hostname_pid)")
+    run.add_argument(
+        "--identity",
+        help="leader election identity, also in events' reportingInstance (default: hostname_uuid)",
+    )
+    run.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        metavar="DURATION",
+        help="a standby takes the lease once the leader has not renewed it for this long "
+        "(whole seconds; default 15s)",
+    )
+    run.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        metavar="DURATION",
+        help="the leader acts until this long after its last successful renewal was sent, by its own "
+        "clock, and stops leading if it cannot renew by then (default 10s)",
+    )
+    run.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="between attempts to acquire or renew the lease (default 2s)",
+    )
     run.add_argument("--install-crds", action="store_true", help="apply crds/ before starting")
     run.add_argument(
         "--profile-selector",
