@@ -53,8 +53,11 @@ bench: $(STAMP)
 bench-e2e: controlplane
 	$(BIN)/python -m policy_scheduler.bench_e2e $(BENCH_E2E_ARGS)
 
+# The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/test_helm_chart.py).
 crds: $(STAMP)
 	$(BIN)/policy-scheduler crds --write crds
+	$(BIN)/python -m policy_scheduler.policy.crdgen --write charts/policy-scheduler/files/crds
+	cp manifests/podgroup-crd/scheduling.x-k8s.io_podgroups.yaml charts/policy-scheduler/crds/
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

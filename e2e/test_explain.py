@@ -85,10 +85,19 @@ def test_pending_pod_explained_with_every_reason(
 ) -> None:
     kubectl.apply(namespace(NS), profile("explain", SCHEDULER, pendingSummaryAnnotation=True))
     kubectl.create(pod("stuck", NS, SCHEDULER, cpu="2", extra_spec={"nodeSelector": {ZONE_LABEL: "a"}}))
-    endpoint = f"http://127.0.0.1:{operator_process.port}"
+    endpoint = f"https://127.0.0.1:{operator_process.port}"
 
     def answered() -> dict[str, Any] | None:
-        result = explain(kubeconfig, f"{NS}/stuck", "--endpoint", endpoint, "--no-recompute", "-o", "json")
+        result = explain(
+            kubeconfig,
+            f"{NS}/stuck",
+            "--endpoint",
+            endpoint,
+            "--insecure-skip-tls-verify",
+            "--no-recompute",
+            "-o",
+            "json",
+        )
         return json.loads(result.stdout) if result.returncode == 0 else None
 
     answer = wait_for("an explanation of the pending pod", answered, timeout=60)
@@ -103,7 +112,9 @@ def test_pending_pod_explained_with_every_reason(
     assert reasons["NodeAffinity"] == "node(s) didn't match Pod's node affinity/selector"
 
     # The table says the same, one row per reason with its node count.
-    table = explain(kubeconfig, f"{NS}/stuck", "--endpoint", endpoint).stdout
+    shown = explain(kubeconfig, f"{NS}/stuck", "--endpoint", endpoint, "--insecure-skip-tls-verify")
+    table = shown.stdout
+    assert "answered by https://" in table
     total = answer["numNodes"]
     for plugin, count in expected.items():
         assert re.search(rf"^{count}/{total}\s+{plugin}\s", table, re.M), (plugin, table)
@@ -125,6 +136,44 @@ def test_pending_pod_explained_with_every_reason(
     assert by_plugin(recomputed) == expected
 
 
+def test_a_commands_output_carries_no_log_lines(
+    operator_process: Any, kubectl: Kubectl, kubeconfig: Path, explain_nodes: list[str]
+) -> None:
+    """The leader is looked up (no Lease here: the session's operator runs without election) and
+    the answer recomputed from a live snapshot: the API client is made twice, and logs nothing
+    at the default level; -v brings the operator-style logs back."""
+    kubectl.apply(namespace(NS), profile("explain", SCHEDULER))
+    kubectl.apply(pod("quiet", NS, SCHEDULER, cpu="2", extra_spec={"nodeSelector": {ZONE_LABEL: "a"}}))
+    try:
+        assert_quiet(kubeconfig)
+    finally:
+        kubectl.run("delete", "pod", "quiet", "-n", NS, "--wait=true")
+
+
+def assert_quiet(kubeconfig: Path) -> None:
+    result = explain(kubeconfig, f"{NS}/quiet")
+    assert result.returncode == 0, result.stderr
+    assert "recomputed from a live snapshot" in result.stdout
+    assert result.stderr == ""
+    verbose = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policy_scheduler",
+            "-v",
+            "explain",
+            "--kubeconfig",
+            str(kubeconfig),
+            f"{NS}/quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert " INFO " in verbose.stderr
+
+
 def test_scheduled_pod_names_its_node_and_scores(
     operator_process: Any, kubectl: Kubectl, kubeconfig: Path, explain_nodes: list[str]
 ) -> None:
@@ -139,11 +188,15 @@ def test_scheduled_pod_names_its_node_and_scores(
     assert node == "explain-b-1"
     # The kubectl plugin: `kubectl policy-scheduler explain` finds kubectl-policy_scheduler on PATH.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    endpoint = f"http://127.0.0.1:{operator_process.port}"
+    endpoint = f"https://127.0.0.1:{operator_process.port}"
     # kubectl refuses its own flags before a plugin's name: the plugin takes --kubeconfig itself.
     cmd = [kubectl.binary, "policy-scheduler", "explain", f"{NS}/placed", "--kubeconfig", str(kubeconfig)]
     result = subprocess.run(
-        [*cmd, "--endpoint", endpoint, "-o", "json"], capture_output=True, text=True, timeout=60, env=env
+        [*cmd, "--endpoint", endpoint, "--insecure-skip-tls-verify", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
@@ -156,9 +209,14 @@ def test_scheduled_pod_names_its_node_and_scores(
     assert best["total"] == sum(best["byPlugin"].values())
     assert best["byPlugin"]["NodeResourcesFit"] > runner_up["byPlugin"]["NodeResourcesFit"]
     table = subprocess.run(
-        [*cmd, "--endpoint", endpoint], capture_output=True, text=True, timeout=60, env=env
+        [*cmd, "--endpoint", endpoint, "--insecure-skip-tls-verify"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert f"scheduled to {node}" in table.stdout
+    assert "answered by https://" in table.stdout
     assert "TOTAL" in table.stdout
     assert SUMMARY not in (kubectl.get("pod", "placed", NS)["metadata"].get("annotations") or {})
 

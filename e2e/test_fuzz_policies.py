@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,7 @@ def objects() -> list[dict[str, Any]]:
 
 
 def livez(operator: OperatorProcess) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{operator.port}/livez", timeout=5) as r:
-        return int(r.status)
+    return operator.get("/livez", token=None)[0]
 
 
 def verdict(kubectl: Kubectl, obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -112,6 +111,5 @@ def test_hostile_pods_on_the_api_server(
     plain = wait_until("the plain pod bound", _outcome(kubectl, "plain"), timeout=60)
     assert plain[0] == "bound"
     assert operator_process.proc.poll() is None
-    with urllib.request.urlopen(f"http://127.0.0.1:{operator_process.port}/livez", timeout=5) as r:
-        assert r.status == 200
+    assert operator_process.get("/livez", token=None)[0] == 200
     print(f"HOSTILE-E2E: refused by the API server: {refused}; stored: {[s.name for s, _ in created]}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +23,15 @@ import pytest
 from fixtures_operator import SA_NAMESPACE as NS
 from fixtures_operator import (
     SA_USER,
+    OperatorProcess,
     ServiceAccountOperator,
     install_crds_and_rbac,
+    kubeconfig_token,
+    metric_sample,
+    private_cluster,
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import wait_until
 
@@ -39,15 +43,8 @@ API = "scheduling.policy-scheduler.io/v1alpha1"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
-    dev = DevCluster(tmp_path_factory.mktemp("rbac-cluster"), nodes=2)
-    dev.start()
-    try:
+    with private_cluster(tmp_path_factory, pytestconfig, "rbac-cluster", nodes=2) as dev:
         yield dev
-    finally:
-        dev.stop()
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +61,13 @@ def operator(admin: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     whoami = json.loads(Kubectl(kubeconfig).run("auth", "whoami", "-o", "json").stdout)
     assert whoami["status"]["userInfo"]["username"] == SA_USER
     process = ServiceAccountOperator(
-        kubeconfig, workdir / "operator.log", "--lease-namespace", NS, "--identity", IDENTITY
+        kubeconfig,
+        workdir / "operator.log",
+        "--lease-namespace",
+        NS,
+        "--identity",
+        IDENTITY,
+        reader_token=kubeconfig_token(admin.kubeconfig),
     )
     try:
         process.wait_ready()
@@ -118,6 +121,9 @@ ALLOWED = [
     ("patch", "evictionpolicies.scheduling.policy-scheduler.io", "--subresource=status"),
     ("create", "leases.coordination.k8s.io", "-n", NS),
     ("update", "leases.coordination.k8s.io/policy-scheduler", "-n", NS),
+    # The secure port's delegated authentication and authorization (system:auth-delegator).
+    ("create", "tokenreviews.authentication.k8s.io"),
+    ("create", "subjectaccessreviews.authorization.k8s.io"),
 ]
 DENIED = [
     ("delete", "nodes"),
@@ -184,8 +190,8 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
-        # Scheduling events name the profile's schedulerName as reportingController (instance
-        # <schedulerName>-<hostname>), as kube-scheduler's do.
+        # Scheduling events name the profile's schedulerName as reportingController, as
+        # kube-scheduler's do (instance <schedulerName>-<the replica's identity>).
         return {e["reason"] for e in events_for(admin, name) if e.get("reportingController") == SCHEDULER}
 
     wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
@@ -280,6 +286,82 @@ def test_priority_mirrors_preemption_and_eviction_policy_status(
     assert_no_forbidden(operator)
 
 
+def test_secure_port_delegates_as_the_service_account(operator: ServiceAccountOperator) -> None:
+    """TokenReviews (the admin's token accepted) and SubjectAccessReviews (the operator's own
+    token refused /metrics: 403, where a review it may not make would be a 500)."""
+    assert operator.get("/metrics", token=operator.reader_token)[0] == 200
+    own = kubeconfig_token(operator.kubeconfig)
+    status, body = operator.get("/metrics", token=own)
+    assert status == 403, body
+    assert json.loads(body)["message"] == f'forbidden: User "{SA_USER}" cannot get path "/metrics"'
+
+
 def test_no_forbidden_in_the_whole_log(operator: ServiceAccountOperator) -> None:
     assert operator.proc.poll() is None, f"operator exited:\n{operator.tail()}"
     assert_no_forbidden(operator)
+
+
+# ---- leader election refused: one clear line, not a repeating traceback ----------------------------
+
+
+def lease_errors(process: OperatorProcess, reason: str) -> float:
+    return (
+        metric_sample(process.metrics(), "policy_scheduler_leader_election_errors_total", reason=reason)
+        or 0.0
+    )
+
+
+def assert_one_clear_line(process: OperatorProcess, needle: str) -> None:
+    process.log.flush()
+    text = process.log_path.read_text()
+    lines = [line for line in text.splitlines() if needle in line]
+    assert len(lines) == 1, "\n".join(lines) or process.tail()
+    assert " ERROR " in lines[0]
+    assert "Traceback" not in text
+    assert process.proc.poll() is None, "a replica that cannot lead keeps running as a standby"
+    assert "policy_scheduler_leader 0.0" in process.metrics()
+
+
+def test_a_lease_rbac_refuses_is_one_clear_error_line(admin: Kubectl, tmp_path: Path) -> None:
+    """The Role grants get/update on the default Lease name only: another name is refused."""
+    kubeconfig = service_account_kubeconfig(admin, tmp_path / "kubeconfig")
+    process = ServiceAccountOperator(
+        kubeconfig,
+        tmp_path / "operator.log",
+        "--lease-namespace",
+        NS,
+        "--lease-name",
+        "not-granted",
+        "--identity",
+        "rbac-refused",
+        "--profile-selector",
+        "e2e-nothing=here",
+        reader_token=kubeconfig_token(admin.kubeconfig),  # the account may not read /metrics itself
+    )
+    try:
+        process.wait_ready()
+        wait_until("three refused attempts", lambda: lease_errors(process, "Forbidden") >= 3, timeout=30)
+        assert_one_clear_line(process, f"forbidden to get Lease {NS}/not-granted")
+        line = next(line for line in process.log_path.read_text().splitlines() if "forbidden to get" in line)
+        assert f"grant get, create and update on leases.coordination.k8s.io in namespace {NS}" in line
+    finally:
+        process.stop()
+
+
+def test_a_missing_lease_namespace_is_one_clear_error_line(cluster: DevCluster, tmp_path: Path) -> None:
+    process = OperatorProcess(
+        cluster.kubeconfig,
+        tmp_path / "operator.log",
+        "--lease-namespace",
+        "no-such-namespace",
+        "--profile-selector",
+        "e2e-nothing=here",
+    )
+    try:
+        process.wait_ready()
+        wait_until(
+            "three refused attempts", lambda: lease_errors(process, "NamespaceNotFound") >= 3, timeout=30
+        )
+        assert_one_clear_line(process, "namespace no-such-namespace does not exist")
+    finally:
+        process.stop()

@@ -12,8 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from policy_scheduler.explain.command import parse_target
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import recompute
-from policy_scheduler.kube.explain_http import add_explain_routes
-from policy_scheduler.kube.health_server import make_app
+from policy_scheduler.kube.serving.server import make_app
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, attempts_label, register_engine
 from policy_scheduler.scheduler.config import ProfileConfig
@@ -101,7 +100,7 @@ def test_http_adapter_serves_the_recorder_as_json() -> None:
     recorder._pending.put("shop/web", PENDING_EXPLANATION)
 
     async def scenario() -> tuple[int, dict[str, object], int]:
-        app = make_app(lambda: True, lambda a: add_explain_routes(a, recorder))
+        app = make_app(lambda: True, recorder, None)
         async with TestClient(TestServer(app)) as client:
             found = await client.get("/debug/explain/shop/web")
             missing = await client.get("/debug/explain/shop/nope")

@@ -47,7 +47,7 @@ def test_one_row_matches_batch(
             Pod(f"e{j}", uid=f"e{j}", containers=(Container("c", requests=reqs),)), row % len(nodes)
         )
     args = {"ignoredResources": [GPU]} if ignore_gpu else {}
-    fit = NodeResourcesFit(Handle(table), args)
+    fit = NodeResourcesFit.from_profile(Handle(table), args)
     pod = Pod("p", uid="p", containers=(Container("c", requests=pod_requests),))
     state = CycleState()
     fit.pre_filter(state, pod)

@@ -6,6 +6,8 @@ No cluster: e2e/test_rbac.py proves on a real API server that the ClusterRole is
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
 import re
 import tomllib
@@ -18,6 +20,8 @@ import pytest
 import yaml
 
 from policy_scheduler.app.cli import build_parser
+from policy_scheduler.explain.client import PORT_NAME
+from policy_scheduler.kube.serving.authorization import PathPatterns
 from policy_scheduler.policy.compile import compile_profile_objects, parse_profile_spec
 from policy_scheduler.policy.errors import parse_model
 from policy_scheduler.policy.eviction import EvictionPolicySpec
@@ -182,10 +186,14 @@ def test_lease_role_is_namespaced_and_limited_to_leases() -> None:
     ("binding", "role_kind"), [("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")]
 )
 def test_bindings_give_the_roles_to_the_service_account(binding: str, role_kind: str) -> None:
-    doc = one(binding)
-    assert doc["roleRef"]["kind"] == role_kind
-    one(role_kind, doc["roleRef"]["name"])
-    assert doc["subjects"] == [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
+    """Each binding gives one of our roles, or the built-in delegated-auth role, to our account."""
+    for doc in (d for d in manifests() if d["kind"] == binding):
+        assert doc["roleRef"]["kind"] == role_kind
+        if doc["roleRef"]["name"] != "system:auth-delegator":
+            one(role_kind, doc["roleRef"]["name"])
+        assert doc["subjects"] == [
+            {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+        ]
     one("ServiceAccount", SERVICE_ACCOUNT)
 
 
@@ -196,6 +204,11 @@ def container() -> dict[str, Any]:
     containers = one("Deployment")["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     return dict(containers[0])
+
+
+def container_service_account() -> str:
+    name: str = one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    return name
 
 
 def deployment_args() -> argparse.Namespace:
@@ -242,21 +255,49 @@ def test_deployment_is_locked_down() -> None:
     assert c["resources"]["limits"]["memory"]
 
 
-def test_probes_and_metrics_port_match_the_health_server() -> None:
+def test_probes_and_secure_port_match_the_server() -> None:
     c = container()
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"metrics": deployment_args().metrics_port}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
-    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
-    from policy_scheduler.kube.health_server import make_app
+    args = deployment_args()
+    assert ports == {PORT_NAME: args.secure_port}
+    assert args.insecure_port == 0  # never plain HTTP in a cluster
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+        assert c[probe]["httpGet"] == {"path": path, "port": PORT_NAME, "scheme": "HTTPS"}
+        assert PathPatterns(args.authorization_always_allow_paths).match(path), "probes carry no token"
+    from policy_scheduler.kube.serving.server import make_app
 
-    routes = {r.resource.canonical for r in make_app(lambda: True).router.routes() if r.resource}
+    routes = {r.resource.canonical for r in make_app(lambda: True, None, None).router.routes() if r.resource}
     assert {"/readyz", "/livez", "/metrics"} <= routes
     svc = one("Service")
     assert (
         svc["spec"]["selector"].items() <= one("Deployment")["spec"]["template"]["metadata"]["labels"].items()
     )
-    assert [(p["name"], p["targetPort"]) for p in svc["spec"]["ports"]] == [("metrics", "metrics")]
+    assert [(p["name"], p["targetPort"]) for p in svc["spec"]["ports"]] == [(PORT_NAME, PORT_NAME)]
+
+
+def test_network_policy_admits_only_the_secure_port() -> None:
+    policy = one("NetworkPolicy")
+    labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": PORT_NAME, "protocol": "TCP"}]}]
+
+
+def test_operator_may_delegate_authentication_and_authorization() -> None:
+    bindings = [b for b in documents(MANIFESTS / "rbac.yaml") if b["kind"] == "ClusterRoleBinding"]
+    delegators = [b for b in bindings if b["roleRef"]["name"] == "system:auth-delegator"]
+    assert [s["name"] for b in delegators for s in b["subjects"]] == [container_service_account()]
+    assert container_service_account() == SERVICE_ACCOUNT
+
+
+def test_prometheus_example_scrapes_as_kube_prometheus_scrapes_kube_scheduler() -> None:
+    docs = documents(MANIFESTS / "prometheus" / "servicemonitor.yaml")
+    monitor = next(d for d in docs if d["kind"] == "ServiceMonitor")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"]) == (PORT_NAME, "https")
+    assert endpoint["bearerTokenFile"].endswith("/serviceaccount/token")
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
 def test_image_tag_is_the_package_version_everywhere() -> None:
@@ -284,6 +325,53 @@ def test_kustomization_lists_every_manifest_and_the_crds() -> None:
     listed_files = {r for r in resources if (MANIFESTS / r).is_file()}
     assert listed_files == {p.name for p in MANIFESTS.glob("*.yaml")} - {"kustomization.yaml"}
     assert "../crds" in resources
+    assert "podgroup-crd" in resources
+
+
+# ---- scheduler-plugins' PodGroup CRD ------------------------------------------------------------------
+
+PODGROUP_DIR = MANIFESTS / "podgroup-crd"
+PODGROUP_FILE = PODGROUP_DIR / "scheduling.x-k8s.io_podgroups.yaml"
+# manifests/coscheduling/crd.yaml of kubernetes-sigs/scheduler-plugins at tag v0.34.7.
+UPSTREAM_BLOB = "8e6106d36d9daf553195478af21e0e928796b901"
+
+
+def test_podgroup_crd_is_scheduler_plugins_file_unchanged() -> None:
+    text = PODGROUP_FILE.read_text(encoding="utf-8")
+    # The provenance comment, then the upstream text byte for byte.
+    header = "".join(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True)))
+    body = text[len(header) :].encode()
+    assert f"git blob {UPSTREAM_BLOB}" in header
+    assert hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest() == UPSTREAM_BLOB
+    assert yaml.safe_load((PODGROUP_DIR / "kustomization.yaml").read_text())["resources"] == [
+        PODGROUP_FILE.name
+    ]
+
+
+def schema_types(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, Any]]:
+    yield path, schema.get("type")
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from schema_types(sub, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from schema_types(schema["additionalProperties"], f"{path}{{}}")
+
+
+def test_dev_podgroup_crd_keeps_every_upstream_field() -> None:
+    """--install-crds (development) installs our own PodGroup CRD over whatever is there: it must
+    serve every field of the upstream one, with the same types, at the same group and version."""
+    from policy_scheduler.apiobjects.podgroup_crd import podgroup_crd
+
+    upstream = documents(PODGROUP_FILE)[0]["spec"]
+    ours = podgroup_crd()["spec"]
+    for field in ("group", "names", "scope"):
+        assert ours[field] == upstream[field], field
+    (up_version,) = upstream["versions"]
+    (our_version,) = ours["versions"]
+    for field in ("name", "served", "storage", "subresources"):
+        assert our_version[field] == up_version[field], field
+    our_types = dict(schema_types(our_version["schema"]["openAPIV3Schema"]))
+    for path, kind in schema_types(up_version["schema"]["openAPIV3Schema"]):
+        assert our_types.get(path, "missing") == kind, path
 
 
 def test_crd_directory_is_a_kustomization_listing_every_crd() -> None:
@@ -553,6 +641,8 @@ def test_simulate_runs_on_the_examples() -> None:
     outcomes = {o.name: o for o in simulate(scenario, resolve_scenario_profiles(scenario), seed=0)}
     pending = [name for name, o in outcomes.items() if not name.startswith("filler") and not o.node]
     assert pending == []
-    assert len({outcomes[f"batch-{i}"].node for i in range(4)}) == 1  # MostAllocated packs
+    # MostAllocated packs: the fullest node first (one with a web pod, which then has room for
+    # three), the rest on one more node; spreading would use four.
+    assert len({outcomes[f"batch-{i}"].node for i in range(4)}) <= 2
     assert {outcomes[f"trainer-{i}"].node for i in range(2)} <= {"node-4", "node-5"}  # the GPU nodes
     assert outcomes["urgent-0"].preempted  # through a filler pod

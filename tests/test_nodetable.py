@@ -612,3 +612,29 @@ def test_names_array_follows_added_removed_and_moved_rows() -> None:
     assert names[[table.row("e"), table.row("d")]].tolist() == ["e", "d"]
     table.set_node(make_node("a", labels={"x": "y"}))  # an update in place keeps the rows
     assert table.names_array() is names
+
+
+class _CountingIndex:
+    """Pods per row, fed by the table's listener hook."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.pods = Counter(row for row in range(len(table)) for _ in table.pods_on(row))
+        table.listeners.append(PodListener(self.on_add, self.on_remove))
+
+    def on_add(self, pod: Any, row: int) -> None:
+        self.pods[row] += 1
+
+    def on_remove(self, pod: Any, row: int) -> None:
+        self.pods[row] -= 1
+
+
+def test_shared_index_is_built_once_per_table_and_follows_it() -> None:
+    table = build([make_node("a"), make_node("b")], [make_pod("p", node_name="a", requests={})])
+    index = table.shared_index(_CountingIndex)
+    assert table.shared_index(_CountingIndex) is index
+    assert len(table.listeners) == 1
+    assert index.pods == Counter({0: 1})
+    table.add_pod(make_pod("q", node_name="b", requests={}), 1)
+    assert index.pods == Counter({0: 1, 1: 1})
+    other = build([make_node("a")], [])
+    assert other.shared_index(_CountingIndex) is not index

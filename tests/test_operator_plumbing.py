@@ -85,10 +85,15 @@ def test_pending_reasons_group_fit_errors_by_reason_not_node_count() -> None:
 
 def test_operator_config_from_the_command_line() -> None:
     args = build_parser().parse_args(
-        ["run", "--no-leader-elect", "--metrics-port", "0", "--profile-selector", "shard=a", "--install-crds"]
+        ["run", "--no-leader-elect", "--secure-port", "0", "--profile-selector", "shard=a", "--install-crds"]
     )
     config = OperatorConfig.from_args(args)
-    assert (config.leader_elect, config.metrics_port, config.profile_selector, config.install_crds) == (
+    assert (
+        config.leader_elect,
+        config.serving.secure_port,
+        config.profile_selector,
+        config.install_crds,
+    ) == (
         False,
         0,
         "shard=a",
@@ -215,3 +220,20 @@ def test_watch_events_reach_the_profile_handler_and_the_selector_applies() -> No
     profiles._handle_line(event("DELETED", {"shard": "a"}, "5", scheduler="q"))
     assert not operator.engine.frameworks
     assert operator.profiles.records == {}
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["run"], "INFO"),
+        (["explain", "ns/pod"], "WARNING"),
+        (["simulate", "x.yaml"], "WARNING"),
+        (["-v", "simulate", "x.yaml"], "INFO"),
+        (["-vv", "explain", "ns/pod"], "DEBUG"),
+        (["--log-level", "ERROR", "run"], "ERROR"),
+    ],
+)
+def test_commands_other_than_run_log_warnings_only(argv: list[str], level: str) -> None:
+    from policy_scheduler.app.cli import log_level
+
+    assert log_level(build_parser().parse_args(argv)) == level

@@ -11,20 +11,22 @@ from typing import Any
 import pytest
 
 from policy_scheduler.scheduler.config import EXTENSION_POINTS, PluginRef, PluginSet, ProfileConfig
+from policy_scheduler.scheduler.framework.interfaces import implemented_points
+from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import (
     DEFAULT_PLUGINS,
-    IMPLEMENTED_PLUGINS,
-    PLUGIN_EXTENSION_POINTS,
     ProfileError,
     effective_plugins,
     resolve_profile,
 )
 
-# Every in-tree plugin registered without alpha feature gates, as in a real kube-scheduler.
-ALL_IN_TREE = frozenset(PLUGIN_EXTENSION_POINTS) - {"NodeDeclaredFeatures", "GangScheduling"}
+# Every in-tree plugin registered without alpha feature gates, as in a real kube-scheduler: the
+# plugins of upstream's default profile.
+ALL_IN_TREE = frozenset(ref.name for ref in DEFAULT_PLUGINS)
+IN_TREE = frozenset(in_tree_registry())
 # A registry without the storage plugins and DynamicResources: resolution cases below were
 # written against it, and it shows how unimplemented defaults are dropped.
-NO_STORAGE = IMPLEMENTED_PLUGINS - {
+NO_STORAGE = IN_TREE - {
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"
 }  # fmt: skip
 
@@ -44,9 +46,7 @@ def plugins(**points: dict[str, list[Any]]) -> dict[str, PluginSet]:
     }
 
 
-def resolve(
-    implemented: frozenset[str] = IMPLEMENTED_PLUGINS, **points: dict[str, list[Any]]
-) -> dict[str, Any]:
+def resolve(implemented: frozenset[str] | None = None, **points: dict[str, list[Any]]) -> dict[str, Any]:
     """Resolved names per point, with (name, weight) pairs for score."""
     resolved = resolve_profile(ProfileConfig(plugins=plugins(**points)), implemented)
     out: dict[str, Any] = {p: [r.name for r in refs] for p, refs in resolved.points.items()}
@@ -118,7 +118,9 @@ def test_default_profile_drops_unimplemented_defaults() -> None:
 
 
 def test_default_profile_is_upstreams() -> None:
-    assert IMPLEMENTED_PLUGINS == ALL_IN_TREE
+    """policy-scheduler implements every plugin of upstream's default profile, and by default a
+    profile may use exactly those."""
+    assert IN_TREE == ALL_IN_TREE
     assert resolve() == UPSTREAM_DEFAULT
 
 
@@ -477,12 +479,46 @@ def test_unimplemented_explicit_plugin_is_an_error_even_when_a_default() -> None
         resolve_profile(ProfileConfig(plugins=plugins(filter={"enabled": ["VolumeZone"]})), NO_STORAGE)
 
 
-def test_table_matches_the_implemented_plugin_classes() -> None:
-    """The registry's classes implement exactly the points upstream's plugins do."""
-    from policy_scheduler.scheduler.framework.interfaces import implemented_points
-    from policy_scheduler.scheduler.plugins.registry import in_tree_registry
+@pytest.mark.parametrize("name", sorted(IN_TREE))
+def test_validation_follows_the_plugin_class(name: str) -> None:
+    """A point is accepted for a plugin exactly when its registered class implements it, and the
+    error lists the points the class implements."""
+    implements = implemented_points(in_tree_registry()[name])
+    for point in EXTENSION_POINTS:
+        config = ProfileConfig(plugins=plugins(**{point: {"enabled": [name], "disabled": ["*"]}}))
+        try:
+            resolve_profile(config)
+        except ProfileError as exc:
+            messages = [message for _, message in exc.errors]
+        else:
+            messages = []
+        refused = [m for m in messages if "does not implement" in m]
+        assert bool(refused) == (point not in implements), (name, point, messages)
+        if refused:
+            listed = refused[0].rsplit("(it implements ", 1)[1].rstrip(")").split(", ")
+            assert set(listed) == implements
 
-    registry = in_tree_registry()
-    assert set(registry) <= IMPLEMENTED_PLUGINS
-    for name, plugin_type in registry.items():
-        assert implemented_points(plugin_type) == PLUGIN_EXTENSION_POINTS[name], name
+
+@pytest.mark.parametrize(
+    ("name", "point", "points"),
+    [
+        ("NodeDeclaredFeatures", "filter", "preFilter, filter"),
+        ("GangScheduling", "permit", "preEnqueue, reserve, permit"),
+    ],
+)
+def test_upstream_alpha_plugins_are_known_but_not_supported(name: str, point: str, points: str) -> None:
+    enabled = ProfileConfig(plugins=plugins(**{point: {"enabled": [name]}}))
+    with pytest.raises(ProfileError) as info:
+        resolve_profile(enabled)
+    assert info.value.errors == (
+        (
+            f"spec.plugins.{point}.enabled[0].name",
+            f'plugin "{name}" is not supported by policy-scheduler (alpha plugins are not implemented)',
+        ),
+    )
+    disabled = ProfileConfig(plugins=plugins(**{point: {"disabled": [name]}}))
+    assert resolve_profile(disabled) == resolve_profile(ProfileConfig())  # disabling one is fine
+    # A registry that had one would place it at upstream's points.
+    wrong_point = ProfileConfig(plugins=plugins(score={"enabled": [name]}))
+    with pytest.raises(ProfileError, match=rf"it implements {points}\)"):
+        resolve_profile(wrong_point, IN_TREE | {name})

@@ -126,7 +126,7 @@ def build(
             table.set_node(Node(name=p.node_name))  # cache.NewSnapshot makes a NodeInfo for it too
         table.add_pod(p, table.row(p.node_name))
     handle = Handle(table=table, namespace_labels=dict(namespace_labels or {}))
-    return table, InterPodAffinity(handle, dict(args or {}))
+    return table, InterPodAffinity.from_profile(handle, dict(args or {}))
 
 
 def all_rows(table: NodeTable) -> np.ndarray[Any, np.dtype[np.intp]]:

@@ -78,7 +78,7 @@ def make_table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> NodeTable:
 
 
 def plugin(cls: type[Plugin], table: NodeTable, args: Mapping[str, Any] | None = None) -> Any:
-    return cls(Handle(table), dict(args or {}))
+    return cls.from_profile(Handle(table), dict(args or {}))
 
 
 def all_rows(table: NodeTable) -> np.ndarray[Any, np.dtype[np.intp]]:

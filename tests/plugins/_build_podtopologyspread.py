@@ -238,7 +238,9 @@ def build_plugin(
 ) -> PodTopologySpread:
     """The plugin with the owner_selectors service backed by `objs` (Services, ReplicaSets...)."""
     handle = Handle(table=table, services=ClusterServices(owner_selectors=_owner_selectors(objs)))
-    return PodTopologySpread(handle, dict(args if args is not None else {"defaultingType": "List"}))
+    return PodTopologySpread.from_profile(
+        handle, dict(args if args is not None else {"defaultingType": "List"})
+    )
 
 
 def args_of(config: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def setup(
     store = PodGroupStore()
     for group in groups:
         store.set_group(group)
-    plugin = Coscheduling(
+    plugin = Coscheduling.from_profile(
         Handle(table=table, services=ClusterServices(pod_groups=store), clock=lambda: 100.0), args
     )
     return plugin, store, table

@@ -485,11 +485,11 @@ def test_events_to_register() -> None:
 )
 def test_invalid_args(args: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=rf"\A{re.escape(message)}\Z"):
-        DefaultPreemption(Handle(table=NodeTable()), args)
+        DefaultPreemption.from_profile(Handle(table=NodeTable()), args)
 
 
 def test_needs_the_framework_on_the_handle() -> None:
-    plugin = DefaultPreemption(Handle(table=NodeTable()), {})
+    plugin = DefaultPreemption.from_profile(Handle(table=NodeTable()), {})
     from policy_scheduler.scheduler.framework.cycle_state import CycleState
 
     result, status = plugin.post_filter(CycleState(), pod("p", priority=VERY_HIGH), statuses({}))

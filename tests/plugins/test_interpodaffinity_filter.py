@@ -1101,7 +1101,7 @@ def test_index_is_shared_between_plugin_instances() -> None:
     from policy_scheduler.scheduler.framework.interfaces import Handle
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
 
-    other = InterPodAffinity(Handle(table=table), {})
+    other = InterPodAffinity.from_profile(Handle(table=table), {})
     assert other.index is plugin.index
     assert len(table.listeners) == 1
 

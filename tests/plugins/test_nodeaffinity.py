@@ -53,7 +53,7 @@ def setup(*nodes: Node, args: dict[str, Any] | None = None) -> tuple[NodeAffinit
     table = NodeTable()
     for n in nodes:
         table.set_node(n)
-    return NodeAffinity(Handle(table=table), args or {}), table
+    return NodeAffinity.from_profile(Handle(table=table), args or {}), table
 
 
 def rows_of(table: NodeTable) -> np.ndarray:

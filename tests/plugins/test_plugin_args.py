@@ -24,6 +24,7 @@ from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import
 )
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import ResourceSpec
 from policy_scheduler.scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
+from policy_scheduler.scheduler.plugins.registry import shipped_registry
 
 CORE_ARGS: list[tuple[str, Any]] = [
     ("DefaultPreemption", DefaultPreemptionArgs),
@@ -39,8 +40,18 @@ CORE_ARGS: list[tuple[str, Any]] = [
 def test_policy_defaults_are_the_plugins(plugin: str, core: Any) -> None:
     """One defaulting path: the policy's defaulted args are the core dataclass's."""
     defaulted = core.from_json({}).to_json()
-    assert policy_args.ARGS_MODELS[plugin].core_args is core
+    assert policy_args.ARGS_MODELS[plugin].core_args() is core
     assert policy_args.default_plugin_args(plugin, {}, "args") == defaulted
+
+
+def test_every_plugin_args_type_has_its_cr_model() -> None:
+    """A shipped plugin with an args type has a pluginConfig model (the CRD's schema) whose rules are
+    that type's; VolumeBinding's model validates on its own (its plugin reads its args as JSON)."""
+    with_args = {name for name, plugin in shipped_registry().items() if plugin.args_type is not None}
+    assert with_args == set(policy_args.ARGS_MODELS) - {"VolumeBinding"}
+    for name in with_args:
+        assert policy_args.ARGS_MODELS[name].core_args() is shipped_registry()[name].args_type
+    assert policy_args.ARGS_MODELS["VolumeBinding"].core_args() is None
 
 
 def test_plugins_take_typed_args() -> None:

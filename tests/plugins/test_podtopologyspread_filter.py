@@ -4545,7 +4545,7 @@ def test_default_constraints_use_owner_selectors() -> None:
     assert status.is_success
     assert _state(state).domain_counts(0, table) == {"zone1": 3, "zone2": 0}
     # Without the service, the selector is empty and the defaults are skipped.
-    no_service = PodTopologySpread(Handle(table=table), args)
+    no_service = PodTopologySpread.from_profile(Handle(table=table), args)
     _, status = _pre_filter(no_service, owned)
     assert status.code == Code.SKIP
 

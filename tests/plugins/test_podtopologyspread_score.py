@@ -1872,7 +1872,7 @@ def test_system_defaults_need_owner_selectors() -> None:
     """With System defaulting and no owner selector service, a pod without constraints is skipped."""
     nodes = [MakeNode().Name("a").Label(HOSTNAME, "a").Obj()]
     table = build_table(nodes)
-    plugin = PodTopologySpread(Handle(table=table), {})
+    plugin = PodTopologySpread.from_profile(Handle(table=table), {})
     assert (
         plugin.pre_score(CycleState(), MakePod().Name("p").Label("foo", "").Obj(), _rows(table, nodes)).code
         == Code.SKIP

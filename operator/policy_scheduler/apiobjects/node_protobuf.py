@@ -1,14 +1,14 @@
 """Node lists in Kubernetes' protobuf encoding, decoded into the same `structs.Node` as JSON.
 
-Why: the API server encodes a big node list as protobuf in about a quarter of the time it takes
-as JSON (docs/benchmarks.md), and that list is what the first bind after a start waits for.
-kube-scheduler reads nodes and pods as protobuf for the same reason (client-go's ContentType for
-core types).
+Why: the API server encodes a large node list as protobuf with far less CPU than as JSON, and
+the protobuf list is much smaller (docs/benchmarks.md has the figures); that list is what the
+first bind after a start waits for. kube-scheduler reads nodes and pods as protobuf for the same
+reason (client-go's ContentType for core types).
 
 The schema below declares, with upstream's field numbers (k8s.io/api core/v1 and
 k8s.io/apimachinery generated.proto, v0.35.4), only the fields that `node_from_api` and the
 informer read: the parser skips every other field without building it, as msgspec does for
-JSON, and reading a field of a parsed message costs a Python object each (about 1 us), so the
+JSON, and reading a field of a parsed message builds a Python object each time, so the
 structs get those fields only; the others keep their defaults. tests/test_node_protobuf.py
 holds both paths to the same nodes. The messages are built at import into a private
 descriptor pool; no generated code, no protoc.

@@ -1,4 +1,4 @@
-"""Hostile pods (issue 11): shapes the API server may hand the scheduler, through the informer's
+"""Hostile pods: shapes the API server may hand the scheduler, through the informer's
 own path (watch event -> decode -> convert) into the real Engine at 1000 nodes.
 
 Each shape says what must become of its pods: bound, or Unschedulable with a message naming the
@@ -309,7 +309,7 @@ def measure(shape: Shape, nodes: int, pods: int) -> Figures:
     for pod in converted:
         engine.pod_added(pod)
     # The set-up's objects out of the collector's way: a full collection over them pauses any
-    # cycle, whatever its pod (150 ms here), which says nothing about the shape.
+    # cycle, whatever its pod, long enough to be the worst one, which says nothing about the shape.
     gc.collect()
     gc.freeze()
     try:

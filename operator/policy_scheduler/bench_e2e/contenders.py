@@ -106,7 +106,7 @@ def launch(contender: str, kubeconfig: Path, scheduler_name: str, workdir: Path)
                 "run",
                 f"--kubeconfig={kubeconfig}",
                 "--no-leader-elect",
-                "--metrics-port=0",
+                "--secure-port=0",
                 f"--profile-selector={PROFILE_LABEL}={scheduler_name}",
                 # kube-scheduler's event writes go through its client at CLIENT_QPS: ours alike,
                 # so that both write every Scheduled event during the run.

@@ -80,17 +80,20 @@ class DevCluster:
         die_with_parent: bool = True,
         timeout: float = 120.0,
         node_lifecycle: bool = False,
+        apiserver_flags: Sequence[str] = (),
     ) -> None:
         """`die_with_parent`: components get SIGTERM from the kernel if this process dies,
         even by SIGKILL. Turn it off to leave the cluster running after exit (CLI `up`).
         `node_lifecycle`: run the node lifecycle controller and TaintNodesByCondition, so node
-        conditions become taints as in a real cluster (fault tests)."""
+        conditions become taints as in a real cluster (fault tests). `apiserver_flags`: more
+        kube-apiserver flags (e.g. --runtime-config, --egress-selector-config-file)."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.nodes = nodes
         self.binaries = binaries or bin_dir()
         self.die_with_parent = die_with_parent
         self.timeout = timeout
         self.node_lifecycle = node_lifecycle
+        self.apiserver_flags = tuple(apiserver_flags)
         self.startup_seconds: float | None = None
         self._components: list[Component] = []
         self._server: str | None = None
@@ -353,7 +356,10 @@ class DevCluster:
         binary = self.binaries / "kube-apiserver"
         apiserver = self._spawn(
             "kube-apiserver",
-            apiserver_args(binary, self.pki_dir, ports, advertise, node_lifecycle=self.node_lifecycle),
+            [
+                *apiserver_args(binary, self.pki_dir, ports, advertise, node_lifecycle=self.node_lifecycle),
+                *self.apiserver_flags,
+            ],
         )
         self._wait_until(apiserver, lambda: probe(f"{self.server}/readyz", token=self._token), "ready")
         self._write_kubeconfig()

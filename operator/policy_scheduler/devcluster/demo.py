@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -107,9 +108,15 @@ def _wait_ready(port: int, operator: subprocess.Popen[bytes], timeout: float = 6
     while time.monotonic() < deadline:
         if operator.poll() is not None:
             raise RuntimeError(f"the operator exited with code {operator.returncode}")
+        # /readyz needs no credentials; the certificate is the operator's self-signed one.
+        unverified = ssl.create_default_context()
+        unverified.check_hostname = False
+        unverified.verify_mode = ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-                if response.status == 200:
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/readyz", timeout=2, context=unverified
+            ) as r:
+                if r.status == 200:
                     return
         except OSError:
             pass
@@ -184,9 +191,9 @@ def run_demo(args: argparse.Namespace) -> int:
                     str(cluster.kubeconfig),
                     "--install-crds",
                     "--no-leader-elect",
-                    "--metrics-host",
+                    "--bind-address",
                     "127.0.0.1",
-                    "--metrics-port",
+                    "--secure-port",
                     str(port),
                 ],
                 stdout=log,

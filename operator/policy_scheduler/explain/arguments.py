@@ -16,7 +16,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
     p.add_argument(
         "--endpoint",
-        help="the operator's HTTP address (e.g. http://127.0.0.1:10259) instead of the leader pod",
+        help="the operator's address (e.g. https://127.0.0.1:10259) instead of the leader pod",
+    )
+    p.add_argument(
+        "--certificate-authority",
+        help="with an https --endpoint: the CA file its certificate is checked with",
+    )
+    p.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="with an https --endpoint: do not check its certificate (a self-signed one, locally)",
     )
     p.add_argument("--lease-namespace", default="policy-scheduler", help="where the operator's lease is")
     p.add_argument("--lease-name", default="policy-scheduler")

@@ -1,7 +1,13 @@
-"""Asking the operator: at --endpoint, or at the lease holder through the API server's pods/proxy."""
+"""Asking the operator: at --endpoint, or at the lease holder through the API server's pods/proxy.
+
+The operator's port is HTTPS and authorizes each request (explaining a pod needs `get` on it).
+The API server's proxy does not pass the caller's credentials on, so through pods/proxy the
+caller's bearer token travels in the X-Forwarded-Authorization header (docs/explain.md).
+"""
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -9,11 +15,12 @@ from urllib.parse import quote
 import aiohttp
 import msgspec
 
-from policy_scheduler.kube.client import CONNECTION_ERRORS, request
-from policy_scheduler.kube.explain_http import EXPLAIN_PATH
+from policy_scheduler.kube.client import CONNECTION_ERRORS, authorization, request
+from policy_scheduler.kube.serving.authentication import FORWARDED_AUTHORIZATION
+from policy_scheduler.kube.serving.routes import EXPLAIN_PATH
 
 DEFAULT_PORT = 10259
-PORT_NAME = "metrics"
+PORT_NAME = "https-metrics"
 REQUEST_TIMEOUT = 10.0
 
 
@@ -44,12 +51,28 @@ def _decode(status: int, body: bytes, via: str) -> Answer:
     return Answer(status, data, via)
 
 
-async def ask_endpoint(endpoint: str, namespace: str, name: str) -> Answer:
+async def ask_endpoint(
+    endpoint: str,
+    namespace: str,
+    name: str,
+    *,
+    authorization_header: str | None = None,
+    tls: ssl.SSLContext | bool = True,
+) -> Answer:
+    """`authorization_header` goes to https endpoints only (never in clear text); `tls` is how
+    their certificate is checked (True: the system's CAs; False: not at all)."""
     url = endpoint.rstrip("/") + _path(namespace, name)
+    secure = url.startswith("https:")
+    headers = {"Authorization": authorization_header} if secure and authorization_header else {}
     try:
         async with (
             aiohttp.ClientSession() as session,
-            session.get(url, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as resp,
+            session.get(
+                url,
+                headers=headers,
+                ssl=tls if secure else True,
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
+            ) as resp,
         ):
             return _decode(resp.status, await resp.read(), url)
     except CONNECTION_ERRORS as exc:
@@ -57,7 +80,7 @@ async def ask_endpoint(endpoint: str, namespace: str, name: str) -> Answer:
 
 
 async def leader_pod(api: Any, lease_namespace: str, lease_name: str) -> tuple[str, int]:
-    """The pod holding the lease (identity "<hostname>_<pid>", hostname = pod name) and its port."""
+    """The pod holding the lease (identity "<hostname>_<uuid>", hostname = pod name) and its port."""
     path = f"/apis/coordination.k8s.io/v1/namespaces/{lease_namespace}/leases/{lease_name}"
     status, body = await request(api, "GET", path)
     if status != 200:
@@ -84,8 +107,10 @@ async def ask_leader(api: Any, lease_namespace: str, lease_name: str, namespace:
     try:
         pod_name, port = await leader_pod(api, lease_namespace, lease_name)
         via = f"pod {lease_namespace}/{pod_name} (pods/proxy)"
-        path = f"/api/v1/namespaces/{lease_namespace}/pods/{pod_name}:{port}/proxy{_path(namespace, name)}"
-        status, body = await request(api, "GET", path)
+        proxied = f"/api/v1/namespaces/{lease_namespace}/pods/https:{pod_name}:{port}/proxy"
+        token = await authorization(api)
+        headers = {FORWARDED_AUTHORIZATION: token} if token else {}
+        status, body = await request(api, "GET", proxied + _path(namespace, name), headers=headers)
     except CONNECTION_ERRORS as exc:
         raise OperatorUnreachable(f"API server: {exc or type(exc).__name__}") from None
     # A 404 from the proxy itself (no such pod or port) is a Status object, not our answer.

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 from typing import Any
 
 from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_endpoint, ask_leader
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
+from policy_scheduler.kube.client import authorization
 from policy_scheduler.scheduler.diagnosis_recorder import Explanation
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
@@ -26,9 +28,20 @@ def explain_command(args: argparse.Namespace) -> int:
     return asyncio.run(_explain(args))
 
 
+def endpoint_tls(args: argparse.Namespace) -> ssl.SSLContext | bool:
+    if args.insecure_skip_tls_verify:
+        return False
+    if args.certificate_authority:
+        return ssl.create_default_context(cafile=args.certificate_authority)
+    return True
+
+
 async def _ask(args: argparse.Namespace, api: Any, namespace: str, name: str) -> Answer:
     if args.endpoint:
-        return await ask_endpoint(args.endpoint, namespace, name)
+        header = await authorization(api) if api is not None else None
+        return await ask_endpoint(
+            args.endpoint, namespace, name, authorization_header=header, tls=endpoint_tls(args)
+        )
     return await ask_leader(api, args.lease_namespace, args.lease_name, namespace, name)
 
 
@@ -38,7 +51,8 @@ async def _explain(args: argparse.Namespace) -> int:
     namespace, name = parse_target(args.pod, args.namespace)
     api: Any = None
     try:
-        if not args.endpoint:
+        if not args.endpoint or args.endpoint.startswith("https:"):
+            # The leader is found through the API server; an https endpoint wants our token.
             api = await make_api_client(args.kubeconfig)
         explanation: Explanation | None = None
         try:

@@ -17,8 +17,8 @@ class CamelModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
-        # Validators are built on first use, not at import: about a third of the operator's
-        # import CPU, mostly for models nothing validates before the first bind (issue 12).
+        # Validators are built on first use, not at import: building them is a large share of
+        # the operator's import time, mostly for models nothing validates before the first bind.
         defer_build=True,
     )
 

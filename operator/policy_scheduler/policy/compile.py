@@ -18,7 +18,7 @@ from policy_scheduler.policy.plugin_args import default_plugin_args
 from policy_scheduler.policy.scheduling_profile import PluginSet, SchedulingProfileSpec
 from policy_scheduler.scheduler import config as core
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profile_resolution import IMPLEMENTED_PLUGINS, ProfileError, resolve_profile
+from policy_scheduler.scheduler.profile_resolution import ProfileError, resolve_profile
 
 # Plugins fields in the order of the upstream Plugins struct, by attribute name.
 _POINT_ATTRS: dict[str, str] = {
@@ -39,7 +39,7 @@ _POINT_ATTRS: dict[str, str] = {
 
 
 def parse_profile_spec(
-    raw: Any, *, implemented: frozenset[str] = IMPLEMENTED_PLUGINS, path: str = "spec"
+    raw: Any, *, implemented: frozenset[str] | None = None, path: str = "spec"
 ) -> SchedulingProfileSpec:
     """Validate a SchedulingProfile spec completely (layers 1-3) or raise PolicyError."""
     spec = parse_model(SchedulingProfileSpec, raw, path)
@@ -73,9 +73,9 @@ def compile_profile(spec: SchedulingProfileSpec, *, path: str = "spec") -> core.
 
 
 def resolve_spec(
-    spec: SchedulingProfileSpec, implemented: frozenset[str] = IMPLEMENTED_PLUGINS, *, path: str = "spec"
+    spec: SchedulingProfileSpec, implemented: frozenset[str] | None = None, *, path: str = "spec"
 ) -> core.ResolvedProfile:
-    """compile_profile + the core's resolve_profile, errors as PolicyError."""
+    """compile_profile + the core's resolve_profile, errors as PolicyError (`implemented` as there)."""
     config = compile_profile(spec, path=path)
     try:
         return resolve_profile(config, implemented, path=path)
@@ -101,7 +101,7 @@ def validate_profiles(
     specs_by_name: Mapping[str, SchedulingProfileSpec],
     *,
     eviction_policy_names: Collection[str] | None = None,
-    implemented: frozenset[str] = IMPLEMENTED_PLUGINS,
+    implemented: frozenset[str] | None = None,
     path: str = "spec",
 ) -> dict[str, PolicyError]:
     """Checks across SchedulingProfiles, by object name; only objects with errors are returned.
@@ -137,7 +137,7 @@ def validate_profiles(
 
 
 def _queue_sort(
-    spec: SchedulingProfileSpec, implemented: frozenset[str]
+    spec: SchedulingProfileSpec, implemented: frozenset[str] | None
 ) -> tuple[str, dict[str, Any]] | None:
     """The effective queueSort plugin and its args, or None if the profile does not resolve."""
     try:

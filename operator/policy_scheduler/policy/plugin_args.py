@@ -1,8 +1,9 @@
 """Typed args of the in-tree plugins as CR fields: kube-scheduler v1 names, schema and types.
 
 The fields give the CRD schema and the type and range checks. Defaults (SetDefaults_*Args) and
-the plugins' validation rules (Validate*Args) are the core's: each plugin's args dataclass
-(`core_args`), the same code the plugin runs, so the two cannot disagree.
+the plugins' validation rules (Validate*Args) are the core's: the plugin class's `args_type`
+(`core_args`), the same code the framework decodes the plugin's args with, so the two cannot
+disagree.
 Deliberate differences (in the core):
 - the shape path is `scoringStrategy.requestedToCapacityRatio.shape[i]` (upstream reports
   `scoringStrategy.shape[i]`, which is not where the field is);
@@ -12,8 +13,7 @@ Deliberate differences (in the core):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, Protocol, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,26 +25,12 @@ from policy_scheduler.policy.kube_types import (
     NodeAffinity,
     TopologySpreadConstraint,
 )
-from policy_scheduler.scheduler.field_errors import ArgsError, Problem
-from policy_scheduler.scheduler.plugins import nodeaffinity
-from policy_scheduler.scheduler.plugins.coscheduling import args as coscheduling
-from policy_scheduler.scheduler.plugins.defaultpreemption import args as defaultpreemption
-from policy_scheduler.scheduler.plugins.dynamicresources import args as dynamicresources
-from policy_scheduler.scheduler.plugins.interpodaffinity import args as interpodaffinity
-from policy_scheduler.scheduler.plugins.noderesources import args as noderesources
-from policy_scheduler.scheduler.plugins.podtopologyspread import args as podtopologyspread
+from policy_scheduler.scheduler.field_errors import ArgsError
+from policy_scheduler.scheduler.framework.plugin_args import ArgsType
+from policy_scheduler.scheduler.plugins.registry import out_of_tree_registry, shipped_registry
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
-
-
-class CoreArgs(Protocol):
-    """A plugin's args dataclass in the core (SetDefaults_*Args and Validate*Args)."""
-
-    @classmethod
-    def defaulted(cls, raw: Mapping[str, Any]) -> Self: ...
-    def problems(self) -> list[Problem]: ...
-    def to_json(self) -> dict[str, Any]: ...
 
 
 class ArgsModel(SpecModel):
@@ -54,15 +40,20 @@ class ArgsModel(SpecModel):
     validation rules are the core's (`core_args`), the ones the plugin itself applies."""
 
     plugin: ClassVar[str]
-    core_args: ClassVar[type[CoreArgs] | None] = None
+
+    @classmethod
+    def core_args(cls) -> type[ArgsType] | None:
+        """The plugin class's args type: what the framework decodes the plugin's args into."""
+        return shipped_registry()[cls.plugin].args_type
 
     def json_args(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
 
     @model_validator(mode="after")
     def _core_rules(self) -> Self:
-        if self.core_args is not None:
-            for problem in self.core_args.defaulted(self.json_args()).problems():
+        core_args = self.core_args()
+        if core_args is not None:
+            for problem in core_args.defaulted(self.json_args()).problems():
                 raise field_error(problem.path, problem.message)
         return self
 
@@ -128,7 +119,6 @@ def _default_scoring_strategy() -> ScoringStrategy:
 
 class NodeResourcesFitArgs(ArgsModel):
     plugin = "NodeResourcesFit"
-    core_args = noderesources.NodeResourcesFitArgs
 
     ignored_resources: list[LabelKey] = Field(
         default_factory=list, description="Resources the fit filter ignores (not scoring)."
@@ -144,7 +134,6 @@ class NodeResourcesFitArgs(ArgsModel):
 
 class NodeResourcesBalancedAllocationArgs(ArgsModel):
     plugin = "NodeResourcesBalancedAllocation"
-    core_args = noderesources.NodeResourcesBalancedAllocationArgs
 
     resources: list[ResourceSpec] = Field(
         default_factory=_default_resources, description="Resources to balance; cpu and memory if empty."
@@ -157,7 +146,6 @@ class DefaultConstraint(TopologySpreadConstraint):
 
 class PodTopologySpreadArgs(ArgsModel):
     plugin = "PodTopologySpread"
-    core_args = podtopologyspread.PodTopologySpreadArgs
 
     default_constraints: list[DefaultConstraint] = Field(
         default_factory=list,
@@ -170,7 +158,6 @@ class PodTopologySpreadArgs(ArgsModel):
 
 class InterPodAffinityArgs(ArgsModel):
     plugin = "InterPodAffinity"
-    core_args = interpodaffinity.InterPodAffinityArgs
 
     hard_pod_affinity_weight: int = Field(
         1, ge=0, le=100, description="Score weight of existing pods' required affinity to the incoming pod."
@@ -182,7 +169,6 @@ class InterPodAffinityArgs(ArgsModel):
 
 class NodeAffinityArgs(ArgsModel):
     plugin = "NodeAffinity"
-    core_args = nodeaffinity.NodeAffinityArgs
 
     added_affinity: NodeAffinity | None = Field(
         None, description="Node affinity applied to every pod in addition to its own."
@@ -191,7 +177,6 @@ class NodeAffinityArgs(ArgsModel):
 
 class DefaultPreemptionArgs(ArgsModel):
     plugin = "DefaultPreemption"
-    core_args = defaultpreemption.DefaultPreemptionArgs
 
     min_candidate_nodes_percentage: int = Field(
         10, ge=0, le=100, description="Minimum candidates to dry-run, as a percentage of nodes."
@@ -203,7 +188,6 @@ class CoschedulingArgs(ArgsModel):
     """scheduler-plugins' CoschedulingArgs (gang scheduling with PodGroups)."""
 
     plugin = "Coscheduling"
-    core_args = coscheduling.CoschedulingArgs
 
     permit_waiting_time_seconds: int = Field(
         60, ge=0, description="How long assumed members wait at Permit for the rest of their group."
@@ -242,7 +226,6 @@ class VolumeBindingArgs(ArgsModel):
 
 class DynamicResourcesArgs(ArgsModel):
     plugin = "DynamicResources"
-    core_args = dynamicresources.DynamicResourcesArgs
 
     filter_timeout: str | None = Field(
         None,
@@ -250,6 +233,34 @@ class DynamicResourcesArgs(ArgsModel):
     )
     binding_timeout: str | None = Field(
         None, description="Needs the DRADeviceBindingConditions feature gate (off in v1.35)."
+    )
+
+
+class HeadroomSignal(SpecModel):
+    """An eviction signal and its weight in EvictionHeadroom's score."""
+
+    name: str = Field(min_length=1, description="An eviction signal, such as memory.available.")
+    weight: int = Field(1, ge=1, le=100, description="Weight of the signal, 1-100.")
+
+
+class EvictionHeadroomArgs(ArgsModel):
+    """Ours: prefer nodes whose real usage leaves headroom above their eviction thresholds."""
+
+    plugin = "EvictionHeadroom"
+
+    signals: list[HeadroomSignal] | None = Field(
+        None,
+        description="Signals to score; memory.available, nodefs.available, imagefs.available and "
+        "pid.available with weight 1 if unset.",
+    )
+    thresholds: dict[str, str] | None = Field(
+        None,
+        description="Per signal, the level to keep headroom above when a node's own eviction "
+        "threshold is lower or unknown: a quantity (1Gi) or a percentage of capacity (10%). The "
+        "kubelet's default evictionHard if unset.",
+    )
+    max_usage_age_seconds: int = Field(
+        300, ge=0, description="Usage older than this counts as no usage (neutral score); 0: no limit."
     )
 
 
@@ -265,6 +276,7 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         CoschedulingArgs,
         VolumeBindingArgs,
         DynamicResourcesArgs,
+        EvictionHeadroomArgs,
     )
 }
 
@@ -281,17 +293,16 @@ def default_plugin_args(name: str, args: Any, path: str) -> dict[str, Any]:
             raise PolicyError([FieldError(path, "must be an object")])
         return _out_of_tree_args(name, dict(args or {}), path)
     parsed = parse_model(model, args, path)
-    if model.core_args is not None:
-        return model.core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
+    core_args = model.core_args()
+    if core_args is not None:
+        return core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
     return parsed.json_args()
 
 
 def _out_of_tree_args(name: str, raw: dict[str, Any], path: str) -> dict[str, Any]:
-    """An installed plugin's args: its `args_type` (a CoreArgs) defaults and checks them."""
-    from policy_scheduler.scheduler.plugins.registry import out_of_tree_registry
-
+    """An installed plugin's args: its `args_type` defaults and checks them."""
     plugin = out_of_tree_registry().get(name)
-    args_type: type[CoreArgs] | None = getattr(plugin, "args_type", None)
+    args_type = plugin.args_type if plugin is not None else None
     if args_type is None:
         return raw
     body = {k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}

@@ -2,7 +2,8 @@
 
 The policy layer validates SchedulingProfile CRs with pydantic and compiles them into these
 plain objects; `simulate` and unit tests build them directly. Plugin args stay JSON-shaped
-(camelCase keys, as in KubeSchedulerConfiguration) and each plugin applies its own defaults.
+(camelCase keys, as in KubeSchedulerConfiguration); the framework decodes them into each plugin's
+args type, defaults applied, when it builds the profile.
 """
 
 from __future__ import annotations

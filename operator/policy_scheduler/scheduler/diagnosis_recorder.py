@@ -3,7 +3,7 @@
 ScheduleOne reports every attempt through the CycleObserver hooks. The recorder keeps, per
 pending pod, how many nodes each (plugin, reason) rejected (nodes a PreFilterResult skipped
 included) and, per recently scheduled pod, the scores of its node and of the runners-up. No
-per-node dump is kept: a pod pending on 5000 nodes costs a handful of counters.
+per-node dump is kept: a pending pod costs a handful of counters however many nodes rejected it.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.intp]
 _Scalar = TypeVar("_Scalar", bound=np.generic)
+_Index = TypeVar("_Index")
 
 ABSENT = -1  # label code for "node lacks this label key"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -102,6 +103,7 @@ class NodeTable:
         self.host_ports: dict[tuple[str, int], dict[int, Counter[str]]] = {}
         self.zone_of_row: list[str] = []
         self.listeners: list[PodListener] = []
+        self._shared_indexes: dict[Callable[[NodeTable], object], object] = {}
         # Bumped on every change: plugins may cache per-generation derived data.
         self.generation = 0
         # Bumped when rows are added, removed or moved (not on pod or label changes).
@@ -109,6 +111,14 @@ class NodeTable:
         self._order: Rows | None = None
         self._names: tuple[int, npt.NDArray[np.object_]] = (-1, np.empty(0, dtype=np.object_))
         self._zone_members: dict[str, list[str]] = {}
+
+    def shared_index(self, build: Callable[[NodeTable], _Index]) -> _Index:
+        """The table's index of one kind (`build`, e.g. an index class taking the table), built and
+        subscribed on first use: one per table, shared by every profile's plugins."""
+        index = self._shared_indexes.get(build)
+        if index is None:
+            index = self._shared_indexes[build] = build(self)
+        return cast(_Index, index)
 
     # ---- nodes -------------------------------------------------------------------------------
 

@@ -16,7 +16,9 @@ extension point (`ResolvedProfile`), in three steps that mirror upstream:
 3. Score weights (`getScoreWeights`): an explicit score entry wins over multiPoint; 0 means 1.
 
 Defaults that are not in the `implemented` set are dropped silently; naming an unimplemented
-plugin explicitly in an enabled list is an error, disabling one is fine.
+plugin explicitly in an enabled list is an error, disabling one is fine. The extension points of a
+plugin are those its registered class implements (scheduler/plugins/registry.py); `implemented`
+defaults to the in-tree plugins.
 
 Deliberate differences from upstream, all stricter and reported as `ProfileError`:
 - score weights must be within 0..MAX_SCORE_WEIGHT (upstream only guards int64 overflow);
@@ -26,8 +28,9 @@ Deliberate differences from upstream, all stricter and reported as `ProfileError
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from policy_scheduler.scheduler.config import (
     EXTENSION_POINTS,
@@ -37,6 +40,7 @@ from policy_scheduler.scheduler.config import (
     ProfileConfig,
     ResolvedProfile,
 )
+from policy_scheduler.scheduler.plugins.registry import extension_points, in_tree_registry, plugin_registry
 
 # Names as in pkg/scheduler/framework/plugins/names/names.go.
 SCHEDULING_GATES = "SchedulingGates"
@@ -86,57 +90,13 @@ DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
     PluginRef(DEFAULT_BINDER),
 )
 
-# The extension points each in-tree plugin type implements in v1.35 (its method set, checked
-# against the plugin sources; EnqueueExtensions/Sign are not plugin-set points).
-PLUGIN_EXTENSION_POINTS: dict[str, frozenset[str]] = {
-    SCHEDULING_GATES: frozenset({"preEnqueue"}),
-    PRIORITY_SORT: frozenset({"queueSort"}),
-    NODE_UNSCHEDULABLE: frozenset({"filter"}),
-    NODE_NAME: frozenset({"filter"}),
-    TAINT_TOLERATION: frozenset({"filter", "preScore", "score"}),
-    NODE_AFFINITY: frozenset({"preFilter", "filter", "preScore", "score"}),
-    NODE_PORTS: frozenset({"preFilter", "filter"}),
-    NODE_RESOURCES_FIT: frozenset({"preFilter", "filter", "preScore", "score"}),
-    VOLUME_RESTRICTIONS: frozenset({"preFilter", "filter"}),
-    NODE_VOLUME_LIMITS: frozenset({"preFilter", "filter"}),
-    VOLUME_BINDING: frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
-    VOLUME_ZONE: frozenset({"preFilter", "filter"}),
-    POD_TOPOLOGY_SPREAD: frozenset({"preFilter", "filter", "preScore", "score"}),
-    INTER_POD_AFFINITY: frozenset({"preFilter", "filter", "preScore", "score"}),
-    DYNAMIC_RESOURCES: frozenset(
-        {"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"}
-    ),
-    # PreEnqueue holds back pods whose async preemption is still running.
-    DEFAULT_PREEMPTION: frozenset({"preEnqueue", "postFilter"}),
-    NODE_RESOURCES_BALANCED_ALLOCATION: frozenset({"preScore", "score"}),
-    IMAGE_LOCALITY: frozenset({"score"}),
-    DEFAULT_BINDER: frozenset({"bind"}),
-    NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"}),
-    GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
-}
-
-# Everything except the alpha plugins; the plugin registry may pass its own set.
-IMPLEMENTED_PLUGINS: frozenset[str] = frozenset(
+# Upstream plugins policy-scheduler does not implement (alpha in v1.35, their feature gates off),
+# with the extension points upstream's types implement: a profile enabling one is told it is not
+# supported rather than that it is unknown. Every other plugin's points come from its class.
+UNIMPLEMENTED_UPSTREAM_PLUGINS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        SCHEDULING_GATES,
-        PRIORITY_SORT,
-        NODE_UNSCHEDULABLE,
-        NODE_NAME,
-        TAINT_TOLERATION,
-        NODE_AFFINITY,
-        NODE_PORTS,
-        NODE_RESOURCES_FIT,
-        VOLUME_RESTRICTIONS,
-        NODE_VOLUME_LIMITS,
-        VOLUME_BINDING,
-        VOLUME_ZONE,
-        POD_TOPOLOGY_SPREAD,
-        INTER_POD_AFFINITY,
-        DYNAMIC_RESOURCES,
-        DEFAULT_PREEMPTION,
-        NODE_RESOURCES_BALANCED_ALLOCATION,
-        IMAGE_LOCALITY,
-        DEFAULT_BINDER,
+        NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"}),
+        GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
     }
 )
 
@@ -162,6 +122,35 @@ class ProfileError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class _Plugins:
+    """What one resolution knows about plugin names, read from the registry once."""
+
+    implemented: frozenset[str]
+    # Extension points of every implemented plugin and of every upstream one.
+    points: Mapping[str, frozenset[str]]
+    # Names upstream's framework registers: refused as not supported (not as unknown) when they
+    # are not implemented.
+    upstream: frozenset[str]
+
+    @staticmethod
+    def read(implemented: frozenset[str] | None, named: Iterable[str]) -> _Plugins:
+        """`named`: the plugins a profile names; the others it may use are in-tree (defaults)."""
+        in_tree = extension_points(in_tree_registry())
+        points = {**UNIMPLEMENTED_UPSTREAM_PLUGINS, **in_tree}
+        upstream = frozenset(points)
+        if implemented is None:
+            implemented = frozenset(in_tree)
+        others = implemented.intersection(named) - upstream
+        if others:  # bundled or installed: reading the entry points is slow, so only then
+            registered = extension_points(plugin_registry())
+            points.update((name, registered.get(name, frozenset())) for name in others)
+        return _Plugins(implemented, points, upstream)
+
+    def points_of(self, name: str) -> frozenset[str]:
+        return self.points[name]
+
+
+@dataclass(frozen=True, slots=True)
 class _Entry:
     """A merged enabled entry and where it came from (index in the user's list; None: default)."""
 
@@ -171,26 +160,30 @@ class _Entry:
 
 def resolve_profile(
     profile: ProfileConfig,
-    implemented: frozenset[str] = IMPLEMENTED_PLUGINS,
+    implemented: frozenset[str] | None = None,
     *,
     path: str = "spec",
 ) -> ResolvedProfile:
     """Merge `profile` with the defaults and expand multiPoint; raise ProfileError if invalid.
 
+    `implemented`: the plugin names a profile may use (None: the in-tree plugins).
     `path` prefixes field paths in errors (`spec` for a SchedulingProfile).
     """
+    named = (ref.name for plugin_set in profile.plugins.values() for ref in plugin_set.enabled)
+    plugins = _Plugins.read(implemented, named)
     errors: list[tuple[str, str]] = []
     errors.extend(_check_scalars(profile, path))
-    errors.extend(_check_plugin_sets(profile.plugins, implemented, f"{path}.plugins"))
+    errors.extend(_check_plugin_sets(profile.plugins, plugins, f"{path}.plugins"))
     if errors:
         raise ProfileError(*errors[0], more=errors[1:])
 
-    defaults = tuple(_Entry(ref, None) for ref in DEFAULT_PLUGINS if ref.name in implemented)
+    defaults = tuple(_Entry(ref, None) for ref in DEFAULT_PLUGINS if ref.name in plugins.implemented)
     multi = _merge(defaults, profile.plugins.get(MULTI_POINT, PluginSet()))
     points = {
-        point: _expand(point, profile.plugins.get(point, PluginSet()), multi) for point in EXTENSION_POINTS
+        point: _expand(point, profile.plugins.get(point, PluginSet()), multi, plugins)
+        for point in EXTENSION_POINTS
     }
-    weights = _score_weights(profile.plugins.get("score", PluginSet()).enabled, multi)
+    weights = _score_weights(profile.plugins.get("score", PluginSet()).enabled, multi, plugins)
     points["score"] = tuple(PluginRef(ref.name, weights[ref.name]) for ref in points["score"])
 
     errors.extend(_check_required_points(points, f"{path}.plugins"))
@@ -230,11 +223,11 @@ def _check_scalars(profile: ProfileConfig, path: str) -> list[tuple[str, str]]:
 
 
 def _check_plugin_sets(
-    plugins: dict[str, PluginSet], implemented: frozenset[str], path: str
+    plugin_sets: dict[str, PluginSet], plugins: _Plugins, path: str
 ) -> list[tuple[str, str]]:
     """Static checks on what the user enabled; mirrors the framework's updatePluginList errors."""
     errors: list[tuple[str, str]] = []
-    for point, plugin_set in plugins.items():
+    for point, plugin_set in plugin_sets.items():
         if point != MULTI_POINT and point not in EXTENSION_POINTS:
             known = ", ".join((MULTI_POINT, *EXTENSION_POINTS))
             errors.append((f"{path}.{point}", f"unknown extension point (known: {known})"))
@@ -245,16 +238,16 @@ def _check_plugin_sets(
             if ref.name in seen:
                 errors.append((f"{entry_path}.name", f"plugin {_q(ref.name)} is enabled more than once"))
             seen.add(ref.name)
-            errors.extend(_check_entry(point, ref, implemented, entry_path))
+            errors.extend(_check_entry(point, ref, plugins, entry_path))
     return errors
 
 
-def _check_entry(point: str, ref: PluginRef, implemented: frozenset[str], path: str) -> list[tuple[str, str]]:
-    problem = _unusable(ref.name, implemented)
+def _check_entry(point: str, ref: PluginRef, plugins: _Plugins, path: str) -> list[tuple[str, str]]:
+    problem = _unusable(ref.name, plugins)
     if problem:
         return [(f"{path}.name", problem)]
     errors: list[tuple[str, str]] = []
-    implements = points_of(ref.name)
+    implements = plugins.points_of(ref.name)
     if point != MULTI_POINT and point not in implements:
         message = (
             f"plugin {_q(ref.name)} does not implement the {point} extension point "
@@ -269,25 +262,14 @@ def _check_entry(point: str, ref: PluginRef, implemented: frozenset[str], path: 
     return errors
 
 
-def points_of(name: str) -> frozenset[str]:
-    """Extension points of a plugin: upstream's table, else the registered class (Coscheduling,
-    out-of-tree plugins)."""
-    points = PLUGIN_EXTENSION_POINTS.get(name)
-    if points is not None:
-        return points
-    from policy_scheduler.scheduler.plugins.registry import plugin_points  # registry imports plugins
-
-    return plugin_points(name) or frozenset()
-
-
-def _unusable(name: str, implemented: frozenset[str]) -> str | None:
-    if name in implemented:
+def _unusable(name: str, plugins: _Plugins) -> str | None:
+    if name in plugins.implemented:
         return None
     if name in REMOVED_PLUGINS:
         return f"plugin {_q(name)} was removed in kubescheduler.config.k8s.io/v1"
-    if name in PLUGIN_EXTENSION_POINTS:
+    if name in plugins.upstream:
         return f"plugin {_q(name)} is not supported by policy-scheduler (alpha plugins are not implemented)"
-    return f"unknown plugin {_q(name)} (supported: {', '.join(sorted(implemented))})"
+    return f"unknown plugin {_q(name)} (supported: {', '.join(sorted(plugins.implemented))})"
 
 
 def _q(name: str) -> str:
@@ -320,7 +302,9 @@ def _merge(defaults: tuple[_Entry, ...], custom: PluginSet) -> tuple[_Entry, ...
     return tuple(merged)
 
 
-def _expand(point: str, explicit: PluginSet, multi: tuple[_Entry, ...]) -> tuple[PluginRef, ...]:
+def _expand(
+    point: str, explicit: PluginSet, multi: tuple[_Entry, ...], plugins: _Plugins
+) -> tuple[PluginRef, ...]:
     """The framework's list for one point: explicit entries plus expanded multiPoint plugins."""
     explicit_names = [ref.name for ref in explicit.enabled]
     disabled = {ref.name for ref in explicit.disabled}
@@ -330,7 +314,7 @@ def _expand(point: str, explicit: PluginSet, multi: tuple[_Entry, ...]) -> tuple
     from_multi: list[str] = []
     for entry in multi:
         name = entry.ref.name
-        if point not in points_of(name) or name in disabled:
+        if point not in plugins.points_of(name) or name in disabled:
             continue
         if name in explicit_names:  # explicit configuration of this point wins over multiPoint
             overridden.add(name)
@@ -344,11 +328,13 @@ def _expand(point: str, explicit: PluginSet, multi: tuple[_Entry, ...]) -> tuple
     return tuple(PluginRef(name) for name in order)
 
 
-def _score_weights(explicit: tuple[PluginRef, ...], multi: tuple[_Entry, ...]) -> dict[str, int]:
+def _score_weights(
+    explicit: tuple[PluginRef, ...], multi: tuple[_Entry, ...], plugins: _Plugins
+) -> dict[str, int]:
     """getScoreWeights: first of explicit score entries, then merged multiPoint; 0 means 1."""
     weights: dict[str, int] = {}
     for ref in (*explicit, *(entry.ref for entry in multi)):
-        if "score" in points_of(ref.name):
+        if "score" in plugins.points_of(ref.name):
             weights.setdefault(ref.name, ref.weight or DEFAULT_SCORE_WEIGHT)
     return weights
 

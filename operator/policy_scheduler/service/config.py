@@ -7,38 +7,57 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from policy_scheduler.controllers.timings import MirrorTimings
-from policy_scheduler.kube.timings import AdapterTimings, EventTimings
+from policy_scheduler.kube.serving.arguments import serving_options
+from policy_scheduler.kube.serving.options import ServingOptions
+from policy_scheduler.kube.timings import AdapterTimings, EventTimings, LeaderTimings
 
 
 @dataclass(frozen=True, slots=True)
 class OperatorConfig:
     kubeconfig: str | None = None
     install_crds: bool = False
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int = 10259  # kube-scheduler's secure port number; 0: no server
+    serving: ServingOptions = field(default_factory=ServingOptions)
     leader_elect: bool = True
     lease_namespace: str = "policy-scheduler"
     lease_name: str = "policy-scheduler"
-    identity: str | None = None  # default: hostname_pid
+    identity: str | None = None  # default: hostname_uuid
     profile_selector: str = ""
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
-        """From `policy-scheduler run`'s options (app.cli defines them)."""
+        """From `policy-scheduler run`'s options (app.cli defines them); ValueError names the
+        options that do not go together."""
         return cls(
             kubeconfig=args.kubeconfig,
             install_crds=args.install_crds,
-            metrics_host=args.metrics_host,
-            metrics_port=args.metrics_port,
+            serving=serving_options(args),
             leader_elect=args.leader_elect,
             lease_namespace=args.lease_namespace,
             lease_name=args.lease_name,
             identity=args.identity,
             profile_selector=args.profile_selector,
-            timings=AdapterTimings(events=_event_timings(args)),
+            timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
         )
+
+
+def _leader_timings(args: argparse.Namespace) -> LeaderTimings:
+    lease = float(args.leader_elect_lease_duration)
+    if not lease.is_integer():
+        raise ValueError(
+            f"--leader-elect-lease-duration must be whole seconds (the Lease stores "
+            f"leaseDurationSeconds), not {lease:g}s"
+        )
+    timings = LeaderTimings(
+        lease_duration=int(lease),
+        renew_deadline=float(args.leader_elect_renew_deadline),
+        retry_period=float(args.leader_elect_retry_period),
+    )
+    problems = timings.problems()
+    if problems and args.leader_elect:
+        raise ValueError("; ".join(problems))
+    return timings
 
 
 def _event_timings(args: argparse.Namespace) -> EventTimings:

@@ -4,8 +4,11 @@
 - our own list+watch of SchedulingProfiles and EvictionPolicies feeds their stores, which
   validate them and swap the live profiles (kube/policy_informers.py);
 - kopf (standalone) runs the PriorityClassMirror controller, once the informers have listed;
-- the engine schedules only while this replica holds the Lease; standbys keep caches warm;
-- status writes for our CRs are batched; /metrics, /livez, /readyz on one aiohttp server.
+- the engine schedules only while this replica holds the Lease, and every write only the leader
+  makes is fenced by the lease's validity on this replica's own clock (kube/fence.py); standbys
+  keep caches warm;
+- status writes for our CRs are batched; /metrics, the health paths and /debug/explain are
+  served on the secure port (kube/serving/).
 
 service/startup.py runs it: `start`, `wait_synced`, `start_scheduling`, then `stop`.
 """
@@ -19,7 +22,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import kopf
-from aiohttp import web
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
@@ -36,17 +38,19 @@ from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
-from policy_scheduler.kube.explain_http import add_explain_routes
 from policy_scheduler.kube.first_lists import FirstLists
-from policy_scheduler.kube.health_server import start_server
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.leadership_gate import LeadershipGate
+from policy_scheduler.kube.lease import LeaseApi
 from policy_scheduler.kube.paths import PODGROUPS
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.policy_informers import PolicyInformers
+from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
+from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
@@ -104,22 +108,21 @@ class Operator:
         self.failed = False  # a component ended with an error
         self._tasks: list[asyncio.Task[Any]] = []
         self._kopf_stop: asyncio.Future[bool] | None = None
-        self._server: web.AppRunner | None = None  # the health/metrics server, once started
         self._unregister: Callable[[], None] | None = None
         self.leader: LeaderElector | AlwaysLeader = (
             LeaderElector(
-                api,
-                namespace=config.lease_namespace,
-                name=config.lease_name,
+                LeaseApi(api, config.lease_namespace, config.lease_name),
                 identity=self.identity,
                 timings=config.timings.leader,
             )
             if config.leader_elect
             else AlwaysLeader()
         )
-        is_leader = self.leader.is_leader
+        metrics.is_leader.set_function(self.leader.acting_now)
+        # Every write only the leader makes asks the elector first (kube/fence.py).
+        fence = self.leader
         self.events = EventRecorder(api, instance=self.identity, timings=config.timings.events)
-        self.status = StatusWriter(api, interval=config.timings.status_interval, is_leader=is_leader)
+        self.status = StatusWriter(api, interval=config.timings.status_interval, fence=fence)
         self.policies = EvictionPolicyStore(status=self.status)
         # PodTopologySpread's default constraints select pods by their Services and controllers.
         self.owners = DefaultSelectorIndex()
@@ -127,12 +130,12 @@ class Operator:
         # The engine's preemption gate is the evictor's, and the evictor requeues into the
         # engine: the evictor gets the engine's pods once the engine exists (attach below).
         self.evictor = Evictor(
-            api, self.events, is_leader=is_leader, policies=self.policies, timings=config.timings.eviction
+            api, self.events, fence=fence, policies=self.policies, timings=config.timings.eviction
         )
         self.reporter = PodReporter(
             api,
             self.events,
-            is_leader=is_leader,
+            fence=fence,
             on_preempt=self.evictor.on_preempt,
             writers=config.timings.pod_status_writers,
             summary_for=self._pending_summary,
@@ -143,18 +146,19 @@ class Operator:
             eviction_policy=self.policies.policy_for_scheduler,
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
-            dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api)),
+            dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api, fence)),
         )
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
         self.explanations = DiagnosisRecorder()
+        self.server = Server(api, config.serving, self.synced, self.explanations)
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api),
+            binder=ApiBinder(api, fence=fence),
             observe=_observe_extension_point,
             services=services,
-            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api),
+            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api, fence=fence),
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
@@ -172,7 +176,7 @@ class Operator:
             timings=config.timings.informer,
         )
         self.podgroup_status = PodGroupStatusWriter(
-            api, self.engine.pod_groups, self.engine.table, is_leader=is_leader
+            api, self.engine.pod_groups, self.engine.table, fence=fence
         )
         self.profiles = ProfileStore(
             compile_profile_spec,
@@ -243,7 +247,7 @@ class Operator:
             self.api,
             self.status,
             pod_priority_counter(lambda: self.cluster.pods.store.values()),
-            self.leader.is_leader,
+            self.leader,
             timings=self.config.mirrors,
         )
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.
@@ -290,15 +294,10 @@ class Operator:
     # ---- lifecycle, in the order service/startup.py calls it ---------------------------------------
 
     async def start(self) -> None:
-        """The server, the writers, every informer and leader election."""
+        """The server, the writers, every informer and leader election. Raises ServingError if
+        the server cannot listen."""
         self._unregister = register_engine(self.engine)
-        if self.config.metrics_port:
-            self._server = await start_server(
-                self.config.metrics_host,
-                self.config.metrics_port,
-                self.synced,
-                functools.partial(add_explain_routes, recorder=self.explanations),
-            )
+        await self.server.start()
         self.events.start()
         self.reporter.start()
         self._tasks.extend(informer.start() for informer in self.informers())
@@ -314,8 +313,8 @@ class Operator:
     def start_scheduling(self, stop: asyncio.Event) -> None:
         """The engine, the status loop, and kopf with the mirror controller (the mirrors report
         the pods of each class from the pod informer, so they start once it has listed); `stop`
-        is set when kopf ends."""
-        gate = LeadershipGate(self.leader, self.cluster.wait_current)
+        is set when kopf ends. A new leader catches up with the cluster before it schedules."""
+        gate = LeadershipGate(self.leader, self.cluster.catch_up)
         self._spawn(self.engine.run(gate.should_schedule, gate.until_ready), "scheduler")
         self._spawn(self._status_loop(), "status")
         self._kopf_stop = asyncio.get_running_loop().create_future()
@@ -339,8 +338,8 @@ class Operator:
         await self.evictor.stop()
         await self.reporter.stop()
         await self.events.stop()
-        if self._server is not None:
-            await self._server.cleanup()
+        await self.leader.release()  # nothing acts for this replica any more
+        await self.server.stop()
         if self._unregister is not None:
             self._unregister()
 

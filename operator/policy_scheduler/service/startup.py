@@ -5,10 +5,11 @@
    list is asked for at once (kube/first_lists.py);
 3. the operator's modules are imported off the event loop, which receives those lists meanwhile;
    the CRDs are installed with --install-crds;
-4. the Operator, the composition root, builds every component, and starts its server, every
-   informer (the policy objects' too) and leader election;
+4. the Operator, the composition root, builds every component, and starts its secure server,
+   every informer (the policy objects' too) and leader election;
 5. once the informers have listed, the collector resumes, the engine starts scheduling with the
-   policies the informers applied, and kopf runs the PriorityClassMirror controller;
+   policies the informers applied (a new leader first catches up with the cluster at the
+   Lease's revision: kube/leadership_gate.py), and kopf runs the PriorityClassMirror controller;
 6. on SIGINT or SIGTERM (or when a component that must not end does), everything stops.
 """
 
@@ -17,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from policy_scheduler.kube.serving.options import ServingError
 from policy_scheduler.service.collector import RESUME_DEADLINE, StartupCollector
 from policy_scheduler.service.config import OperatorConfig
 
@@ -35,7 +38,11 @@ class Startup:
     def run(self) -> int:
         """The operator's whole life; 1 if a component failed."""
         self.collector.pause()
-        return asyncio.run(self._main())
+        try:
+            return asyncio.run(self._main())
+        except ServingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
 
     async def _main(self) -> int:
         from policy_scheduler.kube.client import make_api_client

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from policy_scheduler.pressure.inputs import usage_store
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.progress import ProgressLine, summary_line, wants_progress
 from policy_scheduler.simulate.run import PodOutcome, simulate
@@ -39,6 +40,8 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
             entry["devices"] = list(o.devices)
         if o.victims:
             entry["victims"] = [{"pod": key, "verdict": verdict} for key, verdict in o.victims.items()]
+        if o.pressure:
+            entry["pressure"] = list(o.pressure)
         pods.append(entry)
     return {"pods": pods}
 
@@ -53,10 +56,20 @@ def outcomes_table(outcomes: list[PodOutcome]) -> str:
         if blocked and not o.dry_run:
             shown = ", ".join(f"{key}: {o.victims[key]}" for key in blocked)
             message = (message + " " if message else "") + f"(victims not evicted: {shown})"
+        if o.pressure:
+            message = (message + " " if message else "") + f"(pressure: {'; '.join(o.pressure)})"
         rows.append((o.namespace, o.name, o.node or "<pending>", o.nominated_node or "", message))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows]
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def write_outcomes(outcomes: list[PodOutcome], output: str) -> None:
+    """The outcomes on stdout as `--output` asks: the JSON contract or the table."""
+    if output == "json":
+        sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
+    else:
+        sys.stdout.write(outcomes_table(outcomes))
 
 
 def simulate_command(args: argparse.Namespace) -> int:
@@ -70,6 +83,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(args.files)
         profiles = resolve_scenario_profiles(scenario)
+        node_usage = usage_store(scenario) if scenario.usage_documents else None
     except (ScenarioError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -79,13 +93,10 @@ def simulate_command(args: argparse.Namespace) -> int:
     progress = None
     if wants_progress(sys.stderr, bool(getattr(args, "progress", False)), scenario):
         progress = ProgressLine(sys.stderr, tty=sys.stderr.isatty())
-    outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress)
+    outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress, node_usage=node_usage)
     if progress is not None:
         progress.close()
-    if args.output == "json":
-        sys.stdout.write(json.dumps(outcomes_json(outcomes), indent=2) + "\n")
-    else:
-        sys.stdout.write(outcomes_table(outcomes))
+    write_outcomes(outcomes, args.output)
     # stderr keeps stdout (the table or the JSON contract) unchanged for scripts.
     print(summary_line(scenario, outcomes), file=sys.stderr)
     return 0

@@ -76,7 +76,7 @@ def whatif_command(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from policy_scheduler.kube.client import CONNECTION_ERRORS
-    from policy_scheduler.simulate.command import outcomes_json, outcomes_table
+    from policy_scheduler.simulate.command import write_outcomes
 
     unreadable: tuple[type[BaseException], ...] = (SnapshotError, ConfigException, OSError, ValueError)
     try:
@@ -115,9 +115,6 @@ def whatif_command(args: argparse.Namespace) -> int:
         print(f"diff: {len(changes)} pod(s) change outcome ({len(after)} pods compared)", file=sys.stderr)
     else:
         [after] = reported(changed, [after], after_policy.scheduler_names)
-        if args.output == "json":
-            sys.stdout.write(json.dumps(outcomes_json(after), indent=2) + "\n")
-        else:
-            sys.stdout.write(outcomes_table(after))
+        write_outcomes(after, args.output)
     print(summary_line(changed, after), file=sys.stderr)
     return 0

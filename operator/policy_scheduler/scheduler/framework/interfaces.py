@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import ClusterEventWithHint
+from policy_scheduler.scheduler.framework.plugin_args import ArgsType, decode_args
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status
 from policy_scheduler.scheduler.model import Node, Pod
@@ -151,6 +152,12 @@ class AlreadyBound(Exception):
         self.node_name = node_name
 
 
+class NotLeading(Exception):
+    """A write refused because this replica may not act as the leader now (its lease lapsed by
+    its own clock, or it has not renewed since a pause). The decision behind the write is
+    dropped, not failed: nothing is reported, and the pod goes back to the queue untouched."""
+
+
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
@@ -230,11 +237,22 @@ SignFragments = tuple[tuple[str, object], ...]
 
 class Plugin:
     name: ClassVar[str] = ""
+    # The type the profile's args are decoded into (defaulted and validated) before the plugin is
+    # built; None: the plugin gets the profile's JSON-shaped args as they are.
+    args_type: ClassVar[type[ArgsType] | None] = None
 
     def __init__(self, handle: Handle, args: object) -> None:
-        # JSON-shaped args from the profile, or the plugin's own typed args dataclass.
+        # An instance of `args_type`, or the JSON-shaped args when the plugin has none.
         self.handle = handle
         self.args = args
+
+    @classmethod
+    def from_profile(cls, handle: Handle, raw_args: Mapping[str, Any] | None) -> Self:
+        """The plugin as a profile configures it: `raw_args` (pluginConfig, JSON-shaped) decoded
+        into `args_type` once, here; ArgsError or ValueError when they are invalid."""
+        if cls.args_type is None:
+            return cls(handle, raw_args)
+        return cls(handle, decode_args(cls.args_type, {} if raw_args is None else raw_args))
 
     @property
     def table(self) -> NodeTable:

@@ -1,15 +1,17 @@
 """Reading JSON-shaped plugin args (kube-scheduler's camelCase names) into typed args dataclasses.
 
-Each plugin with args owns a frozen dataclass deriving PluginArgs, with `defaulted` (SetDefaults_*Args
-of apis/config/v1) and `problems()` (Validate*Args of apis/config/validation); `from_json` runs
-both. The policy layer calls the same, so defaults and rules live once, in the core.
+Each plugin with args names its args type (`Plugin.args_type`): a frozen dataclass, in-tree ones
+deriving PluginArgs, with `defaulted` (SetDefaults_*Args of apis/config/v1) and `problems()`
+(Validate*Args of apis/config/validation). `decode_args` runs both; the framework calls it once per
+plugin when it builds a profile, and the policy layer uses the same type, so defaults and rules
+live once, in the core.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Self, cast
+from typing import Any, Protocol, Self, TypeVar, cast
 
 from policy_scheduler.scheduler.field_errors import Problem, raise_problems
 
@@ -32,6 +34,32 @@ def bool_arg(raw: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+class ArgsType(Protocol):
+    """What a plugin's args type provides: the contract out-of-tree args types follow too."""
+
+    @classmethod
+    def defaulted(cls, raw: Mapping[str, Any]) -> Self:
+        """SetDefaults_*Args: the typed args, before validation; ValueError for a wrong type."""
+        ...
+
+    def problems(self) -> list[Problem]:
+        """Validate*Args, as structured problems."""
+        ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+ArgsT = TypeVar("ArgsT", bound=ArgsType)
+
+
+def decode_args(args_type: type[ArgsT], raw: Mapping[str, Any]) -> ArgsT:
+    """The typed args of `raw`, defaulted and validated; ArgsError (upstream's aggregate message)
+    when validation finds problems."""
+    args = args_type.defaulted(raw)
+    raise_problems(args.problems())
+    return args
+
+
 class PluginArgs:
     """Base of every args dataclass: a type states its fields, `defaulted` and `problems`."""
 
@@ -51,9 +79,7 @@ class PluginArgs:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Self:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
+        return decode_args(cls, raw)
 
 
 def json_name(field_name: str) -> str:

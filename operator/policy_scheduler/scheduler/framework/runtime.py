@@ -92,7 +92,7 @@ class Framework:
             factory = registry.get(name)
             if factory is None:
                 raise FrameworkError(f"unknown plugin {name!r}")
-            plugin = factory(self.handle, self.profile.plugin_config.get(name, {}))
+            plugin = factory.from_profile(self.handle, self.profile.plugin_config.get(name, {}))
             self.plugins[name] = plugin
         return plugin
 

@@ -174,11 +174,11 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
     node_only = True  # reads the node object only
     signs_pods = True
+    args_type = NodeAffinityArgs
 
-    def __init__(self, handle: Handle, args: NodeAffinityArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeAffinityArgs) -> None:
         super().__init__(handle, args)
-        typed = args if isinstance(args, NodeAffinityArgs) else NodeAffinityArgs.from_json(args)
-        added = typed.added_affinity
+        added = args.added_affinity
         self.added_required: tuple[NodeSelectorTerm, ...] | None = None if added is None else added.required
         self.added_preferred: tuple[PreferredSchedulingTerm, ...] | None = (
             None if added is None else added.preferred or None

@@ -7,6 +7,7 @@ In-tree plugins, plus out-of-tree ones found through the Python entry point grou
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from policy_scheduler.scheduler.framework.interfaces import Plugin, implemented_points
@@ -19,6 +20,7 @@ ENTRY_POINT_GROUP = "policy_scheduler.plugins"
 def in_tree_registry() -> dict[str, type[Plugin]]:
     # Imported here so that importing the registry module stays cheap.
     from policy_scheduler.scheduler.plugins.defaultbinder import DefaultBinder
+    from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption
     from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
     from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -39,7 +41,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     from policy_scheduler.scheduler.plugins.volumerestrictions import VolumeRestrictions
     from policy_scheduler.scheduler.plugins.volumezone import VolumeZone
 
-    plugins: list[type[Plugin]] = [
+    plugins: tuple[type[Plugin], ...] = (
         PrioritySort,
         SchedulingGates,
         NodeUnschedulable,
@@ -58,21 +60,18 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         NodeResourcesBalancedAllocation,
         ImageLocality,
         DefaultBinder,
-    ]
-    try:
-        from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption
-    except ImportError:  # preemption is optional until its module exists
-        pass
-    else:
-        plugins.append(DefaultPreemption)
+        DefaultPreemption,
+    )
     return {plugin.name: plugin for plugin in plugins}
 
 
 def bundled_registry() -> dict[str, type[Plugin]]:
-    """Plugins from kubernetes-sigs/scheduler-plugins that ship with policy-scheduler."""
+    """Plugins beyond kube-scheduler's that ship with policy-scheduler: Coscheduling from
+    kubernetes-sigs/scheduler-plugins, and our own EvictionHeadroom (off unless enabled)."""
     from policy_scheduler.scheduler.plugins.coscheduling import Coscheduling
+    from policy_scheduler.scheduler.plugins.evictionheadroom import EvictionHeadroom
 
-    return {Coscheduling.name: Coscheduling}
+    return {Coscheduling.name: Coscheduling, EvictionHeadroom.name: EvictionHeadroom}
 
 
 def out_of_tree_registry() -> dict[str, type[Plugin]]:
@@ -96,16 +95,20 @@ def out_of_tree_registry() -> dict[str, type[Plugin]]:
     return found
 
 
+def shipped_registry() -> dict[str, type[Plugin]]:
+    """The plugins that ship with policy-scheduler: in-tree and bundled."""
+    return {**bundled_registry(), **in_tree_registry()}
+
+
 def plugin_registry() -> dict[str, type[Plugin]]:
     """Every plugin a profile may name; an installed plugin cannot replace a shipped one."""
-    return {**out_of_tree_registry(), **bundled_registry(), **in_tree_registry()}
+    return {**out_of_tree_registry(), **shipped_registry()}
 
 
 def implemented_plugin_names() -> frozenset[str]:
     return frozenset(plugin_registry())
 
 
-def plugin_points(name: str) -> frozenset[str] | None:
-    """The extension points a registered plugin implements (None if unknown)."""
-    plugin = plugin_registry().get(name)
-    return frozenset(implemented_points(plugin)) if plugin is not None else None
+def extension_points(registry: Mapping[str, type[Plugin]]) -> dict[str, frozenset[str]]:
+    """The extension points each plugin of `registry` implements, as its class declares them."""
+    return {name: frozenset(implemented_points(plugin)) for name, plugin in registry.items()}

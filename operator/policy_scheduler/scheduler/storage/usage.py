@@ -47,11 +47,8 @@ class VolumeUsage:
 
     @staticmethod
     def of(table: NodeTable) -> VolumeUsage:
-        for listener in table.listeners:
-            owner = getattr(listener.on_add, "__self__", None)
-            if isinstance(owner, VolumeUsage):
-                return owner
-        return VolumeUsage(table)
+        """The table's usage, created (and subscribed) on first use; shared by every profile."""
+        return table.shared_index(VolumeUsage)
 
     def on_add(self, pod: Pod, row: int) -> None:
         previous = self._accounted.get(pod.key)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.field_errors import Problem
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FilterResult, Handle
 from policy_scheduler.scheduler.framework.status import Code, Status
@@ -34,12 +34,6 @@ class RequireNodeLabelArgs:
             raise ValueError(f"labelKey: expected a string, got {key!r}")
         return cls(key)
 
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> RequireNodeLabelArgs:
-        args = cls.defaulted(raw)
-        raise_problems(args.problems())
-        return args
-
     def problems(self) -> list[Problem]:
         return [Problem("labelKey", self.label_key, "must not be empty")] if not self.label_key else []
 
@@ -49,11 +43,12 @@ class RequireNodeLabelArgs:
 
 class RequireNodeLabel(FilterPlugin):
     name = "RequireNodeLabel"
-    args_type = RequireNodeLabelArgs  # policy-scheduler defaults and checks pluginConfig with it
+    # policy-scheduler defaults and checks pluginConfig with it, and hands the result to __init__.
+    args_type = RequireNodeLabelArgs
 
-    def __init__(self, handle: Handle, args: RequireNodeLabelArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: RequireNodeLabelArgs) -> None:
         super().__init__(handle, args)
-        self.typed = args if isinstance(args, RequireNodeLabelArgs) else RequireNodeLabelArgs.from_json(args)
+        self.typed = args
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         # Vectorized over the candidate rows: the label column holds ABSENT where a node lacks it.

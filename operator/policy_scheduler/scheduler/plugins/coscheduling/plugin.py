@@ -8,7 +8,6 @@ waiting member at once, so a group never keeps part of the cluster for itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
@@ -54,10 +53,11 @@ class Coscheduling(
     PostBindPlugin,
 ):
     name = NAME
+    args_type = CoschedulingArgs
 
-    def __init__(self, handle: Handle, args: CoschedulingArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: CoschedulingArgs) -> None:
         super().__init__(handle, args)
-        self.typed = args if isinstance(args, CoschedulingArgs) else CoschedulingArgs.from_json(args)
+        self.typed = args
         self.store: PodGroupStore = handle.services.pod_groups
         self.store.attach(handle.table)
         # permittedPG: groups whose minResources check passed, until the deadline (scheduleTimeout).

@@ -7,8 +7,7 @@ Victims are restricted by the profile's eviction policy (see policy.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, fit_error_message
@@ -70,13 +69,12 @@ def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
 
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     name = NAME
+    args_type = DefaultPreemptionArgs
 
-    def __init__(self, handle: Handle, args: DefaultPreemptionArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: DefaultPreemptionArgs) -> None:
         super().__init__(handle, args)
-        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
-        typed = args if isinstance(args, DefaultPreemptionArgs) else DefaultPreemptionArgs.from_json(args)
-        self.min_candidate_nodes_percentage = typed.min_candidate_nodes_percentage
-        self.min_candidate_nodes_absolute = typed.min_candidate_nodes_absolute
+        self.min_candidate_nodes_percentage = args.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = args.min_candidate_nodes_absolute
 
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 

@@ -9,7 +9,7 @@ goes to two pods; PreBind writes allocation + reservedFor through the injected C
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,6 +48,7 @@ from policy_scheduler.scheduler.framework.events import (
 from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
     FilterResult,
+    Handle,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -105,13 +106,11 @@ class DynamicResources(
 ):
     name = "DynamicResources"
     signs_pods = True
+    args_type = DynamicResourcesArgs
 
-    def __init__(self, handle: Any, args: DynamicResourcesArgs | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
         super().__init__(handle, args)
-        # The framework hands over the profile's JSON-shaped args; typed args are taken as they are.
-        self.typed_args = (
-            args if isinstance(args, DynamicResourcesArgs) else DynamicResourcesArgs.from_json(args or {})
-        )
+        self.typed_args = args
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})

@@ -145,11 +145,7 @@ class AffinityIndex:
     @staticmethod
     def of(table: NodeTable) -> AffinityIndex:
         """The table's index, created (and subscribed) on first use; shared by every profile."""
-        for listener in table.listeners:
-            owner = getattr(listener.on_add, "__self__", None)
-            if isinstance(owner, AffinityIndex):
-                return owner
-        return AffinityIndex(table)
+        return table.shared_index(AffinityIndex)
 
     # ---- maintenance -------------------------------------------------------------------------
 

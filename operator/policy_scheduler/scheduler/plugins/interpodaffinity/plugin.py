@@ -68,12 +68,12 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     signs_pods = True
     has_extensions = True
+    args_type = InterPodAffinityArgs
 
-    def __init__(self, handle: Handle, args: InterPodAffinityArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: InterPodAffinityArgs) -> None:
         super().__init__(handle, args)
-        typed = args if isinstance(args, InterPodAffinityArgs) else InterPodAffinityArgs.from_json(args)
-        self.hard_pod_affinity_weight = typed.hard_pod_affinity_weight
-        self.ignore_preferred_terms_of_existing_pods = typed.ignore_preferred_terms_of_existing_pods
+        self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
         self.index = AffinityIndex.of(handle.table)
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:

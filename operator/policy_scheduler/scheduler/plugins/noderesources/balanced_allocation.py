@@ -7,9 +7,7 @@ score = int64((1 - std) * 100). As upstream in v1.35, it uses the pods' actual r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -92,15 +90,11 @@ def balanced_general(requested: IntArray, allocatable: IntArray, present: npt.ND
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
     signs_pods = True
+    args_type = NodeResourcesBalancedAllocationArgs
 
-    def __init__(self, handle: Handle, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeResourcesBalancedAllocationArgs) -> None:
         super().__init__(handle, args)
-        typed = (
-            args
-            if isinstance(args, NodeResourcesBalancedAllocationArgs)
-            else NodeResourcesBalancedAllocationArgs.from_json(args)
-        )
-        self.resources = typed.resources
+        self.resources = args.resources
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((RESOURCES_SIGNER, pod.requests),)

@@ -6,7 +6,7 @@ reason, in fitsRequest's order. Score applies the configured scoring strategy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,14 +135,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     name = NAME
     signs_pods = True
     answers_adjusted = True
+    args_type = NodeResourcesFitArgs
 
-    def __init__(self, handle: Handle, args: NodeResourcesFitArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: NodeResourcesFitArgs) -> None:
         super().__init__(handle, args)
-        typed = args if isinstance(args, NodeResourcesFitArgs) else NodeResourcesFitArgs.from_json(args)
-        self.ignored_resources = frozenset(typed.ignored_resources)
-        self.ignored_resource_groups = frozenset(typed.ignored_resource_groups)
-        self.resources = typed.scoring_strategy.resources
-        self._scorer = _scorer(typed.scoring_strategy)
+        self.ignored_resources = frozenset(args.ignored_resources)
+        self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
+        self.resources = args.scoring_strategy.resources
+        self._scorer = _scorer(args.scoring_strategy)
 
     # ---- filter ----------------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ and per (namespace, selector) the matching pods per row, adjusted incrementally 
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -261,13 +260,6 @@ class PodIndex:
         return np.bincount(np.asarray(rows, dtype=np.intp), minlength=table.n).astype(np.int64)
 
 
-_INDEXES: weakref.WeakKeyDictionary[NodeTable, PodIndex] = weakref.WeakKeyDictionary()
-
-
 def pod_index(table: NodeTable) -> PodIndex:
     """One index per table, shared by every profile's plugin instance."""
-    index = _INDEXES.get(table)
-    if index is None:
-        index = PodIndex(table)
-        _INDEXES[table] = index
-    return index
+    return table.shared_index(PodIndex)

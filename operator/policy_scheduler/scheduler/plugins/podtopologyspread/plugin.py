@@ -10,7 +10,6 @@ default constraints are skipped, as upstream does for an empty selector.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -71,13 +70,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     name = NAME
     signs_pods = True
     has_extensions = True
+    args_type = PodTopologySpreadArgs
 
-    def __init__(self, handle: Handle, args: PodTopologySpreadArgs | Mapping[str, Any]) -> None:
+    def __init__(self, handle: Handle, args: PodTopologySpreadArgs) -> None:
         super().__init__(handle, args)
-        typed = args if isinstance(args, PodTopologySpreadArgs) else PodTopologySpreadArgs.from_json(args)
-        self.system_defaulted = typed.defaulting_type == SYSTEM_DEFAULTING
+        self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = (
-            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else typed.default_constraints
+            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
         self.index = pod_index(handle.table)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
@@ -23,6 +24,39 @@ class AssumeError(Exception):
     pass
 
 
+class _Versioned(Protocol):
+    @property
+    def resource_version(self) -> str: ...
+
+
+_Object = TypeVar("_Object", bound=_Versioned)
+
+
+def _newer(stored: _Object | None, assumed: dict[str, _Object], key: str) -> _Object | None:
+    """The assumed object of `key` until the API's is newer (the informer caught up: the
+    assumption is dropped); the API's when nothing is assumed or the object is gone."""
+    mine = assumed.get(key)
+    if mine is None or stored is None:
+        return stored
+    if version_int(stored.resource_version) > version_int(mine.resource_version):
+        del assumed[key]
+        return stored
+    return mine
+
+
+def _assume(
+    assumed: dict[str, _Object], key: str, obj: _Object, stored: _Object | None, not_found: str
+) -> None:
+    """Assume `obj` unless the API has no such object or a newer version of it."""
+    if stored is None:
+        raise AssumeError(not_found)
+    if version_int(obj.resource_version) < version_int(stored.resource_version):
+        raise AssumeError(
+            f"{key!r} is out of sync (stored: {stored.resource_version}, assume: {obj.resource_version})"
+        )
+    assumed[key] = obj
+
+
 class AssumeCache:
     def __init__(self, lister: StorageLister) -> None:
         self.lister = lister
@@ -32,14 +66,7 @@ class AssumeCache:
     # ---- PVs --------------------------------------------------------------------------------
 
     def get_pv(self, name: str) -> PersistentVolume | None:
-        stored = self.lister.get_pv(name)
-        assumed = self._pvs.get(name)
-        if assumed is None or stored is None:
-            return stored
-        if version_int(stored.resource_version) > version_int(assumed.resource_version):
-            del self._pvs[name]  # the informer caught up: the API object is newer
-            return stored
-        return assumed
+        return _newer(self.lister.get_pv(name), self._pvs, name)
 
     def list_pvs(self, class_name: str) -> list[PersistentVolume]:
         """PVs of one storage class in name order (upstream's order is map order)."""
@@ -48,10 +75,7 @@ class AssumeCache:
 
     def assume_pv(self, pv: PersistentVolume) -> None:
         stored = self.lister.get_pv(pv.name)
-        if stored is None:
-            raise AssumeError(f'persistentvolumes "{pv.name}" not found')
-        self._check_version(pv.name, stored.resource_version, pv.resource_version)
-        self._pvs[pv.name] = pv
+        _assume(self._pvs, pv.name, pv, stored, f'persistentvolumes "{pv.name}" not found')
 
     def restore_pv(self, name: str) -> None:
         self._pvs.pop(name, None)
@@ -59,30 +83,14 @@ class AssumeCache:
     # ---- PVCs -------------------------------------------------------------------------------
 
     def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
-        stored = self.lister.get_pvc(namespace, name)
-        key = f"{namespace}/{name}"
-        assumed = self._pvcs.get(key)
-        if assumed is None or stored is None:
-            return stored
-        if version_int(stored.resource_version) > version_int(assumed.resource_version):
-            del self._pvcs[key]
-            return stored
-        return assumed
+        return _newer(self.lister.get_pvc(namespace, name), self._pvcs, f"{namespace}/{name}")
 
     def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
         stored = self.lister.get_pvc(pvc.namespace, pvc.name)
-        if stored is None:
-            raise AssumeError(f'persistentvolumeclaims "{pvc.name}" not found')
-        self._check_version(pvc.key, stored.resource_version, pvc.resource_version)
-        self._pvcs[pvc.key] = pvc
+        _assume(self._pvcs, pvc.key, pvc, stored, f'persistentvolumeclaims "{pvc.name}" not found')
 
     def restore_pvc(self, key: str) -> None:
         self._pvcs.pop(key, None)
-
-    @staticmethod
-    def _check_version(key: str, stored: str, assumed: str) -> None:
-        if version_int(assumed) < version_int(stored):
-            raise AssumeError(f"{key!r} is out of sync (stored: {stored}, assume: {assumed})")
 
     def assumed_pvs(self) -> Sequence[str]:
         return list(self._pvs)

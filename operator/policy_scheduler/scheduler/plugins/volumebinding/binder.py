@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.storage.types import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     ClaimRef,
+    CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     version_int,
@@ -50,6 +51,22 @@ def bind_volume_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> tu
         new = dataclasses.replace(new, annotations={**new.annotations, ANN_BOUND_BY_CONTROLLER: "yes"})
         dirty = True
     return new, dirty
+
+
+def _check_pv_fits(
+    pv: PersistentVolume,
+    csi_node: CSINode | None,
+    labels: dict[str, str],
+    node_name: str,
+    translate_context: str = "",
+) -> None:
+    """checkBindings' test of a PV against the node: translated to CSI where migrated, its node
+    affinity must match. `translate_context` prefixes the translation error as upstream does."""
+    translated = pv_for_node(pv, csi_node)
+    if translated is None:
+        raise BinderError(f'{translate_context}could not translate pv "{pv.name}"')
+    if not pv_affinity_matches(translated, labels):
+        raise BinderError(f'pv "{pv.name}" node affinity doesn\'t match node "{node_name}"')
 
 
 class VolumeBinder:
@@ -144,11 +161,7 @@ class VolumeBinder:
                 raise BinderError("failed to check binding: not found")
             if version_int(binding.pv.resource_version) > version_int(pv.resource_version):
                 return False
-            translated = pv_for_node(pv, csi_node)
-            if translated is None:
-                raise BinderError(f'failed to translate pv to csi: could not translate pv "{pv.name}"')
-            if not pv_affinity_matches(translated, labels):
-                raise BinderError(f'pv "{pv.name}" node affinity doesn\'t match node "{node_name}"')
+            _check_pv_fits(pv, csi_node, labels, node_name, "failed to translate pv to csi: ")
             if pv.claim_ref is None or not pv.claim_ref.uid:
                 raise BinderError(f'ClaimRef got reset for pv "{pv.name}"')
             if not pvc.fully_bound:
@@ -165,11 +178,7 @@ class VolumeBinder:
                 pv = self.lister.get_pv(pvc.volume_name)
                 if pv is None:
                     return False
-                translated = pv_for_node(pv, csi_node)
-                if translated is None:
-                    raise BinderError(f'could not translate pv "{pv.name}"')
-                if not pv_affinity_matches(translated, labels):
-                    raise BinderError(f'pv "{pv.name}" node affinity doesn\'t match node "{node_name}"')
+                _check_pv_fits(pv, csi_node, labels, node_name)
             if not pvc.fully_bound:
                 return False
         return True
