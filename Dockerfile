@@ -28,9 +28,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # are not left in a layer.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels policy-scheduler
-# The code of the operator's dataclass methods, compiled once here where the package is still
-# writable (dataclass_code_cache): every start then skips ~850 compiles before its first bind.
-RUN python -c "from policy_scheduler.dataclass_code_cache import build; build()"
 # A passwd entry for the numeric user: kopf derives an identity from getpass.getuser(), which
 # fails for a uid without one; USER covers a different uid forced by the cluster (e.g. OpenShift).
 RUN groupadd --system --gid 65532 nonroot \

@@ -112,6 +112,32 @@ def profile(name: str, scheduler: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def scored_by_fit(strategy: str) -> dict[str, Any]:
+    """A profile spec where only NodeResourcesFit scores (BalancedAllocation could tie the
+    totals), with `strategy`: MostAllocated packs, LeastAllocated spreads."""
+    return {
+        "plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
+        **fit_strategy(strategy),
+    }
+
+
+def fit_strategy(strategy: str) -> dict[str, Any]:
+    """NodeResourcesFit's scoring strategy, cpu and memory weighted alike."""
+    return {
+        "pluginConfig": [
+            {
+                "name": "NodeResourcesFit",
+                "args": {
+                    "scoringStrategy": {
+                        "type": strategy,
+                        "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+                    }
+                },
+            }
+        ]
+    }
+
+
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:

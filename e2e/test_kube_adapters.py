@@ -15,30 +15,25 @@ import pytest_asyncio
 
 from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.cluster_objects import NamespaceInfo, PriorityClassInfo
-from policy_scheduler.apiobjects.node_protobuf import decode_node_list
-from policy_scheduler.kube import early_policies, prefetch
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.binder import BindError, bind
-from policy_scheduler.kube.client import ApiError, call, make_api_client, request, request_ok
+from policy_scheduler.kube.client import MERGE_PATCH, ApiError, call, make_api_client, request, request_ok
 from policy_scheduler.kube.crdinstall import install_crds
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.first_lists import FirstLists, informer_first_lists
 from policy_scheduler.kube.media_types import PROTOBUF_OR_JSON
 from policy_scheduler.kube.paths import (
-    EVICTION_POLICIES,
     NAMESPACES,
-    NODE_AND_POD_LISTS,
     NODES,
-    OTHER_INFORMER_LISTS,
     PDBS,
     PODGROUPS,
     PODS,
-    POLICY_LISTS,
     PRIORITY_CLASSES,
     SCHEDULING_PROFILES,
-    FirstList,
 )
 from policy_scheduler.kube.podstatus import set_nominated_node, set_unschedulable_condition
+from policy_scheduler.kube.policy_informers import PolicyInformers
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.constants import API_VERSION
 from policy_scheduler.scheduler import model
@@ -388,92 +383,95 @@ async def test_first_list_reads_the_watch_cache_relists_page(
     assert set(pods.store) == listed
 
 
-async def test_first_list_answered_by_the_start_up_prefetch(
-    api: Any, kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_every_informer_of_the_operator_lists_from_the_early_requests(
+    api: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`run` asks for every informer's first list while it imports the rest (kube.prefetch):
-    the operator's informers take those answers instead of asking again (the pod list with the
-    informer's field selector, the node list as protobuf, decoded as it arrived); a failed early
-    request is asked again."""
-    timings = DEFAULTS.informer
-    queries: list[str] = []
+    """The start-up asks for every informer's first list early (kube.first_lists): on the real
+    API server each informer takes that answer (the node list as protobuf) and asks nothing
+    itself."""
+    await install_crds(api)
+    asked: list[str] = []
     real_call = call
 
     async def counting_call(*args: Any, **kwargs: Any) -> Any:
-        queries.append(str(args[2]))
+        asked.append(str(args[2]))
         return await real_call(*args, **kwargs)
 
     monkeypatch.setattr(inf, "call", counting_call)
-    informer_lists = {**NODE_AND_POD_LISTS, **OTHER_INFORMER_LISTS}
+    timings = DEFAULTS.informer
+    lists = FirstLists(api, informer_first_lists(timings.page_size), timings.list_timeout)
+    operator = Operator(api, OperatorConfig(leader_elect=False, identity="e2e-informers"), lists)
+    refused: set[tuple[str, int]] = set()
     try:
-        thread = prefetch.start(str(kubeconfig), informer_lists, timings.page_size, timings.list_timeout)
-        await asyncio.to_thread(thread.join, 30)
-        # The node list was decoded by the early thread as it arrived.
-        with prefetch._lock:
-            early_nodes = prefetch._pending[
-                prefetch._key(NODES, prefetch.first_list_query(timings.page_size, {}), PROTOBUF_OR_JSON)
-            ].result()
-        assert isinstance(early_nodes, prefetch.Decoded)
-        operator = Operator(api, OperatorConfig(leader_elect=False, identity="e2e-prefetch"))
-        refused: set[tuple[str, int]] = set()
-        for informer in operator.informers():
+        for informer in [*operator.informers(), *operator.policy_informers.informers()]:
             try:
                 await informer._list_and_sync()
             except ApiError as exc:
                 refused.add((informer.path, exc.status))
-        assert refused <= {(PODGROUPS, 404)}  # that CRD may be absent
-        assert queries == []  # every first list was answered by the early requests
-        assert not prefetch._pending  # and every early answer was taken, once
-        nodes = operator.cluster.nodes
-        assert any(n.allocatable.get("cpu") for n in nodes.store.values())
-        assert nodes.resource_version
-        assert operator.cluster.pods.resource_version
-        assert operator.cluster.namespaces.store  # the small lists too
-
-        missing = tmp_path / "no-such-kubeconfig"
-        thread = prefetch.start(
-            str(missing),
-            {NODES: FirstList({}, PROTOBUF_OR_JSON)},
-            timings.page_size,
-            timings.list_timeout,
-        )
-        await asyncio.to_thread(thread.join, 30)
-        again = inf.Informer(
-            api,
-            NODES,
-            structs.Node,
-            convert_cluster.node_from_api,
-            timings=timings,
-            list_format=inf.ListFormat(PROTOBUF_OR_JSON, decode_node_list),
-        )
-        await again._list_and_sync()
-        assert queries == [NODES]  # the early request failed: listed here
-        assert set(again.store) == set(nodes.store)
     finally:
-        prefetch.discard()
+        await lists.close()
+    assert refused <= {(PODGROUPS, 404)}  # that CRD may be absent
+    assert asked == []
+    nodes = operator.cluster.nodes
+    assert nodes.list_format.accept == PROTOBUF_OR_JSON
+    assert any(n.allocatable.get("cpu") for n in nodes.store.values())
+    assert nodes.resource_version
+    assert operator.cluster.pods.resource_version
+    assert operator.cluster.namespaces.store  # the small lists too
 
 
-async def test_policy_lists_answered_by_the_start_up_prefetch(api: Any, kubeconfig: Path) -> None:
-    """`run` also asks early for the SchedulingProfiles and EvictionPolicies (kube.early_policies):
-    both lists come back whole, by path, and are taken once."""
+async def test_policy_informers_deliver_every_change_to_the_handlers(api: Any) -> None:
+    """SchedulingProfiles reach the handler as the API's JSON (what the stores read): added,
+    modified (a spec change, a status write), deleted."""
     await install_crds(api)
-    name = f"early-{uuid.uuid4().hex[:6]}"
+    name = f"informed-{uuid.uuid4().hex[:6]}"
     profile = {
         "apiVersion": API_VERSION,
         "kind": "SchedulingProfile",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": {"e2e": "informed"}},
         "spec": {"schedulerName": NO_SCHEDULER},
     }
     await request_ok(api, "POST", SCHEDULING_PROFILES, body=profile)
-    timings = DEFAULTS.informer
+    seen: list[tuple[str, dict[str, Any]]] = []
+    policies = PolicyInformers(
+        api,
+        on_profile=lambda kind, body: seen.append((kind, body)),
+        on_eviction_policy=lambda _kind, _body: None,
+        timings=DEFAULTS.informer,
+    )
+    running = asyncio.create_task(policies.run())
     try:
-        thread = prefetch.start(str(kubeconfig), POLICY_LISTS, timings.page_size, timings.list_timeout)
-        lists = await early_policies.take(timings.page_size)
-        assert lists is not None
-        assert set(lists) == {SCHEDULING_PROFILES, EVICTION_POLICIES}
-        assert name in early_policies.names(lists[SCHEDULING_PROFILES])
-        assert await early_policies.take(timings.page_size) is None  # taken once
-        await asyncio.to_thread(thread.join, 10)
+        await asyncio.wait_for(policies.wait_synced(), 30)
+        kind, body = next((k, b) for k, b in seen if b["metadata"]["name"] == name)
+        assert kind == "ADDED"
+        meta = body["metadata"]
+        assert (meta["generation"], meta["labels"]) == (1, {"e2e": "informed"})
+        assert body["spec"]["schedulerName"] == NO_SCHEDULER  # with the CRD's defaults
+        assert meta["uid"]
+        assert meta["creationTimestamp"].endswith("Z")
+        for subresource, patch in (
+            ("", {"spec": {"percentageOfNodesToScore": 40}}),
+            ("/status", {"status": {"observedGeneration": 2}}),
+        ):
+            path = f"{SCHEDULING_PROFILES}/{name}{subresource}"
+            await request_ok(api, "PATCH", path, body=patch, content_type=MERGE_PATCH)
+        await request_ok(api, "DELETE", f"{SCHEDULING_PROFILES}/{name}")
+
+        def changes() -> list[tuple[str, int, Any]] | None:
+            mine = [
+                (k, b["metadata"]["generation"], (b.get("status") or {}).get("observedGeneration"))
+                for k, b in seen
+                if b["metadata"]["name"] == name
+            ]
+            return mine if mine[-1][0] == "DELETED" else None
+
+        assert await wait_until_async("the profile's changes", changes) == [
+            ("ADDED", 1, None),
+            ("MODIFIED", 2, None),
+            ("MODIFIED", 2, 2),  # the status write
+            ("DELETED", 2, 2),
+        ]
     finally:
-        prefetch.discard()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
         await request(api, "DELETE", f"{SCHEDULING_PROFILES}/{name}")

@@ -6,32 +6,13 @@ from typing import Any
 
 import pytest
 
-from kubectl import Kubectl, condition, namespace, pod, profile
+from kubectl import Kubectl, condition, fit_strategy, namespace, pod, profile, scored_by_fit
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import wait_until
 
 NS = "e2e-live"
 SCHEDULER = "live-scheduler"
 NODE_LABEL = "e2e-live"
-
-# Only NodeResourcesFit decides among these nodes: BalancedAllocation could tie the totals.
-SCORING = {"plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}}}
-
-
-def _fit_args(strategy: str) -> dict[str, Any]:
-    return {
-        "pluginConfig": [
-            {
-                "name": "NodeResourcesFit",
-                "args": {
-                    "scoringStrategy": {
-                        "type": strategy,
-                        "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
-                    }
-                },
-            }
-        ]
-    }
 
 
 def _pod(name: str, cpu: str) -> dict[str, Any]:
@@ -62,7 +43,7 @@ def live_nodes(dev_cluster: DevCluster) -> list[str]:
 def test_profile_apply_patch_break_delete_without_restart(
     operator_process: Any, kubectl: Kubectl, live_nodes: list[str]
 ) -> None:
-    kubectl.apply(namespace(NS), profile("live", SCHEDULER, **SCORING, **_fit_args("LeastAllocated")))
+    kubectl.apply(namespace(NS), profile("live", SCHEDULER, **scored_by_fit("LeastAllocated")))
     _generation_observed(kubectl, 1)
     wait_until(
         "profile Ready",
@@ -77,7 +58,7 @@ def test_profile_apply_patch_break_delete_without_restart(
     assert _node_of(kubectl, "a2") != busy
 
     # Patch to MostAllocated: takes effect on the next pod, no restart.
-    kubectl.patch("schedulingprofile", "live", {"spec": _fit_args("MostAllocated")})
+    kubectl.patch("schedulingprofile", "live", {"spec": fit_strategy("MostAllocated")})
     patched = _generation_observed(kubectl, 2)
     assert condition(patched, "Accepted")["status"] == "True"  # type: ignore[index]
     kubectl.create(_pod("a3", "1"))

@@ -1,5 +1,5 @@
 """`run` keeps the cyclic garbage collector off while it imports and takes its first lists, and
-turns it back on as soon as the informers have synced (startup_gc), not at the deadline that
+turns it back on as soon as the informers have synced (service/collector.py), not at the deadline that
 only guards against a first sync that never comes."""
 
 from __future__ import annotations

@@ -34,10 +34,11 @@ async def test_proxy_from_environment_becomes_explicit(
     monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")
     api = await make_api_client(kubeconfig)
     try:
-        for rest in (api.rest_client, api.request_client):
-            assert rest.proxy == "http://proxy.example:3128"
-            assert rest.proxy_headers["Proxy-Authorization"].startswith("Basic ")
-            assert rest.pool_manager.trust_env is False
+        options = (await _prepare(api, "/api/v1/pods", None))[3]
+        assert options["proxy"] == "http://proxy.example:3128"
+        assert options["proxy_headers"]["Proxy-Authorization"].startswith("Basic ")
+        assert not api.request_session.trust_env  # no lookup per request
+        assert not api.watch_session.trust_env
     finally:
         await api.close()
 
@@ -47,9 +48,7 @@ async def test_no_proxy_is_respected(kubeconfig: str, monkeypatch: pytest.Monkey
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     api = await make_api_client(kubeconfig)
     try:
-        for rest in (api.rest_client, api.request_client):
-            assert not rest.proxy
-            assert rest.pool_manager.trust_env is False
+        assert (await _prepare(api, "/api/v1/pods", None))[3]["proxy"] is None
     finally:
         await api.close()
 
@@ -57,9 +56,25 @@ async def test_no_proxy_is_respected(kubeconfig: str, monkeypatch: pytest.Monkey
 async def test_without_proxy_environment(kubeconfig: str) -> None:
     api = await make_api_client(kubeconfig)
     try:
-        for rest in (api.rest_client, api.request_client):
-            assert not rest.proxy
-            assert rest.pool_manager.trust_env is False  # no lookup per request
+        options = (await _prepare(api, "/api/v1/pods", None, watch=True))[3]
+        assert (options["proxy"], options["proxy_headers"]) == (None, None)
+        assert not api.request_session.trust_env  # no lookup per request
+    finally:
+        await api.close()
+
+
+async def test_a_proxy_of_the_kubeconfig_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        KUBECONFIG.replace(
+            "insecure-skip-tls-verify: true",
+            "insecure-skip-tls-verify: true, proxy-url: http://kc-proxy:8080",
+        )
+    )
+    api = await make_api_client(str(path))
+    try:
+        assert (await _prepare(api, "/api/v1/pods", None))[3]["proxy"] == "http://kc-proxy:8080"
     finally:
         await api.close()
 
@@ -67,8 +82,11 @@ async def test_without_proxy_environment(kubeconfig: str) -> None:
 async def test_requests_and_watches_have_their_own_pools(kubeconfig: str) -> None:
     api = await make_api_client(kubeconfig)
     try:
-        requests, watches = api.request_client.pool_manager, api.rest_client.pool_manager
-        assert requests is not watches
+        requests, watches = api.request_session, api.watch_session
+        assert requests.connector is not None
+        assert watches.connector is not None
+        pools = (requests.connector, watches.connector)
+        assert requests.connector is not watches.connector
         assert requests.connector.limit == REQUEST_CONNECTIONS
         assert watches.connector.limit == 100  # kubernetes_asyncio's default: one per watch
         assert (await _prepare(api, "/api/v1/pods", None))[0] is requests
@@ -77,12 +95,15 @@ async def test_requests_and_watches_have_their_own_pools(kubeconfig: str) -> Non
         await api.close()
     assert requests.closed
     assert watches.closed
+    assert all(pool.closed for pool in pools)
 
 
 async def test_request_pool_size_is_the_callers(kubeconfig: str) -> None:
     api = await make_api_client(kubeconfig, request_connections=4)
     try:
-        assert api.request_client.pool_manager.connector.limit == 4
-        assert api.rest_client.pool_manager.connector.limit == 100  # the watches' pool is unchanged
+        assert api.request_session.connector is not None
+        assert api.watch_session.connector is not None
+        assert api.request_session.connector.limit == 4
+        assert api.watch_session.connector.limit == 100  # the watches' pool is unchanged
     finally:
         await api.close()

@@ -1,8 +1,10 @@
-"""Small operator pieces: --profile-selector, log formats, pending-reason grouping."""
+"""Small operator pieces: --profile-selector, log formats, pending-reason grouping, the policy
+informers feeding the stores."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -12,8 +14,9 @@ import pytest
 
 from policy_scheduler.app.cli import build_parser
 from policy_scheduler.controllers.selector import parse_selector
-from policy_scheduler.kube import early_policies
+from policy_scheduler.kube import informer as informer_module
 from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
+from policy_scheduler.kube.retry import Answer
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.observability.logs import JsonFormatter, KeyValueFormatter
 from policy_scheduler.observability.profile_stats import ProfileStats, reason_key
@@ -127,84 +130,96 @@ def _object(name: str, spec: dict[str, object], generation: int = 1) -> dict[str
     return {"metadata": {"name": name, "uid": f"uid-{name}", "generation": generation}, "spec": spec}
 
 
-async def test_policies_from_the_early_lists_and_what_kopf_listed_after(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Profiles apply from the early lists before kopf runs; once kopf has listed, what it lacks
-    was deleted in between and goes; later calls change nothing."""
-    lists = {
-        SCHEDULING_PROFILES: [
-            _object("kept", {"schedulerName": "kept-scheduler", "evictionPolicyName": "gentle"}),
-            _object("deleted-early", {"schedulerName": "gone-scheduler"}),
-        ],
-        EVICTION_POLICIES: [_object("gentle", {}), _object("deleted-policy", {})],
-    }
+class PolicyLists:
+    """Answers the policy informers' lists (path -> items, resourceVersion) and records the order."""
 
-    async def early_lists(page_size: int) -> dict[str, list[dict[str, Any]]]:
-        assert page_size == DEFAULTS.informer.page_size
-        return lists
+    def __init__(self, items: dict[str, list[dict[str, Any]]], version: str = "10") -> None:
+        self.items = items
+        self.version = version
+        self.asked: list[str] = []
+        self.policies_answer = asyncio.Event()  # the EvictionPolicy list is answered once set
 
-    monkeypatch.setattr(early_policies, "take", early_lists)
+    async def call(self, _api: Any, _method: str, path: str, **_: Any) -> Answer:
+        self.asked.append(path)
+        if path == EVICTION_POLICIES:
+            await self.policies_answer.wait()
+        body = {"kind": "List", "metadata": {"resourceVersion": self.version}, "items": self.items[path]}
+        return Answer(200, json.dumps(body).encode())
+
+
+def _versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+
+
+async def _never_watch() -> None:
+    await asyncio.Event().wait()
+
+
+async def test_policies_reach_the_stores_through_their_informers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both kinds are listed at once, but the profiles are applied only once the EvictionPolicies
+    are: no "preemption is off" flashes at start. A relist drops what went away and applies what
+    changed."""
+    lists = PolicyLists(
+        {
+            EVICTION_POLICIES: [_versioned(_object("gentle", {}), "1"), _versioned(_object("old", {}), "2")],
+            SCHEDULING_PROFILES: [
+                _versioned(_object("kept", {"schedulerName": "kept", "evictionPolicyName": "gentle"}), "3"),
+                _versioned(_object("gone", {"schedulerName": "gone"}), "4"),
+            ],
+        }
+    )
+    monkeypatch.setattr(informer_module, "call", lists.call)
     operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
     notes: list[tuple[Any, ...]] = []
     operator.profiles.notify = lambda *note: notes.append(note)
-    assert await operator._apply_early_policies()
-    assert set(operator.engine.frameworks) == {"kept-scheduler", "gone-scheduler"}
-    # The policies came first: no "preemption is off" warning, no "resolved" afterwards.
+    for informer in operator.policy_informers.informers():
+        monkeypatch.setattr(informer, "_watch", _never_watch)
+    running = asyncio.create_task(operator.policy_informers.run())
+    await asyncio.wait_for(operator.policy_informers.profiles.has_synced.wait(), 5)
+    assert set(lists.asked) == {EVICTION_POLICIES, SCHEDULING_PROFILES}
+    assert not operator.engine.frameworks  # listed, held back
+    lists.policies_answer.set()
+    await asyncio.wait_for(operator.policy_informers.wait_synced(), 5)
+    assert set(operator.engine.frameworks) == {"kept", "gone"}
     assert operator.profiles.records["kept"].policy_problem is None
-    assert notes == []
-    operator.on_kopf_listed({"kept"}, {"gentle"})
-    assert set(operator.engine.frameworks) == {"kept-scheduler"}
+    assert notes == []  # the policy was in before the profile that names it
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+
+    # A relist (after the watch expired): one profile deleted, one policy changed.
+    lists.items = {
+        EVICTION_POLICIES: [_versioned(_object("gentle", {"dryRun": True}, generation=2), "5")],
+        SCHEDULING_PROFILES: [lists.items[SCHEDULING_PROFILES][0]],
+    }
+    for informer in operator.policy_informers.informers():
+        await informer._list_and_sync()
+    assert set(operator.engine.frameworks) == {"kept"}
     assert set(operator.policies.records) == {"gentle"}
-    operator.on_kopf_listed(set(), set())  # only the first listing says what was deleted
-    assert set(operator.engine.frameworks) == {"kept-scheduler"}
+    assert operator.policies.settings_for_scheduler("kept").config.dry_run
 
 
-async def test_without_early_lists_kopf_brings_the_policies(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def no_lists(page_size: int) -> None:
-        return None
+def test_watch_events_reach_the_profile_handler_and_the_selector_applies() -> None:
+    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me", profile_selector="shard=a"))
+    profiles = operator.policy_informers.profiles
+    operator.policy_informers.eviction_policies.has_synced.set()  # no profile is held back
 
-    monkeypatch.setattr(early_policies, "take", no_lists)
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
-    assert not await operator._apply_early_policies()
-    operator.on_kopf_listed(set(), set())
-    operator.on_profile_event(None, _object("p", {"schedulerName": "p-scheduler"}))
-    assert set(operator.engine.frameworks) == {"p-scheduler"}
+    def event(kind: str, labels: dict[str, str], version: str, scheduler: str = "p") -> bytes:
+        obj = _versioned(_object("p", {"schedulerName": scheduler}), version)
+        obj["metadata"]["labels"] = labels
+        return json.dumps({"type": kind, "object": obj}).encode()
 
-
-async def test_kopf_waits_for_the_first_bind_only_while_there_is_a_pod_to_bind() -> None:
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
-    await asyncio.wait_for(operator._until_first_bind(), 1)  # nothing pending: at once
-    operator.on_profile_event(None, _object("p", {"schedulerName": "p-scheduler"}))
-    pod = Pod(name="a", namespace="ns", uid="u-a", scheduler_name="p-scheduler")
-    operator.engine.pod_added(pod)
-    assert operator.engine.queue.pending_counts()["active"] == 1
-    waiting = asyncio.create_task(operator._until_first_bind())
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert not waiting.done()
-    operator.reporter.scheduled(pod, "node-1", operator.engine.frameworks["p-scheduler"])
-    await asyncio.wait_for(waiting, 1)
-
-
-async def test_kopf_starts_after_the_deferred_cas_are_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kopf
-
-    from policy_scheduler.kube import deferred_cas
-
-    order: list[str] = []
-
-    async def fake_operator(**_: object) -> None:
-        order.append("kopf")
-
-    monkeypatch.setattr(deferred_cas, "load", lambda: order.append("cas"))
-    monkeypatch.setattr(kopf, "operator", fake_operator)
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
-    stop = asyncio.Event()
-    kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    await asyncio.wait_for(operator._start_kopf(stop, kopf_stop), 1)
-    assert order == ["cas", "kopf"]
-    assert stop.is_set()  # kopf ended: so does the operator
+    profiles._handle_line(event("ADDED", {"shard": "a"}, "1"))
+    assert set(operator.engine.frameworks) == {"p"}
+    profiles._handle_line(event("MODIFIED", {"shard": "a"}, "2", scheduler="q"))
+    assert set(operator.engine.frameworks) == {"q"}
+    profiles._handle_line(event("MODIFIED", {"shard": "b"}, "3", scheduler="q"))  # left the selector
+    assert not operator.engine.frameworks
+    profiles._handle_line(event("MODIFIED", {"shard": "a"}, "4", scheduler="q"))  # back in
+    assert set(operator.engine.frameworks) == {"q"}
+    profiles._handle_line(event("DELETED", {"shard": "a"}, "5", scheduler="q"))
+    assert not operator.engine.frameworks
+    assert operator.profiles.records == {}
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,7 @@ informer read: the parser skips every other field without building it, as msgspe
 JSON, and reading a field of a parsed message builds a Python object each time, so the
 structs get those fields only; the others keep their defaults. tests/test_node_protobuf.py
 holds both paths to the same nodes. The messages are built at import into a private
-descriptor pool; no generated code, no protoc. The envelope and the list are not parsed as
-messages: `protobuf_list.ListSplitter` cuts each node out (with the field numbers of `Unknown`
-and `NodeList` below), so a list is decoded node by node as it arrives.
+descriptor pool; no generated code, no protoc.
 """
 
 from __future__ import annotations
@@ -22,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.decode import ListResult, decode_list
-from policy_scheduler.apiobjects.protobuf_list import ListSplitter
 
 # Every protobuf body starts with this, then a runtime.Unknown that wraps the object's bytes.
 MAGIC = b"k8s\x00"
@@ -112,8 +110,8 @@ def message_classes(schema: Schema = SCHEMA) -> dict[str, Any]:
 
 
 _CLASSES = message_classes()
-_NODE = _CLASSES["Node"]
-_LIST_META = _CLASSES["ListMeta"]
+_UNKNOWN = _CLASSES["Unknown"]
+_NODE_LIST = _CLASSES["NodeList"]
 
 
 # ---- messages -> structs ----------------------------------------------------------------------------
@@ -153,47 +151,15 @@ def _node(n: Any) -> structs.Node:
     )
 
 
-class NodeListDecoder:
-    """A NodeList answer decoded as it arrives: each node as soon as its bytes are in
-    (protobuf), or the whole list at the end (JSON, if the server answered so)."""
-
-    def __init__(self) -> None:
-        self._head = bytearray()  # the first bytes, until they tell protobuf from JSON
-        self._splitter: ListSplitter | None = None
-        self._json: bytearray | None = None
-        self._nodes: list[structs.Node] = []
-
-    def feed(self, chunk: bytes) -> None:
-        if self._splitter is None and self._json is None:
-            self._head += chunk
-            if len(self._head) < len(MAGIC) and MAGIC.startswith(self._head):
-                return
-            chunk, self._head = bytes(self._head), bytearray()
-            if chunk.startswith(MAGIC):
-                self._splitter = ListSplitter()
-                chunk = chunk[len(MAGIC) :]
-            else:
-                self._json = bytearray()
-        if self._json is not None:
-            self._json += chunk
-            return
-        assert self._splitter is not None
-        self._nodes.extend(_node(_NODE.FromString(item)) for item in self._splitter.feed(chunk))
-
-    def result(self) -> ListResult[structs.Node]:
-        """The decoded list, once the answer is complete (TruncatedList if it is not)."""
-        if self._splitter is None:
-            return decode_list(bytes(self._json if self._json is not None else self._head), structs.Node)
-        self._splitter.close()
-        meta = _LIST_META.FromString(self._splitter.list_meta)
-        # `continue` is a Python keyword: the field is only reachable by name.
-        return ListResult(self._nodes, meta.resourceVersion, getattr(meta, "continue"))
-
-
 def decode_node_list(body: bytes) -> ListResult[structs.Node]:
-    """A NodeList body, protobuf or (if the server answered so) JSON."""
+    """A NodeList body, protobuf or (if the server answered so) JSON. Raises DecodeError for a
+    protobuf body that is cut short or does not parse."""
     if not body.startswith(MAGIC):
         return decode_list(body, structs.Node)
-    decoder = NodeListDecoder()
-    decoder.feed(body)
-    return decoder.result()
+    envelope = _UNKNOWN.FromString(body[len(MAGIC) :])
+    if not envelope.HasField("raw"):  # an answer cut before its list: never an empty list
+        raise DecodeError("protobuf answer without its list")
+    node_list = _NODE_LIST.FromString(envelope.raw)
+    meta = node_list.metadata
+    # `continue` is a Python keyword: the field is only reachable by name.
+    return ListResult([_node(n) for n in node_list.items], meta.resourceVersion, getattr(meta, "continue"))

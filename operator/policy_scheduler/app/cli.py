@@ -13,29 +13,15 @@ from policy_scheduler.observability.logs import configure as configure_logging
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policy_scheduler import dataclass_code_cache
-    from policy_scheduler.service import collector as startup_gc
-
-    dataclass_code_cache.install()  # before the imports that define dataclasses
-    startup_gc.pause()  # until the informers have synced (the operator resumes it)
-    from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
-    from policy_scheduler.kube.paths import EARLY_LISTS
     from policy_scheduler.service.config import OperatorConfig
+    from policy_scheduler.service.startup import Startup
 
     try:
         config = OperatorConfig.from_args(args)
     except ValueError as exc:
         print(f"policy-scheduler run: error: {exc}", file=sys.stderr)
         return 2
-    lazy_client.install()  # before kopf and our client import kubernetes_asyncio
-    deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
-    # Every first list, the big ones first: the API server prepares them while we import the rest.
-    timings = config.timings.informer
-    prefetch.start(config.kubeconfig, EARLY_LISTS, timings.page_size, timings.list_timeout)
-    from policy_scheduler.service.operator import run_operator
-
-    dataclass_code_cache.save()  # only if some was compiled: then the next start need not
-    return run_operator(config)
+    return Startup(config).run()
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -263,8 +249,8 @@ def log_level(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Before numpy is imported: its OpenBLAS would start a thread per CPU, which doubles the CPU
-    # cost of that import (about 60 ms at every start, issue 12). Nothing here multiplies float
-    # matrices, so one thread loses nothing. A value the user set stays.
+    # cost of that import at every start. Nothing here multiplies float matrices, so one thread
+    # loses nothing. A value the user set stays.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     configure_logging(log_level(args), str(args.log_format))

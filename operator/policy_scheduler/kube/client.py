@@ -1,10 +1,11 @@
 """The API client and raw HTTP helpers every adapter goes through.
 
 kubernetes-asyncio supplies configuration (kubeconfig, in-cluster service account, token
-refresh) and its aiohttp session; requests are made on that session directly so that bodies
-stay bytes for msgspec, and so that a non-2xx answer is a status code to look at rather than
-an exception (its typed `create_namespaced_binding` raises even on success, because the server
-answers a Status where it expects a Binding).
+refresh) and its connection pools (TLS settings from the configuration); requests are made on
+aiohttp sessions of ours over those pools, so that bodies stay bytes for msgspec, and so that a
+non-2xx answer is a status code to look at rather than an exception (its typed
+`create_namespaced_binding` raises even on success, because the server answers a Status where it
+expects a Binding).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
@@ -41,6 +43,9 @@ REQUEST_CONNECTIONS = DEFAULTS.api.request_connections
 
 # Errors that say nothing about the request itself: the connection, not the server, failed.
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ConnectionError)
+
+# As kubernetes_asyncio's own session: a watch event carries a whole object (up to etcd's 1.5 MiB).
+WATCH_READ_BUFFER = 2**21
 
 QueryValue = str | int | bool
 Query = Mapping[str, QueryValue]
@@ -80,22 +85,69 @@ class ApiError(Exception):
         return cls.from_response(answer.status, answer.body, answer.retry_after)
 
 
-class ApiClient(k8s_client.ApiClient):
-    """kubernetes_asyncio's ApiClient with a second pool of connections, for requests.
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How every request reaches the API server: the proxy and the TLS server name, as aiohttp's
+    per-request options."""
 
-    A watch holds its connection for as long as it runs; the library's pool (up to 100) serves
-    the watches and the library's typed calls. `call` uses `request_client`, bounded to
-    REQUEST_CONNECTIONS: a burst of binds and events waits for a free connection instead of
-    opening (and TLS-handshaking, on both sides) up to 100 new ones.
+    proxy: str | None = None
+    proxy_headers: Mapping[str, str] | None = None
+    server_hostname: str | None = None
+
+    @classmethod
+    def from_configuration(cls, configuration: Any) -> Route:
+        """The kubeconfig's proxy, else the environment's (HTTPS_PROXY, NO_PROXY, ...) for the
+        API server, read once: aiohttp would look it up again for every request (and read
+        ~/.netrc), in a worker thread."""
+        proxy, headers = configuration.proxy, dict(configuration.proxy_headers or {})
+        if not proxy:
+            with suppress(LookupError):
+                env_proxy, auth = aiohttp.helpers.get_env_proxy_for_url(URL(str(configuration.host)))
+                proxy = str(env_proxy)
+                if auth is not None:
+                    headers["Proxy-Authorization"] = auth.encode()
+        return cls(proxy or None, headers or None, configuration.tls_server_name or None)
+
+    def options(self) -> dict[str, Any]:
+        options = {"proxy": self.proxy, "proxy_headers": self.proxy_headers}
+        if self.server_hostname:
+            options["server_hostname"] = self.server_hostname
+        return options
+
+
+def _session(rest: Any) -> aiohttp.ClientSession:
+    """A session on the connections of kubernetes_asyncio's pool `rest` (its TLS settings from the
+    configuration, its connection limit) that reads nothing from the environment per request:
+    the Route says where requests go."""
+    return aiohttp.ClientSession(
+        connector=rest.pool_manager.connector,
+        connector_owner=False,
+        trust_env=False,
+        read_bufsize=WATCH_READ_BUFFER,
+    )
+
+
+class ApiClient(k8s_client.ApiClient):
+    """kubernetes_asyncio's ApiClient (configuration, auth and its typed calls), and our sessions.
+
+    A watch holds its connection for as long as it runs: watches go through the library's pool
+    (up to 100 connections), `call` through a second one bounded to `request_connections`, so a
+    burst of binds and events waits for a free connection instead of opening (and
+    TLS-handshaking, on both sides) up to 100 new ones.
     """
 
     def __init__(self, configuration: Any, request_connections: int = REQUEST_CONNECTIONS) -> None:
         super().__init__(configuration=configuration)
-        self.request_client = k8s_rest.RESTClientObject(configuration, maxsize=request_connections)
+        self.route = Route.from_configuration(configuration)
+        self._request_pool = k8s_rest.RESTClientObject(configuration, maxsize=request_connections)
+        self.watch_session = _session(self.rest_client)
+        self.request_session = _session(self._request_pool)
 
     async def close(self) -> None:
         try:
-            await self.request_client.close()
+            await self.request_session.close()
+            await self.watch_session.close()
+            await self._request_pool.close()
         finally:
             await super().close()
 
@@ -126,30 +178,8 @@ async def make_api_client(
             )
     api = ApiClient(configuration, request_connections)
     api.user_agent = USER_AGENT
-    for rest in (api.rest_client, api.request_client):
-        _resolve_proxy_once(rest, str(configuration.host))
     log.info("api client ready", extra={"host": configuration.host})
     return api
-
-
-def _resolve_proxy_once(rest: Any, host: str) -> None:
-    """Read the proxy environment (HTTPS_PROXY, NO_PROXY, ...) once, at start.
-
-    kubernetes_asyncio's session trusts the environment, so aiohttp would look the proxy up
-    again, in a worker thread, for every request (and read ~/.netrc too). A proxy from the
-    kubeconfig is kept; otherwise the environment's proxy for the API server, if any, becomes
-    the explicit proxy of every request, and the session stops reading the environment.
-    """
-    if not rest.proxy:
-        with suppress(LookupError):
-            proxy, proxy_auth = aiohttp.helpers.get_env_proxy_for_url(URL(host))
-            rest.proxy = str(proxy)
-            if proxy_auth is not None:
-                rest.proxy_headers = {
-                    **(rest.proxy_headers or {}),
-                    "Proxy-Authorization": proxy_auth.encode(),
-                }
-    rest.pool_manager._trust_env = False  # no public setter; aiohttp lists it among its attributes
 
 
 def _query(query: Query | None) -> dict[str, str] | None:
@@ -168,16 +198,8 @@ async def _prepare(
     # Bearer tokens come from the configuration's auth settings, which also run the token
     # refresh hook (in-cluster projected tokens rotate).
     await api.update_params_for_auth(headers, [], ["BearerToken"])
-    rest = api.rest_client if watch else api.request_client
-    extra: dict[str, Any] = {}
-    if rest.proxy:
-        extra["proxy"] = rest.proxy
-    if rest.proxy_headers:
-        extra["proxy_headers"] = rest.proxy_headers
-    if rest.server_hostname:
-        extra["server_hostname"] = rest.server_hostname
-    session: aiohttp.ClientSession = rest.pool_manager
-    return session, api.configuration.host + path, headers, extra
+    session: aiohttp.ClientSession = api.watch_session if watch else api.request_session
+    return session, api.configuration.host + path, headers, api.route.options()
 
 
 async def authorization(api: Any) -> str | None:

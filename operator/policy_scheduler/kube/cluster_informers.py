@@ -16,8 +16,9 @@ from policy_scheduler.apiobjects.convert_cluster import namespace_from_api, node
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.node_protobuf import decode_node_list
 from policy_scheduler.kube.dra_informers import DraInformers
+from policy_scheduler.kube.first_lists import NODE_LIST_ACCEPT
 from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer, ListFormat
-from policy_scheduler.kube.paths import NAMESPACES, NODE_AND_POD_LISTS, NODES, PDBS, POD_FIELD_SELECTOR, PODS
+from policy_scheduler.kube.paths import NAMESPACES, NODES, PDBS, POD_FIELD_SELECTOR, PODS
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.model import Node, Pod
@@ -98,7 +99,7 @@ class ClusterInformers:
             on_update=sink.node_updated,
             on_delete=sink.node_deleted,
             timings=timings,
-            list_format=ListFormat(NODE_AND_POD_LISTS[NODES].accept, decode_node_list),
+            list_format=ListFormat(NODE_LIST_ACCEPT, decode_node_list),
         )
         self.namespaces = Informer(
             api,

@@ -24,8 +24,8 @@ import msgspec
 from policy_scheduler.apiobjects import owners, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure, ListResult, decode_list, decode_watch_event
 from policy_scheduler.apiobjects.owners import OwnerInfo
-from policy_scheduler.kube import prefetch
 from policy_scheduler.kube.client import ApiError, Query, call, iter_lines, stream
+from policy_scheduler.kube.first_lists import FirstLists, ListRequest, first_list_query
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
@@ -114,6 +114,8 @@ class Informer(Generic[S, V]):
         self.backoff = Backoff(timings.retry)
         self.sleep = sleep
         self.list_format = list_format or ListFormat(JSON, self._decode_json_list)
+        # Where the start-up may have asked for this informer's first list already.
+        self.first_lists: FirstLists | None = None
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         # Set while the store follows the server: after a list, and while a watch is open.
@@ -193,7 +195,7 @@ class Informer(Generic[S, V]):
         accept = self.list_format.accept
         while True:
             query: dict[str, str | int | bool]
-            answer: Answer | prefetch.Decoded | None = None
+            answer: Answer | None = None
             if token:
                 # the server refuses a resourceVersion with a token
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
@@ -204,29 +206,27 @@ class Informer(Generic[S, V]):
                     **self.selectors(),
                 }
             elif from_cache:
-                query = prefetch.first_list_query(self.page_size, self.selectors())
-                answer = await prefetch.answer(self.path, query, accept)
+                query = first_list_query(self.page_size, self.selectors())
+                if self.first_lists is not None:
+                    answer = await self.first_lists.take(ListRequest.of(self.path, query, accept))
             else:
                 query = {"limit": self.page_size, **self.selectors()}
-            if isinstance(answer, prefetch.Decoded):
-                page: ListResult[S] = answer.page  # decoded by the early thread as it arrived
-            else:
-                if answer is None:
-                    answer = await call(
-                        self.api,
-                        "GET",
-                        self.path,
-                        query=query,
-                        request_timeout=self.timings.list_timeout,
-                        accept=accept,
-                    )
-                if answer.status == 410 and token:
-                    # The continue token outlived its snapshot: start the list over.
-                    items, failures, token = [], [], ""
-                    continue
-                if answer.status != 200:
-                    raise ApiError.from_answer(answer)
-                page = self.list_format.decode(answer.body)
+            if answer is None:
+                answer = await call(
+                    self.api,
+                    "GET",
+                    self.path,
+                    query=query,
+                    request_timeout=self.timings.list_timeout,
+                    accept=accept,
+                )
+            if answer.status == 410 and token:
+                # The continue token outlived its snapshot: start the list over.
+                items, failures, token = [], [], ""
+                continue
+            if answer.status != 200:
+                raise ApiError.from_answer(answer)
+            page = self.list_format.decode(answer.body)
             items.extend(page.items)
             failures.extend(page.failures)
             token = page.continue_token

@@ -70,7 +70,6 @@ class PodReporter:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._nomination_tasks: set[asyncio.Task[None]] = set()
-        self.bound_once = asyncio.Event()  # set at the first pod bound
 
     def stats_for(self, scheduler_name: str) -> ProfileStats:
         stats = self.stats.get(scheduler_name)
@@ -84,7 +83,6 @@ class PodReporter:
         self._pending.pop(pod.key, None)
         self._written.pop(pod.key, None)
         self.stats_for(framework.scheduler_name).record_scheduled(pod.key)
-        self.bound_once.set()
         self.events.scheduled(pod, node_name)
         if PENDING_SUMMARY_ANNOTATION in pod.annotations and self.fence.may_act():
             self._spawn(self._annotate(pod, None))  # no longer pending: the summary would mislead

@@ -15,8 +15,6 @@ class ApiTimings:
     request_timeout: float = 30.0  # total per request (watches: connect only)
     # Connections for requests (binds, events, status writes, lists); watches have their own.
     request_connections: int = 64
-    # Binds in flight at first; one more per successful bind, up to request_connections.
-    binds_at_start: int = 4
     crd_served_wait: float = 60.0  # --install-crds: how long our CRDs may take to be served
     crd_served_poll: float = 0.2
     # pods/status patches (conditions, nominations, DisruptionTarget): delays in [0.1, 0.2) s,

@@ -1,34 +1,36 @@
 """`policy-scheduler run`: the operator and its scheduler in one asyncio program.
 
 - our own list+watch of Pods, Nodes and Namespaces feeds the engine (kopf never sees them);
-- kopf (standalone) feeds SchedulingProfiles into the ProfileStore, which validates them and
-  swaps the live profiles; at start the early lists feed it first (kube/early_policies.py), and
-  then kopf is imported and started only once the scheduler has bound its first pod;
+- our own list+watch of SchedulingProfiles and EvictionPolicies feeds their stores, which
+  validate them and swap the live profiles (kube/policy_informers.py);
+- kopf (standalone) runs the PriorityClassMirror controller, once the informers have listed;
 - the engine schedules only while this replica holds the Lease, and every write only the leader
   makes is fenced by the lease's validity on this replica's own clock (kube/fence.py); standbys
   keep caches warm;
-- status writes for our CRs are batched; /metrics, /livez, /readyz on one aiohttp server.
+- status writes for our CRs are batched; /metrics, the health paths and /debug/explain are
+  served on the secure port (kube/serving/).
+
+service/startup.py runs it: `start`, `wait_synced`, `start_scheduling`, then `stop`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import signal
-import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
+
+import kopf
 
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
+from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
+from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
-from policy_scheduler.kube import deferred_cas, early_policies
 from policy_scheduler.kube.api_binder import ApiBinder
-from policy_scheduler.kube.client import make_api_client
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.kube.dra_informers import DraInformers
@@ -36,14 +38,16 @@ from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
+from policy_scheduler.kube.first_lists import FirstLists
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
 from policy_scheduler.kube.leadership_gate import LeadershipGate
 from policy_scheduler.kube.lease import LeaseApi
-from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
+from policy_scheduler.kube.paths import PODGROUPS
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
-from policy_scheduler.kube.serving.server import Server, ServingError
+from policy_scheduler.kube.policy_informers import PolicyInformers
+from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.observability import metrics
@@ -57,14 +61,11 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.service import collector as startup_gc
 from policy_scheduler.service.config import OperatorConfig
 
 log = logging.getLogger(__name__)
 
 PROFILES = "schedulingprofiles"
-# After start-up from the early lists, kopf waits for the first bind at most this long.
-KOPF_AFTER_FIRST_BIND_LIMIT = 2.0
 
 
 @functools.cache
@@ -78,7 +79,7 @@ def _observe_extension_point(profile: str, point: str, status: str, seconds: flo
 
 
 def _compile_selector(expression: str) -> DeviceSelector:
-    # Imported on the first CEL device selector: celpy is ~0.1 CPU-s of start-up (issue 12).
+    # Imported on the first CEL device selector: importing celpy is CPU every start would pay.
     from policy_scheduler.cel.device_selector import compile_selector
 
     return compile_selector(expression)
@@ -100,11 +101,14 @@ class EnginePods:
 class Operator:
     """The composition root: every component, built once in dependency order."""
 
-    def __init__(self, api: Any, config: OperatorConfig) -> None:
+    def __init__(self, api: Any, config: OperatorConfig, first_lists: FirstLists | None = None) -> None:
         self.api = api
         self.config = config
         self.identity = config.identity or default_identity()
-        self.failed = False
+        self.failed = False  # a component ended with an error
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._kopf_stop: asyncio.Future[bool] | None = None
+        self._unregister: Callable[[], None] | None = None
         self.leader: LeaderElector | AlwaysLeader = (
             LeaderElector(
                 LeaseApi(api, config.lease_namespace, config.lease_name),
@@ -147,10 +151,11 @@ class Operator:
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
         self.explanations = DiagnosisRecorder()
+        self.server = Server(api, config.serving, self.synced, self.explanations)
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api, timings=config.timings.api, fence=fence),
+            binder=ApiBinder(api, fence=fence),
             observe=_observe_extension_point,
             services=services,
             volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api, fence=fence),
@@ -182,8 +187,12 @@ class Operator:
         )
         self.policies.profiles = self.profiles
         self.profile_selector = parse_selector(config.profile_selector)
-        # Names from the early lists (by path) until kopf has listed: see on_kopf_listed.
-        self.early_names: dict[str, set[str]] | None = None
+        self.policy_informers = PolicyInformers(
+            api,
+            on_profile=self.on_profile_event,
+            on_eviction_policy=self.policies.on_event,
+            timings=config.timings.informer,
+        )
         self.cluster = ClusterInformers(
             api,
             self.engine,
@@ -194,6 +203,8 @@ class Operator:
             storage_changes=self.storage_changes,
             dra=DraInformers(api, self.dra_store, self.engine, config.timings.informer),
         )
+        for informer in [*self.informers(), *self.policy_informers.informers()]:
+            informer.first_lists = first_lists
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)
@@ -209,8 +220,7 @@ class Operator:
         return self.cluster.synced()
 
     def informers(self) -> list[Informer[Any, Any]]:
-        """Every informer the operator runs; `run` asks for their first lists early
-        (paths.EARLY_LISTS)."""
+        """The informers of the cluster's objects (the policy informers run in their own order)."""
         return [*self.cluster.informers(), self.podgroups]
 
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -231,53 +241,8 @@ class Operator:
         )
         self._refresh_status()
 
-    async def _apply_early_policies(self) -> bool:
-        """EvictionPolicies, then SchedulingProfiles, from the early lists, through the handlers
-        kopf calls; False if there were none (then kopf's lists come first)."""
-        lists = await early_policies.take(self.config.timings.informer.page_size)
-        if lists is None:
-            return False
-        for body in lists[EVICTION_POLICIES]:
-            self.policies.on_event(None, body)
-        for body in lists[SCHEDULING_PROFILES]:
-            self.on_profile_event(None, body)
-        self.early_names = {path: early_policies.names(items) for path, items in lists.items()}
-        log.info(
-            "policies from the early lists",
-            extra={"profiles": sorted(self.early_names[SCHEDULING_PROFILES])},
-        )
-        return True
-
-    def on_kopf_listed(self, profiles: set[str], eviction_policies: set[str]) -> None:
-        """kopf has listed both kinds: what the early lists had and kopf's lists lack was deleted
-        in between (kopf never saw it, so it will not say). Only the first call does anything."""
-        early, self.early_names = self.early_names, None
-        if early is None:
-            return
-        for name in sorted(early[EVICTION_POLICIES] - eviction_policies):
-            self.policies.on_event("DELETED", {"metadata": {"name": name}})
-        for name in sorted(early[SCHEDULING_PROFILES] - profiles):
-            log.info("profile deleted before kopf listed it", extra={"profile": name})
-            self.on_profile_event("DELETED", {"metadata": {"name": name}})
-
-    async def _until_first_bind(self) -> None:
-        """Until the scheduler binds its first pod, unless it has none to bind (or is a standby)."""
-        if not self.leader.is_leader() or not self.engine.queue.pending_counts()["active"]:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.reporter.bound_once.wait(), KOPF_AFTER_FIRST_BIND_LIMIT)
-
-    def _start_kopf(self, stop: asyncio.Event, kopf_stop: asyncio.Future[bool]) -> asyncio.Task[Any]:
-        # Imported here: kopf and the mirror controller are not needed for the first bind when the
-        # early lists brought the policies (about 0.2 CPU-s of imports, issue 12).
-        import kopf
-
-        # Also deferred from start-up: the CAs of aiohttp's default contexts, before anything
-        # that could rely on them (kopf) starts.
-        deferred_cas.load()
-        from policy_scheduler.controllers import kopf_app
-        from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
-
+    async def _run_kopf(self, stop: asyncio.Event, stop_flag: asyncio.Future[bool]) -> None:
+        """kopf with the mirror controller, until it ends; then the whole operator stops."""
         mirrors = MirrorController(
             self.api,
             self.status,
@@ -285,28 +250,23 @@ class Operator:
             self.leader,
             timings=self.config.mirrors,
         )
-        wiring = kopf_app.Wiring(
-            self.api, self.on_profile_event, self.policies.on_event, mirrors, on_listed=self.on_kopf_listed
-        )
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.
         identity: Any = self.identity
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=kopf_app.registry,
-                memo=kopf_app.memo(wiring),
+        try:
+            # kopf installs its own SIGINT/SIGTERM handlers (replacing ours) and returns when
+            # signalled.
+            await kopf.operator(
+                registry=kopf_app.registry(),
+                memo=kopf_app.memo(kopf_app.Wiring(self.api, mirrors)),
                 standalone=True,
                 clusterwide=True,
-                stop_flag=kopf_stop,
+                stop_flag=stop_flag,
                 # An explicit identity keeps kopf from calling getpass.getuser(), which fails for a
                 # numeric uid without a passwd entry (our container).
                 identity=identity,
-            ),
-            name="kopf",
-        )
-        # kopf installs its own SIGINT/SIGTERM handlers (replacing ours) and returns when
-        # signalled; when it ends for any reason, the whole operator stops.
-        kopf_task.add_done_callback(lambda _: stop.set())
-        return kopf_task
+            )
+        finally:
+            stop.set()
 
     def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
         if self.leader.is_leader():  # standbys see the same change; one report is enough
@@ -331,89 +291,57 @@ class Operator:
             await self.status.flush()
             await asyncio.sleep(self.status.interval)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        tasks: list[asyncio.Task[Any]] = []
-        unregister = register_engine(self.engine)
-        server = Server(self.api, self.config.serving, self.synced, self.explanations)
-        await server.start()
-        early = asyncio.create_task(self._apply_early_policies(), name="early policies")
+    # ---- lifecycle, in the order service/startup.py calls it ---------------------------------------
+
+    async def start(self) -> None:
+        """The server, the writers, every informer and leader election. Raises ServingError if
+        the server cannot listen."""
+        self._unregister = register_engine(self.engine)
+        await self.server.start()
         self.events.start()
         self.reporter.start()
-        tasks.extend(informer.start() for informer in self.informers())
-        tasks.append(asyncio.create_task(self.podgroup_status.run(), name="podgroup-status"))
-        tasks.append(asyncio.create_task(self.leader.run(), name="leader-election"))
-        kopf_stop: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        from_early_lists = await early
-        if not from_early_lists:  # the profiles come from kopf: start it at once
-            tasks.append(self._start_kopf(stop, kopf_stop))
-        collector_deadline = startup_gc.resume_after()
-        await _unless_stopped(self.cluster.wait_synced(), stop)
-        startup_gc.resume()
-        collector_deadline.cancel()
-        # The informers the start waited for (PodGroups' CRD may be absent: not those).
+        self._tasks.extend(informer.start() for informer in self.informers())
+        self._spawn(self.policy_informers.run(), "policy-informers")
+        self._spawn(self.podgroup_status.run(), "podgroup-status")
+        self._spawn(self.leader.run(), "leader-election")
+
+    async def wait_synced(self) -> None:
+        """Until the informers the scheduler needs have listed (PodGroups' CRD may be absent: not
+        that one)."""
+        await asyncio.gather(self.cluster.wait_synced(), self.policy_informers.wait_synced())
+
+    def start_scheduling(self, stop: asyncio.Event) -> None:
+        """The engine, the status loop, and kopf with the mirror controller (the mirrors report
+        the pods of each class from the pod informer, so they start once it has listed); `stop`
+        is set when kopf ends. A new leader catches up with the cluster before it schedules."""
         gate = LeadershipGate(self.leader, self.cluster.catch_up)
-        tasks.append(
-            asyncio.create_task(self.engine.run(gate.should_schedule, gate.until_ready), name="scheduler")
-        )
-        tasks.append(asyncio.create_task(self._status_loop(), name="status"))
+        self._spawn(self.engine.run(gate.should_schedule, gate.until_ready), "scheduler")
+        self._spawn(self._status_loop(), "status")
+        self._kopf_stop = asyncio.get_running_loop().create_future()
+        self._spawn(self._run_kopf(stop, self._kopf_stop), "kopf")
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})
-        try:
-            if from_early_lists:
-                await _unless_stopped(self._until_first_bind(), stop)
-                if not stop.is_set():
-                    tasks.append(self._start_kopf(stop, kopf_stop))
-            await stop.wait()
-        finally:
-            if not kopf_stop.done():
-                kopf_stop.set_result(True)
-            self.engine.close()
-            for task in tasks:
-                if task.get_name() != "kopf":
-                    task.cancel()
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            for task, result in zip(tasks, results, strict=True):
-                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-                    log.error("component failed", extra={"component": task.get_name(), "error": repr(result)})
-                    self.failed = True
-            await self.evictor.stop()
-            await self.reporter.stop()
-            await self.events.stop()
-            await self.leader.release()  # nothing acts for this replica any more
-            await server.stop()
-            unregister()
 
+    async def stop(self) -> None:
+        """Stops what `start` and `start_scheduling` started; a component that had failed sets
+        `failed`."""
+        if self._kopf_stop is not None and not self._kopf_stop.done():
+            self._kopf_stop.set_result(True)
+        self.engine.close()
+        for task in self._tasks:
+            if task.get_name() != "kopf":  # it ends on its stop flag
+                task.cancel()
+        results = await asyncio.gather(*self._tasks, return_exceptions=True)
+        for task, result in zip(self._tasks, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                log.error("component failed", extra={"component": task.get_name(), "error": repr(result)})
+                self.failed = True
+        await self.evictor.stop()
+        await self.reporter.stop()
+        await self.events.stop()
+        await self.leader.release()  # nothing acts for this replica any more
+        await self.server.stop()
+        if self._unregister is not None:
+            self._unregister()
 
-async def _unless_stopped(work: Coroutine[Any, Any, object], stop: asyncio.Event) -> None:
-    """Await `work`, or until `stop` is set; whichever is left over is cancelled."""
-    waiters = [asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())]
-    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in waiters:
-        waiter.cancel()
-
-
-async def _main(config: OperatorConfig) -> int:
-    api = await make_api_client(config.kubeconfig)
-    try:
-        if config.install_crds:
-            # Imported only here: rendering CRDs is not needed otherwise (start-up, issue 12).
-            from policy_scheduler.kube.crdinstall import install_crds
-
-            await install_crds(api, config.timings.api)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        operator = Operator(api, config)
-        await operator.run(stop)
-    finally:
-        await api.close()
-    return 1 if operator.failed else 0
-
-
-def run_operator(config: OperatorConfig) -> int:
-    try:
-        return asyncio.run(_main(config))
-    except ServingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(work, name=name))

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from policy_scheduler.devcluster.hostnet import free_ports
-from policy_scheduler.kube.serving.options import ServingOptions, ServingOptionsError
-from policy_scheduler.kube.serving.server import Server, ServingError
+from policy_scheduler.kube.serving.options import ServingError, ServingOptions, ServingOptionsError
+from policy_scheduler.kube.serving.server import Server
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "10.1.2.3", "::", "my-host"])

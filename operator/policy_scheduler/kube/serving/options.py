@@ -15,6 +15,10 @@ class ServingOptionsError(ValueError):
     """A serving option that cannot work; the message names the flag."""
 
 
+class ServingError(Exception):
+    """The server could not start; the message says why in one line."""
+
+
 @dataclass(frozen=True, slots=True)
 class ServingOptions:
     secure_port: int = 10259  # 0: no server at all

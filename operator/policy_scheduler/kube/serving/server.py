@@ -16,15 +16,11 @@ from policy_scheduler.kube.serving.authentication import ApiTokenReviewer, Deleg
 from policy_scheduler.kube.serving.authorization import ApiAccessReviewer, DelegatingAuthorizer, PathPatterns
 from policy_scheduler.kube.serving.certificates import KeyPair, ServingCertificate
 from policy_scheduler.kube.serving.guard import Guard
-from policy_scheduler.kube.serving.options import ServingOptions
+from policy_scheduler.kube.serving.options import ServingError, ServingOptions
 from policy_scheduler.kube.serving.routes import ACCESS, add_routes
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
 
 log = logging.getLogger(__name__)
-
-
-class ServingError(Exception):
-    """The server could not start; the message says why in one line."""
 
 
 def make_app(
