@@ -69,15 +69,6 @@ def _time(value: datetime | None) -> float | None:
     return epoch(value)
 
 
-def memory_capacity_from_dict(node: Mapping[str, Any]) -> int | None:
-    """A Node's status.capacity.memory (what memory.available is counted against)."""
-    status = node.get("status")
-    capacity = status.get("capacity") if isinstance(status, Mapping) else None
-    if not isinstance(capacity, Mapping) or MEMORY not in capacity:
-        return None
-    return _memory_quantity(capacity, "status.capacity")
-
-
 # --- metrics.k8s.io ------------------------------------------------------------------------------
 
 

@@ -200,7 +200,7 @@ def scenario_usage(
     for node in scenario.nodes:
         if node.name not in wanted:
             continue
-        capacity = scenario.node_memory_capacity.get(node.name)
+        capacity = node.memory_capacity
         stats = _node_stats(summaries.get(node.name), node_metrics.get(node.name), capacity)
         if node.name not in summaries and node.name in node_metrics and capacity is None:
             out.notes.append(NOTE_NO_CAPACITY.format(node=node.name))
