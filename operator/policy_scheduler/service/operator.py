@@ -43,6 +43,7 @@ from policy_scheduler.kube.lease import LeaseApi
 from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
+from policy_scheduler.kube.pressure.component import NodePressure
 from policy_scheduler.kube.serving.server import Server, ServingError
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
@@ -158,6 +159,18 @@ class Operator:
             plugin_metrics=cycle_metrics,
         )
         self.evictor.attach(EnginePods(self.engine))
+        # Node pressure: usage, the kubelet's eviction modelled, relief under EvictionPolicies
+        # (kube/pressure/); relief shares the policies' rate limits with preemption.
+        self.pressure = NodePressure(
+            api,
+            self.engine,
+            limiters=self.evictor.limiters,
+            events=self.events,
+            policies=self.policies,
+            fence=fence,
+            options=config.pressure,
+            timings=config.timings,
+        )
         # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
         # may be absent: its pods then wait with "PodGroup not found").
         self.podgroups = Informer(
@@ -334,7 +347,9 @@ class Operator:
     async def run(self, stop: asyncio.Event) -> None:
         tasks: list[asyncio.Task[Any]] = []
         unregister = register_engine(self.engine)
-        server = Server(self.api, self.config.serving, self.synced, self.explanations)
+        server = Server(
+            self.api, self.config.serving, self.synced, self.explanations, standing=self.pressure.standing
+        )
         await server.start()
         early = asyncio.create_task(self._apply_early_policies(), name="early policies")
         self.events.start()
@@ -356,6 +371,7 @@ class Operator:
             asyncio.create_task(self.engine.run(gate.should_schedule, gate.until_ready), name="scheduler")
         )
         tasks.append(asyncio.create_task(self._status_loop(), name="status"))
+        tasks.append(self.pressure.start())
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})
         try:
             if from_early_lists:
