@@ -21,19 +21,12 @@ from typing import Any, Protocol
 
 from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.kube.pressure.options import DEFAULT_OPTIONS, PressureOptions
-from policy_scheduler.kube.pressure.samples import (
-    NodeRecord,
-    PodInputs,
-    configz_config,
-    pod_inputs,
-    read_node_stats,
-    sample_time,
-)
+from policy_scheduler.kube.pressure.samples import NodeRecord, PodInputs, pod_inputs
 from policy_scheduler.kube.pressure.sources import KubeletReads, SourceUnavailable, UsageApi
 from policy_scheduler.kube.pressure.standing import standing
 from policy_scheduler.observability import metrics as prom
 from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.pressure import DEFAULT_CONFIG, EvictionConfig, NodeAssessment, assess
+from policy_scheduler.scheduler.pressure import EvictionConfig, NodeAssessment, assess
 from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore
 from policy_scheduler.scheduler.pressure.signals import (
     DISK_PRESSURE,
@@ -163,34 +156,12 @@ class PressureMonitor:
         record = self.records.get(node.name)
         if record is None:
             record = self.records[node.name] = NodeRecord(node)
-        record.node = node
-        problems = list(reads.problems) if reads is not None else []
-        if reads is not None and reads.config is not None:
-            record.configz, problem = configz_config(node.name, reads.config)
-            record.configz_read = self.monotonic()
-            problems += [problem] if problem else []
-        summary = reads.summary if reads is not None else None
-        stats, problem = (None, None)
-        if summary is not None or metrics is not None:
-            stats, problem = read_node_stats(
-                node, metrics.get(node.name) if metrics is not None else None, summary
-            )
-        problems += [problem] if problem else []
-        config = (
-            record.configz or (self.relief.kubelet_config(node) if self.relief else None) or DEFAULT_CONFIG
-        )
-        changed = config != record.config
-        record.config = config
-        if stats is not None:
-            taken = sample_time(stats) or self.clock()
-            if taken != record.time or stats != record.stats:
-                record.stats, record.summary, record.time = stats, summary, taken
-                changed = True
+        policy = self.relief.kubelet_config(node) if self.relief is not None else None
+        changed = record.update(node, metrics, reads, policy, read_at=self.monotonic(), now=self.clock())
         if changed and record.stats is not None:
             measured = [p for p in self.cluster.running_pods(node.name) if _started_by(p, record.time)]
             self.store.set(node.name, NodeUsage.of(record.stats, record.config, measured))
-        record.problems = tuple(problems)
-        return problems
+        return list(record.problems)
 
     async def _sync(self, now: float) -> None:
         """One pass of each node's kubelet eviction manager, as modelled (signals only)."""

@@ -114,6 +114,11 @@ def _selects(settings: EvictionSettings, node: Node) -> bool:
         return False
 
 
+def relieving_policy(policies: Sequence[EvictionSettings], node: Node) -> EvictionSettings | None:
+    """The policy whose pressureRelief selects the node: the first by name."""
+    return next((s for s in sorted(policies, key=lambda s: s.policy_name or "") if _selects(s, node)), None)
+
+
 class Reliever:
     def __init__(
         self,
@@ -146,7 +151,7 @@ class Reliever:
     # ---- which policy relieves which node -----------------------------------------------------------
 
     def policy_for(self, node: Node) -> EvictionSettings | None:
-        return next((s for s in self._settings if _selects(s, node)), None)
+        return next((s for s in self._settings if _selects(s, node)), None)  # sorted by prepare()
 
     def kubelet_config(self, node: Node) -> EvictionConfig | None:
         """kubeletEvictionHard of the policy relieving the node (the monitor's thresholds for nodes

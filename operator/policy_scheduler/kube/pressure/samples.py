@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.usage import eviction_settings, memory_limit, usage_of_node, usage_of_pod
+from policy_scheduler.kube.pressure.sources import KubeletReads
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.pressure import (
     DEFAULT_CONFIG,
@@ -97,6 +98,43 @@ class NodeRecord:
     def fresh(self, now: float, max_age: float) -> bool:
         age = self.age(now)
         return self.stats is not None and age is not None and age <= max_age
+
+    def update(
+        self,
+        node: Node,
+        metrics: Mapping[str, us.NodeMetrics] | None,
+        reads: KubeletReads | None,
+        policy: EvictionConfig | None,
+        *,
+        read_at: float,
+        now: float,
+    ) -> bool:
+        """Take this poll's reads (None: that source was not read or failed). A sample is never
+        replaced by nothing: without a new one the last one stays, and ages. True when the sample
+        or the thresholds changed."""
+        self.node = node
+        problems = list(reads.problems) if reads is not None else []
+        if reads is not None and reads.config is not None:
+            self.configz, problem = configz_config(node.name, reads.config)
+            self.configz_read = read_at
+            problems += [problem] if problem else []
+        summary = reads.summary if reads is not None else None
+        stats, problem = (None, None)
+        if summary is not None or metrics is not None:
+            stats, problem = read_node_stats(
+                node, metrics.get(node.name) if metrics is not None else None, summary
+            )
+        problems += [problem] if problem else []
+        self.problems = tuple(problems)
+        config = self.configz or policy or DEFAULT_CONFIG
+        changed = config != self.config
+        self.config = config
+        if stats is not None:
+            taken = sample_time(stats) or now
+            if taken != self.time or stats != self.stats:
+                self.stats, self.summary, self.time = stats, summary, taken
+                changed = True
+        return changed
 
     def input(self, config: EvictionConfig | None = None, state: ManagerState | None = None) -> NodeInput:
         return NodeInput(self.node.name, self.stats, config or self.config, state or self.previous)
