@@ -364,7 +364,8 @@ async def test_an_evicted_pod_still_in_the_sample_is_not_freed_twice() -> None:
 
 
 async def test_a_budget_skips_the_pod_and_relief_goes_on() -> None:
-    h = harness(policy())
+    """A refused eviction evicted nothing: it does not count against the per-node limit."""
+    h = harness(policy(rateLimit={"evictionsPerMinute": 60, "perNodePerMinute": 1}))
     pressed(h)
     h.cluster.eviction_answers["hog"] = (429, PDB_429)
     await h.poll()

@@ -308,6 +308,8 @@ class Reliever:
                 return
             found = await self.api.read_victim(pod.namespace, pod.name, pod.uid)
             if found is None or found.metadata.deletion_timestamp is not None:
+                if limiter is not None:
+                    limiter.give_back(pod.namespace, decision.node)
                 continue  # gone or going: nothing to evict
             pod_grace = found.spec.termination_grace_period_seconds
             grace = grace_period(pod_grace, settings.config.max_grace_period_seconds)
@@ -323,7 +325,9 @@ class Reliever:
                     limiter.gone(pod.uid)
                 raise
             if result.outcome is not Outcome.EVICTED and limiter is not None:
+                # Nothing was evicted: the limits count evictions, not refusals.
                 limiter.gone(pod.uid)
+                limiter.give_back(pod.namespace, decision.node)
             if result.outcome is Outcome.EVICTED:
                 self._pending.setdefault(decision.node, {})[pod.uid] = _Pending(frees, now)
                 self._report(settings, decision, pod, EVICTED, self._why(decision, ranked.frees))
