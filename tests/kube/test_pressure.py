@@ -19,7 +19,13 @@ from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.pressure.monitor import PressureMonitor
 from policy_scheduler.kube.pressure.options import PressureOptions
 from policy_scheduler.kube.pressure.relief import Reliever
-from policy_scheduler.kube.pressure.sources import NODE_METRICS, UsageApi, node_proxy_path, pod_metrics_path
+from policy_scheduler.kube.pressure.sources import (
+    NODE_METRICS,
+    SourceUnavailable,
+    UsageApi,
+    node_proxy_path,
+    pod_metrics_path,
+)
 from policy_scheduler.kube.retry import Answer, RetryPolicy
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings
 from policy_scheduler.scheduler.model import Node, OwnerReference, Pod
@@ -320,6 +326,53 @@ async def test_the_kubelet_proxy_gives_the_summary_and_configz() -> None:
     assert usage.source == "Summary API"
     assert "nodefs.available" in usage.observations
     assert any("nodes/proxy/stats/summary: forbidden" in p for p in n1.problems)
+
+
+async def test_a_pod_without_metrics_is_left_out_but_an_unserved_api_is_unavailable() -> None:
+    """metrics-server's 404 names the pod (no sample yet, or gone); the API server's 404 for a
+    group nobody serves names nothing."""
+    answers = {
+        pod_metrics_path("a", "new"): Answer(
+            404, b'{"kind":"Status","reason":"NotFound","details":{"name":"a/new","kind":"pods"}}'
+        ),
+        pod_metrics_path("a", "gone"): Answer(
+            404, b'{"kind":"Status","reason":"NotFound","details":{"name":"gone","kind":"pods"}}'
+        ),
+    }
+
+    async def get(path: str, query: Mapping[str, Any]) -> Answer:
+        return answers.get(
+            path,
+            Answer(
+                404,
+                b'{"kind":"Status","message":"the server could not find the requested resource",'
+                b'"reason":"NotFound","details":{}}',
+            ),
+        )
+
+    usage = UsageApi(get, kubelet_proxy=False)
+    assert await usage.pod_metrics([("a", "new"), ("a", "gone")]) == {}
+    with pytest.raises(SourceUnavailable, match="not served .HTTP 404.: is metrics-server installed"):
+        await usage.pod_metrics([("a", "new"), ("b", "other")])
+
+
+async def test_a_problem_is_logged_once_while_it_lasts(caplog: pytest.LogCaptureFixture) -> None:
+    """Also when relief reads pod usage within the pass (its own problems join the pass's)."""
+    h = harness(policy(), kubelet_proxy=True)
+    pressed(h)
+
+    def logged() -> int:
+        return sum("nodes/proxy/stats/summary" in str(getattr(r, "problem", "")) for r in caplog.records)
+
+    for _ in range(3):
+        await h.poll()
+    assert h.cluster.evictions == ["hog"]  # relief acted on n0
+    assert logged() == 2  # n0's and n1's Summary, forbidden: once each
+    h.cluster.summaries = {n: {"node": {"nodeName": n}, "pods": []} for n in ("n0", "n1")}
+    await h.poll()
+    h.cluster.summaries = {}
+    await h.poll()
+    assert logged() == 4
 
 
 # ---- relief ---------------------------------------------------------------------------------------

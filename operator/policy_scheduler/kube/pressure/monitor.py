@@ -96,6 +96,7 @@ class PressureMonitor:
         self.records: dict[str, NodeRecord] = {}
         self.synced_at: float | None = None  # unix time of the last pass over the nodes
         self._problems: set[str] = set()  # logged once while they last
+        self._noticed: set[str] = set()  # this pass's
 
     # ---- the loop ---------------------------------------------------------------------------------
 
@@ -136,6 +137,7 @@ class PressureMonitor:
         self._report(problems)
         if self.relief is not None:
             await self.relief.relieve(self, now)
+        self._end_pass()
         self._gauges(now)
 
     async def _kubelet_reads(self, names: list[str]) -> dict[str, KubeletReads]:
@@ -217,10 +219,15 @@ class PressureMonitor:
     # ---- reporting --------------------------------------------------------------------------------
 
     def _report(self, problems: Iterable[str]) -> None:
-        current = set(problems)
-        for problem in sorted(current - self._problems):
-            log.warning("node usage unavailable", extra={"problem": problem})
-        self._problems = current
+        """Problems are logged when they appear, once while they last (a pass's are compared
+        with the previous pass's)."""
+        for problem in problems:
+            if problem not in self._problems:
+                log.warning("node usage unavailable", extra={"problem": problem})
+            self._noticed.add(problem)
+
+    def _end_pass(self) -> None:
+        self._problems, self._noticed = self._noticed, set()
 
     def _gauges(self, now: float) -> None:
         counts: dict[str, int] = {}

@@ -52,7 +52,13 @@ def pod_metrics_path(namespace: str, name: str) -> str:
 
 
 def _why(what: str, answer: Answer) -> str:
-    body = answer.body[:200].decode("utf-8", "replace").strip()
+    status = decode_status(answer.body)
+    text = (
+        status.message
+        if status is not None and status.message
+        else answer.body[:300].decode("utf-8", "replace")
+    )
+    body = " ".join(text.split())[:200]
     if answer.status == 404 and what.startswith("metrics.k8s.io"):
         return f"{what}: not served (HTTP 404): is metrics-server installed and its APIService available?"
     if answer.status == 403:
@@ -103,8 +109,10 @@ class UsageApi:
             answer = await self._get(pod_metrics_path(namespace, name))
             if answer.status == 404:
                 status = decode_status(answer.body)
-                if status is not None and status.details is not None and status.details.kind == "pods":
-                    return None  # the API is there; this pod has no metrics (yet)
+                if status is not None and status.details is not None and status.details.name:
+                    # The API is there; this pod has no metrics (yet) or is gone. A group that is
+                    # not served is a 404 without a name.
+                    return None
             if answer.status != 200:
                 raise SourceUnavailable(_why("metrics.k8s.io PodMetrics", answer))
             try:
