@@ -15,7 +15,7 @@ from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
 from policy_scheduler.kube.client import authorization
 from policy_scheduler.pressure.live import live_standing
-from policy_scheduler.scheduler.diagnosis_recorder import Explanation
+from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, Explanation
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
@@ -74,9 +74,18 @@ async def _explain(args: argparse.Namespace) -> int:
                 api = await make_api_client(args.kubeconfig)
             get = api_get(api)
             scenario, _ = await read_snapshot(get, namespaces=[namespace])
-            explanation = recompute(scenario, namespace, name)
             note += "; recomputed from a live snapshot of the cluster"
             pressure = await live_standing(get, scenario, namespace, name)
+            try:
+                explanation = recompute(scenario, namespace, name)
+            except NotExplainable as exc:
+                if pressure is None:
+                    raise
+                # Not ours to schedule, but on a node under pressure: that much can be told.
+                node = str(pressure.get("node", ""))
+                explanation = Explanation(
+                    namespace, name, "", RUNNING, node=node, message=str(exc), source="recomputed"
+                )
             if pressure is not None:
                 explanation = dataclasses.replace(explanation, pressure=pressure)
     except (NotExplainable, SnapshotError) as exc:
