@@ -4,7 +4,8 @@ Summary API) and `/configz`, over HTTPS on loopback, one port per node.
 The API server reaches a node's kubelet at its InternalIP and `status.daemonEndpoints.
 kubeletEndpoint.Port`; a kwok node's InternalIP is not on this machine, so the API server's
 "cluster" egress goes through e2e/egressproxy.py, which sends every tunnel to the same port on
-127.0.0.1: a port per node tells the nodes apart. What each node answers is what the test sets.
+127.0.0.1: a port per node tells the nodes apart. What each node answers is what the test sets: a Summary is made at each request (so its times
+are fresh), a node without one answers 404 as a kubelet without the endpoint would.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ class KubeletStandIn:
         (directory / "kubelet.key").write_bytes(key)
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(directory / "kubelet.crt", directory / "kubelet.key")
-        self.summaries: dict[str, dict[str, Any]] = {}
+        self.summaries: dict[str, Callable[[], dict[str, Any]]] = {}
         self.configs: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []  # (node, path)
         self._servers = {node: self._server(node) for node in nodes}
@@ -44,10 +46,12 @@ class KubeletStandIn:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 standin.requests.append((node, self.path))
-                if self.path.startswith("/stats/summary") and node in standin.summaries:
-                    self._json(standin.summaries[node])
-                elif self.path.startswith("/configz") and node in standin.configs:
-                    self._json({"kubeletconfig": standin.configs[node]})
+                summary = standin.summaries.get(node)
+                config = standin.configs.get(node)
+                if self.path.startswith("/stats/summary") and summary is not None:
+                    self._json(summary())
+                elif self.path.startswith("/configz") and config is not None:
+                    self._json({"kubeletconfig": config})
                 else:
                     self._not_found()
 

@@ -28,8 +28,10 @@ is started against it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import shutil
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -181,13 +183,29 @@ class MetricsServer:
         ]
 
     def start(self) -> None:
+        self.launch()
+        self.wait_serving()
+
+    def launch(self) -> None:
+        """Start the process; `wait_serving` registers it and waits until it serves."""
         binary = ensure_metrics_server()
         self._serving_certificate()
         self.component = spawn(
             "metrics-server", self.args(binary), self.cluster.logs_dir / "metrics-server.log"
         )
+
+    def wait_serving(self) -> None:
+        """Registered once it listens: the API server's availability checks back off while an
+        APIService fails them, so one registered early turns Available seconds late."""
+        assert self.component is not None, "launch() first"
+        wait_until(self.component, self._listening, "listening", self.timeout)
         self.register()
         wait_until(self.component, self._serving, "serving metrics.k8s.io", self.timeout)
+
+    def _listening(self) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, self.port), timeout=1.0):
+            return True
+        return False
 
     def _serving_certificate(self) -> None:
         """Made once: a restarted metrics-server keeps the certificate the APIService trusts."""
