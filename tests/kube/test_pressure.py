@@ -352,7 +352,7 @@ async def test_a_pod_without_metrics_is_left_out_but_an_unserved_api_is_unavaila
 
     usage = UsageApi(get, kubelet_proxy=False)
     assert await usage.pod_metrics([("a", "new"), ("a", "gone")]) == {}
-    with pytest.raises(SourceUnavailable, match="not served .HTTP 404.: is metrics-server installed"):
+    with pytest.raises(SourceUnavailable, match=r"not served \(HTTP 404\): is metrics-server installed"):
         await usage.pod_metrics([("a", "new"), ("b", "other")])
 
 
