@@ -19,6 +19,14 @@ WOULD_EVICT = "WouldEvict"
 BLOCKED_BY_BUDGET = "BlockedByBudget"
 RATE_LIMITED = "RateLimited"
 FAILED = "Failed"
+# The same results as the eviction metrics label them.
+RESULT_METRIC_LABEL = {
+    EVICTED: "evicted",
+    WOULD_EVICT: "dry_run",
+    BLOCKED_BY_BUDGET: "blocked_by_budget",
+    RATE_LIMITED: "rate_limited",
+    FAILED: "error",
+}
 # Why a pod was chosen, as status.recentEvictions spells it.
 REASON_PREEMPTION = "Preemption"
 REASON_NODE_PRESSURE = "NodePressure"

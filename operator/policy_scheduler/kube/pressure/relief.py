@@ -42,6 +42,7 @@ from policy_scheduler.policy.eviction_settings import (
     FAILED,
     RATE_LIMITED,
     REASON_NODE_PRESSURE,
+    RESULT_METRIC_LABEL,
     WOULD_EVICT,
     EvictionRecord,
     EvictionSettings,
@@ -70,13 +71,6 @@ PENDING_LIMIT = 600.0  # an evicted pod's frees stop counting after this, gone o
 SKIPPED_SHOWN = 5
 NODES_SHOWN = 50
 STALE_SHOWN = 20
-_METRIC_RESULT = {
-    EVICTED: "evicted",
-    WOULD_EVICT: "dry_run",
-    BLOCKED_BY_BUDGET: "blocked_by_budget",
-    RATE_LIMITED: "rate_limited",
-    FAILED: "error",
-}
 
 
 class ReliefPolicies(Protocol):
@@ -362,7 +356,7 @@ class Reliever:
         self, settings: EvictionSettings, decision: ReliefDecision, pod: Pod, result: str, message: str
     ) -> None:
         policy, signal = settings.policy_name or "", decision.signal or ""
-        prom.relief_evictions.labels(policy, signal, _METRIC_RESULT[result]).inc()
+        prom.relief_evictions.labels(policy, signal, RESULT_METRIC_LABEL[result]).inc()
         entry = EvictionRecord(
             time.time(),
             pod.namespace,
