@@ -124,6 +124,9 @@ ALLOWED = [
     # The secure port's delegated authentication and authorization (system:auth-delegator).
     ("create", "tokenreviews.authentication.k8s.io"),
     ("create", "subjectaccessreviews.authorization.k8s.io"),
+    # Node pressure's usage (metrics-server; not installed here, the RBAC answers all the same).
+    ("list", "nodes.metrics.k8s.io"),
+    ("get", "pods.metrics.k8s.io", "-n", "default"),
 ]
 DENIED = [
     ("delete", "nodes"),
@@ -151,6 +154,7 @@ DENIED = [
     ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
     ("create", "serviceaccounts", "--subresource=token", "-n", NS),
     ("impersonate", "serviceaccounts", "-A"),
+    ("get", "nodes", "--subresource=proxy"),  # --kubelet-proxy's opt-in role (docs/deploy.md)
 ]
 
 
