@@ -151,6 +151,7 @@ DENIED = [
     ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
     ("create", "serviceaccounts", "--subresource=token", "-n", NS),
     ("impersonate", "serviceaccounts", "-A"),
+    ("get", "nodes", "--subresource=proxy"),  # --kubelet-proxy's opt-in role (docs/deploy.md)
 ]
 
 
@@ -162,6 +163,26 @@ def test_service_account_may(admin: Kubectl, check: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("check", DENIED, ids=lambda c: " ".join(c))
 def test_service_account_may_not(admin: Kubectl, check: tuple[str, ...]) -> None:
     assert not can_i(admin, *check)
+
+
+def allowed_by_review(admin: Kubectl, verb: str, group: str, resource: str) -> bool:
+    """A SubjectAccessReview: RBAC's answer for a group this cluster does not serve, which
+    `kubectl auth can-i` refuses to ask about."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": SA_USER, "resourceAttributes": {"verb": verb, "group": group, "resource": resource}},
+    }
+    result = admin.run("create", "-o", "json", "-f", "-", stdin=json.dumps(review))
+    return bool(json.loads(result.stdout)["status"].get("allowed"))
+
+
+@pytest.mark.parametrize("verb", ["get", "list"])
+@pytest.mark.parametrize("resource", ["nodes", "pods"])
+def test_service_account_may_read_metrics_server(admin: Kubectl, verb: str, resource: str) -> None:
+    """Node pressure's usage (metrics.k8s.io; metrics-server is not installed in this cluster)."""
+    assert allowed_by_review(admin, verb, "metrics.k8s.io", resource)
+    assert not allowed_by_review(admin, "watch", "metrics.k8s.io", resource)
 
 
 # ---- the operator at work as the ServiceAccount -------------------------------------------------

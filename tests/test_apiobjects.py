@@ -365,6 +365,7 @@ def test_node_fields() -> None:
         allocatable={"cpu": 7800, "memory": 30 << 30, "pods": 110, "ephemeral-storage": 100 * 10**9},
         images=(model.ContainerImage(("nginx@sha256:x", "nginx:1"), 1000),),
         resource_version="3",
+        memory_capacity=32 << 30,  # status.capacity.memory: what memory.available is out of
     )
 
 

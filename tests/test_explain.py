@@ -112,6 +112,54 @@ def test_http_adapter_serves_the_recorder_as_json() -> None:
     assert Explanation.from_json(body) == PENDING_EXPLANATION
 
 
+STANDING = {
+    "node": "n1",
+    "conditions": ["MemoryPressure"],
+    "underPressure": ["memory.available"],
+    "thresholdSource": "kubelet defaults",
+    "usageSource": "metrics.k8s.io",
+    "signal": "memory.available",
+    "evicting": True,
+    "position": 2,
+    "of": 3,
+    "victim": False,
+    "neverEvicted": None,
+    "frees": 1 << 30,
+    "freesText": "1Gi",
+    "usageAboveRequests": 0,
+    "reclaimNeeded": 50 << 20,
+    "reclaimNeededText": "50Mi",
+    "ahead": ["shop/batch"],
+    "relief": "relieve",
+}
+
+
+def test_the_operator_adds_where_a_pod_stands_under_pressure() -> None:
+    """A recorded explanation gets the standing; a pod with no record, only its standing."""
+    recorder = DiagnosisRecorder()
+    recorder._pending.put("shop/api", SCHEDULED_EXPLANATION)
+
+    async def standing(namespace: str, name: str) -> dict[str, object] | None:
+        return STANDING if name in ("api", "old") else None
+
+    async def scenario() -> list[tuple[int, dict[str, object]]]:
+        app = make_app(lambda: True, recorder, None, standing)
+        async with TestClient(TestServer(app)) as client:
+            answers = [await client.get(f"/debug/explain/shop/{name}") for name in ("api", "old", "nope")]
+            return [(a.status, await a.json()) for a in answers]
+
+    (recorded, body), (old, running), (missing, _) = asyncio.run(scenario())
+    assert (recorded, old, missing) == (200, 200, 404)
+    assert Explanation.from_json(body) == dataclasses.replace(SCHEDULED_EXPLANATION, pressure=STANDING)
+    assert (running["state"], running["node"], running["pressure"]) == ("running", "n1", STANDING)
+    text = format_explanation(Explanation.from_json(running))
+    assert "State:    running on n1" in text
+    assert "2 of 3 in the order the kubelet evicts pods for memory.available" in text
+    assert "not among the pods the kubelet would evict now" in text
+    assert "ahead of it: shop/batch" in text
+    assert "relieved under EvictionPolicy relieve" in text
+
+
 def _cluster_scenario() -> Scenario:
     scenario = Scenario()
     scenario.nodes = [

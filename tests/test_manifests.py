@@ -69,6 +69,9 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     # Gang scheduling: PodGroups read, their status reported.
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
+    # Node pressure: usage from metrics-server, read only.
+    ("metrics.k8s.io", "nodes"): {"get", "list"},
+    ("metrics.k8s.io", "pods"): {"get", "list"},
     **{
         (GROUP, plural): {"get", "list", "watch"}
         for plural in ("schedulingprofiles", "evictionpolicies", "priorityclassmirrors")

@@ -39,9 +39,9 @@ WIDER = {
         ("annotations", 12, "map:string"),
         ("managedFields", 17, "ManagedFieldsEntry*"),
     ),
-    "NodeCondition": (("type", 1, "string"), ("status", 2, "string"), ("lastHeartbeatTime", 3, "Time")),
+    "NodeCondition": (*SCHEMA["NodeCondition"], ("lastHeartbeatTime", 3, "Time"), ("reason", 5, "string")),
     "Taint": (*SCHEMA["Taint"], ("timeAdded", 4, "Time")),
-    "NodeStatus": (*SCHEMA["NodeStatus"], ("phase", 3, "string"), ("conditions", 4, "NodeCondition*")),
+    "NodeStatus": (*SCHEMA["NodeStatus"], ("phase", 3, "string")),
     "NodeSpec": (("podCIDR", 1, "string"), *SCHEMA["NodeSpec"]),
 }
 _WIDE = message_classes(WIDER)
@@ -87,6 +87,18 @@ NODES: list[dict[str, Any]] = [
         "status": {"capacity": {"cpu": "2", "memory": "4Gi"}},
     },
     {"metadata": {"name": "bare", "uid": "u-4", "resourceVersion": "14"}},
+    {  # under pressure, as the kubelet's eviction reports it
+        "metadata": {"name": "pressed", "uid": "u-5", "resourceVersion": "15"},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "7Gi"},
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [
+                {"type": "PIDPressure", "status": "True", "reason": "KubeletHasInsufficientPID"},
+                {"type": "DiskPressure", "status": "False"},
+                {"type": "MemoryPressure", "status": "True", "reason": "KubeletHasInsufficientMemory"},
+            ],
+        },
+    },
 ]
 
 # What the wider encoding adds to every node: skipped by the decoder.
@@ -127,7 +139,12 @@ def _fill(message: Any, value: dict[str, Any]) -> None:
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     out = dict(a)
     for key, value in b.items():
-        out[key] = _merge(out.get(key, {}), value) if isinstance(value, dict) else value
+        if isinstance(value, dict):
+            out[key] = _merge(out.get(key, {}), value)
+        elif isinstance(value, list):
+            out[key] = [*out.get(key, []), *value]
+        else:
+            out[key] = value
     return out
 
 
@@ -179,6 +196,23 @@ def test_the_nodes_read_what_the_scheduler_needs() -> None:
     assert by_name["capacity-only"].labels == {"a": ""}
     assert by_name["plain"].resource_version == "11"
     assert by_name["bare"].uid == "u-4"
+
+
+def test_the_nodes_read_what_node_pressure_needs() -> None:
+    """status.capacity.memory (memory.available's capacity with NodeMetrics) is read even when
+    allocatable is set, and the pressure conditions whose status is True, in a fixed order."""
+    for items in (
+        decode_node_list(protobuf_list(NODES, "1")).items,
+        decode_list(json_list(NODES, "1"), structs.Node).items,
+    ):
+        by_name = {n.name: n for n in map(node_from_api, items)}
+        assert by_name["pressed"].memory_capacity == 8 * 2**30
+        assert by_name["pressed"].allocatable["memory"] == 7 * 2**30
+        assert by_name["pressed"].pressure_conditions == ("MemoryPressure", "PIDPressure")
+        assert by_name["tainted"].memory_capacity == 2 * 2**30
+        assert by_name["capacity-only"].memory_capacity == 4 * 2**30
+        assert by_name["plain"].memory_capacity is None  # only allocatable reported
+        assert by_name["plain"].pressure_conditions == ()  # Ready is not a pressure condition
 
 
 def test_an_answer_in_json_is_decoded_as_json() -> None:

@@ -15,7 +15,24 @@ from policy_scheduler.apiobjects.convert_common import (
     struct_from_dict,
 )
 from policy_scheduler.scheduler import model
+from policy_scheduler.scheduler.pressure.signals import CONDITIONS
+from policy_scheduler.scheduler.resource_names import MEMORY
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
+
+_CONDITION_TRUE = "True"
+
+
+def _memory_capacity(capacity: dict[str, structs.Quantity] | None, errs: Errors) -> int | None:
+    if not capacity or MEMORY not in capacity:
+        return None
+    return quantities({MEMORY: capacity[MEMORY]}, "status.capacity", errs).get(MEMORY)
+
+
+def _pressure_conditions(conditions: list[structs.NodeCondition] | None) -> tuple[str, ...]:
+    if not conditions:
+        return ()
+    true = {c.type for c in conditions if c.status == _CONDITION_TRUE}
+    return tuple(c for c in CONDITIONS if c in true)
 
 
 def _node(n: structs.Node, errs: Errors) -> model.Node:
@@ -34,6 +51,8 @@ def _node(n: structs.Node, errs: Errors) -> model.Node:
         allocatable=allocatable,
         images=tuple(model.ContainerImage(tuple(i.names or ()), i.size_bytes) for i in status.images or ()),
         resource_version=meta.resource_version,
+        memory_capacity=_memory_capacity(status.capacity, errs),
+        pressure_conditions=_pressure_conditions(status.conditions),
     )
 
 

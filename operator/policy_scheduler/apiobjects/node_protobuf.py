@@ -24,6 +24,7 @@ from google.protobuf.message import DecodeError
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.decode import ListResult, decode_list
+from policy_scheduler.scheduler.resource_names import MEMORY
 
 # Every protobuf body starts with this, then a runtime.Unknown that wraps the object's bytes.
 MAGIC = b"k8s\x00"
@@ -51,9 +52,11 @@ SCHEMA: Schema = {
     "Taint": (("key", 1, "string"), ("value", 2, "string"), ("effect", 3, "string")),
     "NodeSpec": (("unschedulable", 4, "bool"), ("taints", 5, "Taint*")),
     "ContainerImage": (("names", 1, "string*"), ("sizeBytes", 2, "int64")),
+    "NodeCondition": (("type", 1, "string"), ("status", 2, "string")),
     "NodeStatus": (
         ("capacity", 1, "map:Quantity"),
         ("allocatable", 2, "map:Quantity"),
+        ("conditions", 4, "NodeCondition*"),
         ("images", 8, "ContainerImage*"),
     ),
     "Node": (("metadata", 1, "ObjectMeta"), ("spec", 2, "NodeSpec"), ("status", 3, "NodeStatus")),
@@ -121,9 +124,19 @@ def _quantities(values: Any) -> dict[str, structs.Quantity] | None:
     return {name: q.string for name, q in values.items()} if values else None
 
 
+def _capacity(
+    capacity: Any, allocatable: dict[str, structs.Quantity] | None
+) -> dict[str, structs.Quantity] | None:
+    """All of it without allocatable (SetDefaults_NodeStatus: allocatable defaults to capacity),
+    else only the memory that node pressure counts against."""
+    if allocatable is None:
+        return _quantities(capacity)
+    return {MEMORY: capacity[MEMORY].string} if MEMORY in capacity else None
+
+
 def _node(n: Any) -> structs.Node:
     meta, spec, status = n.metadata, n.spec, n.status
-    labels, taints, images = meta.labels, spec.taints, status.images
+    labels, taints, images, conditions = meta.labels, spec.taints, status.images, status.conditions
     allocatable = _quantities(status.allocatable)
     return structs.Node(
         metadata=structs.ObjectMeta(
@@ -140,8 +153,10 @@ def _node(n: Any) -> structs.Node:
         ),
         status=structs.NodeStatus(
             allocatable=allocatable,
-            # Read only when allocatable is absent (SetDefaults_NodeStatus: it defaults to capacity).
-            capacity=_quantities(status.capacity) if allocatable is None else None,
+            capacity=_capacity(status.capacity, allocatable),
+            conditions=[structs.NodeCondition(type=c.type, status=c.status) for c in conditions]
+            if conditions
+            else None,
             images=[
                 structs.ContainerImage(names=list(i.names) or None, size_bytes=i.sizeBytes) for i in images
             ]

@@ -311,9 +311,15 @@ class ContainerImage(_Base):
     size_bytes: int = 0
 
 
+class NodeCondition(_Base):
+    type: str = ""
+    status: str = ""
+
+
 class NodeStatus(_Base):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
+    conditions: list[NodeCondition] | None = None
     images: list[ContainerImage] | None = None
 
 

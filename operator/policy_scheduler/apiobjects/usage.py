@@ -15,6 +15,7 @@ from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.apiobjects.convert_common import canonical_quantity, epoch, struct_from_dict
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler.framework.durations import parse_go_duration
+from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.pressure.observations import (
     SOURCE_METRICS,
     SOURCE_SUMMARY,
@@ -24,6 +25,7 @@ from policy_scheduler.scheduler.pressure.observations import (
     PodUsage,
     RlimitStats,
 )
+from policy_scheduler.scheduler.pressure.pods import local_volume_names
 from policy_scheduler.scheduler.pressure.signals import DiskLayout
 from policy_scheduler.scheduler.pressure.thresholds import (
     DEFAULT_ENFORCE_NODE_ALLOCATABLE,
@@ -67,15 +69,6 @@ def _at_most(value: int | None, limit: int | None, path: str, what: str) -> None
 
 def _time(value: datetime | None) -> float | None:
     return epoch(value)
-
-
-def memory_capacity_from_dict(node: Mapping[str, Any]) -> int | None:
-    """A Node's status.capacity.memory (what memory.available is counted against)."""
-    status = node.get("status")
-    capacity = status.get("capacity") if isinstance(status, Mapping) else None
-    if not isinstance(capacity, Mapping) or MEMORY not in capacity:
-        return None
-    return _memory_quantity(capacity, "status.capacity")
 
 
 # --- metrics.k8s.io ------------------------------------------------------------------------------
@@ -189,6 +182,29 @@ def node_stats_from_summary(s: us.Summary) -> NodeStats:
     )
 
 
+def summary_pod(summary: us.Summary, namespace: str, name: str, uid: str) -> tuple[int, us.SummaryPod] | None:
+    """The Summary's stats of a pod and their index: cachedStatsFunc matches by UID; a pod
+    written without one matches by name; stats of an earlier pod of that name are not its own."""
+    for i, stats in enumerate(summary.pods or ()):
+        ref = stats.pod_ref
+        if (ref.namespace or "default", ref.name) != (namespace, name):
+            continue
+        if uid and ref.uid and ref.uid != uid:
+            return None
+        return i, stats
+    return None
+
+
+def memory_limit(stats: NodeStats | None, node_capacity: int | None) -> int | None:
+    """What no pod of the node can use more memory than: the node's memory as its usage tells
+    it (available + working set), else its status.capacity.memory."""
+    if stats is not None and stats.memory is not None:
+        m = stats.memory
+        if m.available_bytes is not None and m.working_set_bytes is not None:
+            return m.available_bytes + m.working_set_bytes
+    return node_capacity
+
+
 def _sum(values: list[int | None]) -> int | None:
     """diskUsage/inodeUsage summed: a missing part counts 0; None only when every part is missing."""
     present = [v for v in values if v is not None]
@@ -222,6 +238,35 @@ def pod_usage_from_summary(
         time=memory.time if memory is not None else None,
         source=SOURCE_SUMMARY,
     )
+
+
+# --- a node's usage from whichever source has it ---------------------------------------------------
+
+
+def usage_of_node(
+    summary: us.Summary | None, metrics: us.NodeMetrics | None, memory_capacity: int | None
+) -> NodeStats | None:
+    """A node's usage: its Summary wins over its NodeMetrics (memory only); None without either.
+    ConversionError names the field of the source used."""
+    if summary is not None:
+        return node_stats_from_summary(summary)
+    if metrics is not None:
+        return node_stats_from_metrics(metrics, memory_capacity)
+    return None
+
+
+def usage_of_pod(
+    pod: Pod, summary: us.Summary | None, metrics: us.PodMetrics | None, limit: int | None
+) -> PodUsage | None:
+    """A pod's usage from its node's Summary when the node has one (None when the Summary has no
+    stats for it), else from its PodMetrics. ConversionError names the field of the source used."""
+    if summary is not None:
+        found = summary_pod(summary, pod.namespace, pod.name, pod.uid)
+        if found is None:
+            return None
+        i, stats = found
+        return pod_usage_from_summary(stats, local_volume_names(pod), f"pods[{i}]", limit)
+    return pod_usage_from_metrics(metrics, limit) if metrics is not None else None
 
 
 # --- KubeletConfiguration ------------------------------------------------------------------------

@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     from policy_scheduler.kube.serving.arguments import add_serving_arguments
 
     add_serving_arguments(run)
+    from policy_scheduler.kube.pressure.arguments import add_pressure_arguments
+
+    add_pressure_arguments(run)
     run.set_defaults(func=_run)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of YAML files in memory")

@@ -31,18 +31,27 @@ from policy_scheduler.policy.constants import (
     MAX_RECENT_EVICTIONS,
 )
 from policy_scheduler.policy.errors import parse_model
-from policy_scheduler.policy.eviction import EvictionPolicySpec
+from policy_scheduler.policy.eviction import EvictionPolicySpec, PressureRelief
 from policy_scheduler.policy.eviction_settings import (
     BLOCKED_BY_BUDGET,
     DEFAULT_SETTINGS,
     EVICTED,
     RATE_LIMITED,
+    REASON_PREEMPTION,
     WOULD_EVICT,
     EvictionRecord,
     EvictionSettings,
     RateLimits,
+    ReliefSettings,
 )
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig, ProtectedTerm
+from policy_scheduler.scheduler.pressure.relief import ReliefConfig
+from policy_scheduler.scheduler.pressure.thresholds import (
+    SOURCE_POLICY,
+    KubeletEvictionSettings,
+    eviction_config,
+    parse_threshold_config,
+)
 from policy_scheduler.scheduler.selectors import to_label_selector as label_selector
 
 log = logging.getLogger(__name__)
@@ -56,6 +65,25 @@ COUNTERS = {
 
 
 # ---- conversion --------------------------------------------------------------------------------------
+
+
+def to_relief(spec: PressureRelief | None) -> ReliefSettings | None:
+    """spec.pressureRelief as the reliever uses it (the model has validated every value)."""
+    if spec is None:
+        return None
+    thresholds = parse_threshold_config((), spec.thresholds, eviction_minimum_reclaim=spec.minimum_reclaim)
+    config = ReliefConfig(
+        tuple(thresholds),
+        spec.on_node_condition,
+        float(spec.max_usage_age_seconds),
+        float(spec.pressure_transition_period_seconds),
+    )
+    kubelet = None
+    if spec.kubelet_eviction_hard is not None:
+        kubelet = eviction_config(
+            KubeletEvictionSettings(eviction_hard=spec.kubelet_eviction_hard), SOURCE_POLICY
+        )
+    return ReliefSettings(config, label_selector(spec.node_selector), kubelet)
 
 
 def to_settings(name: str, spec: EvictionPolicySpec) -> EvictionSettings:
@@ -79,7 +107,7 @@ def to_settings(name: str, spec: EvictionPolicySpec) -> EvictionSettings:
         per_namespace_per_minute=rate.per_namespace_per_minute,
         per_node_per_minute=rate.per_node_per_minute,
     )
-    return EvictionSettings(name, config, limits)
+    return EvictionSettings(name, config, limits, relief=to_relief(spec.pressure_relief))
 
 
 def _time(ts: float) -> str:
@@ -97,6 +125,7 @@ class PolicyRecord:
     last: LastAccepted[EvictionSettings] = field(default_factory=LastAccepted)
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS.values(), 0))
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_EVICTIONS))
+    relief: dict[str, Any] | None = None  # status.pressureRelief, as the reliever last reported it
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # type -> (status, time)
 
     @property
@@ -246,11 +275,35 @@ class EvictionPolicyStore:
             "name": entry.name,
             "result": entry.result,
         }
-        for key, value in (("uid", entry.uid), ("preemptorUid", entry.preemptor_uid), ("node", entry.node)):
+        fields = (
+            ("uid", entry.uid),
+            ("preemptorUid", entry.preemptor_uid),
+            ("node", entry.node),
+            ("reason", entry.reason if entry.reason != REASON_PREEMPTION else ""),
+            ("signal", entry.signal),
+            ("message", entry.message),
+        )
+        for key, value in fields:
             if value:
                 item[key] = value
         record.recent.appendleft(item)
         self._publish(record)
+
+    def relief_status(self, policy: str, status: dict[str, Any] | None) -> None:
+        """What pressure relief sees under `policy` (status.pressureRelief; None drops it)."""
+        record = self.records.get(policy)
+        if record is None or record.relief == status:
+            return
+        record.relief = status
+        self._publish(record)
+
+    def relieving(self) -> list[EvictionSettings]:
+        """The policies in force with pressureRelief, by name."""
+        return [
+            r.settings
+            for _, r in sorted(self.records.items())
+            if r.settings is not None and r.settings.relief is not None
+        ]
 
     # ---- status ----------------------------------------------------------------------------------
 
@@ -285,6 +338,7 @@ class EvictionPolicyStore:
             **record.last.status_fields(),
             "counters": dict(record.counters),
             "recentEvictions": list(record.recent),
+            **({"pressureRelief": record.relief} if record.relief is not None else {}),
         }
 
     @staticmethod

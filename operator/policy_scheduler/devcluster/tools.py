@@ -1,4 +1,5 @@
-"""Tools the install tests need besides the control plane, built from their Go modules: helm.
+"""Tools some tests need besides the control plane, built from their Go modules: helm (the
+install tests) and metrics-server (node pressure, devcluster/metrics_server.py).
 
 Cached outside the repository like the control plane (one directory per version), built once;
 `kubectl kustomize` comes with the control plane's kubectl.
@@ -40,8 +41,12 @@ def _helm_target() -> GoTarget:
     return GoTarget("helm", "helm.sh/helm/v3/cmd/helm", "helm", " ".join(flags))
 
 
+def tool_path(binary: str, version: str) -> Path:
+    return cache_root() / "bin" / f"{binary}-{version}" / binary
+
+
 def helm_path() -> Path:
-    return cache_root() / "bin" / f"helm-{HELM_VERSION}" / "helm"
+    return tool_path("helm", HELM_VERSION)
 
 
 def find_go() -> str:
@@ -50,41 +55,40 @@ def find_go() -> str:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     raise BuildError(
-        "the Go toolchain (>= 1.25) is required to build helm but `go` is not on PATH; "
+        "the Go toolchain (>= 1.25) is required to build this tool but `go` is not on PATH; "
         "run scripts/ensure-go.sh (it installs one) or install Go, and rerun"
     )
 
 
-def ensure_helm(*, out: TextIO | None = None) -> Path:
-    """The helm binary, built first if it is not cached yet (minutes, once)."""
-    target = helm_path()
+def ensure_tool(tool: GoTarget, version: str, *, out: TextIO | None = None) -> Path:
+    """The tool's binary, built from its pinned module (gomod/<module_dir>) first if it is not
+    cached yet (minutes, once)."""
+    target = tool_path(tool.binary, version)
     if target.is_file():
         return target
     stream = out or sys.stderr
-    helm = _helm_target()
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{helm.binary}.partial")
-    cmd = [
-        find_go(),
-        "build",
-        "-trimpath",
-        "-ldflags",
-        helm.ldflags,
-        "-o",
-        str(partial),
-        helm.package,
-    ]
-    module_dir = GOMOD_DIR / helm.module_dir
-    print(f"[build] helm {HELM_VERSION} from {helm.package} into {target.parent}", file=stream, flush=True)
+    partial = target.with_name(f".{tool.binary}.partial")
+    cmd = [find_go(), "build", "-trimpath", "-ldflags", tool.ldflags, "-o", str(partial), tool.package]
+    module_dir = GOMOD_DIR / tool.module_dir
+    print(
+        f"[build] {tool.binary} {version} from {tool.package} into {target.parent}", file=stream, flush=True
+    )
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
     result = subprocess.run(cmd, cwd=module_dir, env=env, check=False)
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
         raise BuildError(
-            f"building helm failed (exit {result.returncode}); command: (cd {module_dir} && {' '.join(cmd)})"
+            f"building {tool.binary} failed (exit {result.returncode}); command: "
+            f"(cd {module_dir} && {' '.join(cmd)})"
         )
     partial.replace(target)  # atomic: a half-written binary never counts
     return target
+
+
+def ensure_helm(*, out: TextIO | None = None) -> Path:
+    """The helm binary, built first if it is not cached yet (minutes, once)."""
+    return ensure_tool(_helm_target(), HELM_VERSION, out=out)
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import ssl
 import sys
@@ -13,7 +14,8 @@ from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_end
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
 from policy_scheduler.kube.client import authorization
-from policy_scheduler.scheduler.diagnosis_recorder import Explanation
+from policy_scheduler.pressure.live import live_standing
+from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, Explanation
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
@@ -70,9 +72,22 @@ async def _explain(args: argparse.Namespace) -> int:
                 return 1
             if api is None:
                 api = await make_api_client(args.kubeconfig)
-            scenario, _ = await read_snapshot(api_get(api), namespaces=[namespace])
-            explanation = recompute(scenario, namespace, name)
+            get = api_get(api)
+            scenario, _ = await read_snapshot(get, namespaces=[namespace])
             note += "; recomputed from a live snapshot of the cluster"
+            pressure = await live_standing(get, scenario, namespace, name)
+            try:
+                explanation = recompute(scenario, namespace, name)
+            except NotExplainable as exc:
+                if pressure is None:
+                    raise
+                # Not ours to schedule, but on a node under pressure: that much can be told.
+                node = str(pressure.get("node", ""))
+                explanation = Explanation(
+                    namespace, name, "", RUNNING, node=node, message=str(exc), source="recomputed"
+                )
+            if pressure is not None:
+                explanation = dataclasses.replace(explanation, pressure=pressure)
     except (NotExplainable, SnapshotError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from policy_scheduler.scheduler.diagnosis_recorder import PENDING, Explanation
+from policy_scheduler.kube.pressure.standing import standing_lines
+from policy_scheduler.scheduler.diagnosis_recorder import PENDING, RUNNING, Explanation
 
 SOURCES = {
     "operator": "the operator's last scheduling attempt",
@@ -28,11 +29,20 @@ def format_explanation(explanation: Explanation, note: str = "") -> str:
     lines = [f"Pod:      {e.key}", f"Profile:  {e.profile or '-'}"]
     if e.state == PENDING:
         lines.append(f"State:    pending ({e.reason or 'Unschedulable'})")
+    elif e.state == RUNNING:
+        lines.append(f"State:    running on {e.node}")
     else:
         lines.append(f"State:    scheduled to {e.node}")
-    lines.append(f"Source:   {SOURCES.get(e.source, e.source)}, at {_when(e.at)}")
+    if e.state != RUNNING:
+        lines.append(f"Source:   {SOURCES.get(e.source, e.source)}, at {_when(e.at)}")
     if note:
         lines.append(f"Note:     {note}")
+    if e.pressure is not None:
+        lines += standing_lines(dict(e.pressure))
+    if e.state == RUNNING:
+        if e.message:
+            lines.append(f"Message:  {e.message}")
+        return "\n".join(lines) + "\n"
     if e.state == PENDING:
         if e.message:
             lines.append(f"Message:  {e.message}")

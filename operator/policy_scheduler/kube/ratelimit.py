@@ -39,6 +39,10 @@ class TokenBucket:
         """Spend a token `delay()` said was there."""
         self.tokens -= 1.0
 
+    def give_back(self) -> None:
+        """Return a token `take()` spent on something that did not happen."""
+        self.tokens = min(float(self.burst), self.tokens + 1.0)
+
     def allow(self, now: float | None = None) -> bool:
         """Take a token if one is available now."""
         if self.delay(now) > 0:

@@ -134,3 +134,34 @@ leader_election_errors = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+nodes_under_pressure = Gauge(
+    "policy_scheduler_nodes_under_pressure",
+    "Nodes whose kubelet, as modelled from their usage, reports the condition (MemoryPressure, "
+    "DiskPressure, PIDPressure).",
+    ["condition"],
+    registry=REGISTRY,
+)
+node_usage_age = Gauge(
+    "policy_scheduler_node_usage_age_seconds",
+    "Age of the oldest node usage sample in use (metrics.k8s.io or the kubelet's Summary API).",
+    registry=REGISTRY,
+)
+nodes_without_usage = Gauge(
+    "policy_scheduler_nodes_without_usage",
+    "Nodes without any usage sample: no node-pressure signal can be evaluated for them.",
+    registry=REGISTRY,
+)
+relief_evictions = Counter(
+    "policy_scheduler_pressure_relief_evictions_total",
+    "Evictions by pressure relief, by policy, signal and result (evicted, dry_run, blocked_by_budget, "
+    "rate_limited, error).",
+    ["policy", "signal", "result"],
+    registry=REGISTRY,
+)
+nodes_relieved = Gauge(
+    "policy_scheduler_pressure_relief_nodes",
+    "Nodes pressure relief holds under pressure, by policy; nodes it cannot relieve for lack of fresh "
+    "usage have state=no_usage.",
+    ["policy", "state"],
+    registry=REGISTRY,
+)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from policy_scheduler.scheduler.model import LabelSelector
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import DEFAULT_POLICY, EvictionPolicyConfig
+from policy_scheduler.scheduler.pressure.relief import ReliefConfig
+from policy_scheduler.scheduler.pressure.thresholds import EvictionConfig
 
 # Results as EvictionPolicy status.recentEvictions spells them.
 EVICTED = "Evicted"
@@ -16,6 +19,17 @@ WOULD_EVICT = "WouldEvict"
 BLOCKED_BY_BUDGET = "BlockedByBudget"
 RATE_LIMITED = "RateLimited"
 FAILED = "Failed"
+# The same results as the eviction metrics label them.
+RESULT_METRIC_LABEL = {
+    EVICTED: "evicted",
+    WOULD_EVICT: "dry_run",
+    BLOCKED_BY_BUDGET: "blocked_by_budget",
+    RATE_LIMITED: "rate_limited",
+    FAILED: "error",
+}
+# Why a pod was chosen, as status.recentEvictions spells it.
+REASON_PREEMPTION = "Preemption"
+REASON_NODE_PRESSURE = "NodePressure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +44,15 @@ class RateLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class ReliefSettings:
+    """EvictionPolicy spec.pressureRelief: the core's config and the nodes it applies to."""
+
+    config: ReliefConfig
+    node_selector: LabelSelector | None = None  # None: every node
+    kubelet: EvictionConfig | None = None  # kubeletEvictionHard: the selected kubelets' thresholds
+
+
+@dataclass(frozen=True, slots=True)
 class EvictionSettings:
     policy_name: str | None  # None: no EvictionPolicy, the built-in default
     config: EvictionPolicyConfig = DEFAULT_POLICY
@@ -37,6 +60,7 @@ class EvictionSettings:
     # Set when the profile names a policy that cannot be used (missing, not accepted): the
     # evictor then evicts nothing rather than fall back to unlimited, unguarded evictions.
     unavailable_reason: str | None = None
+    relief: ReliefSettings | None = None  # None: no pressure relief
 
 
 DEFAULT_SETTINGS = EvictionSettings(None)
@@ -54,3 +78,5 @@ class EvictionRecord:
     node: str
     result: str
     message: str = ""
+    reason: str = REASON_PREEMPTION
+    signal: str = ""  # NodePressure: the signal relieved

@@ -18,10 +18,24 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="FILE",
         help="YAML files: Nodes, Pods, NodeMetrics, PodMetrics, at most one KubeletConfiguration "
         "(multi-document or kind: List)",
+    )
+    p.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the cluster instead of files (read-only): nodes, pods, metrics.k8s.io, EvictionPolicies",
+    )
+    p.add_argument(
+        "--kubeconfig", help="with --from-cluster: kubeconfig (default: $KUBECONFIG or in-cluster)"
+    )
+    p.add_argument(
+        "--kubelet-proxy",
+        action="store_true",
+        help="with --from-cluster: also read each kubelet's Summary API and /configz through nodes/proxy "
+        "(needs get on nodes/proxy)",
     )
     p.add_argument(
         "--summary",

@@ -20,19 +20,18 @@ from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.apiobjects.usage import (
     eviction_settings,
     kubelet_config_from_dict,
+    memory_limit,
     node_metrics_from_dict,
-    node_stats_from_metrics,
-    node_stats_from_summary,
     pod_metrics_from_dict,
-    pod_usage_from_metrics,
-    pod_usage_from_summary,
     summary_from_dict,
+    usage_of_node,
+    usage_of_pod,
 )
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.pressure.assess import NodeInput
 from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore
 from policy_scheduler.scheduler.pressure.observations import NodeStats, PodUsage
-from policy_scheduler.scheduler.pressure.pods import PodFacts, local_volume_names, pod_facts
+from policy_scheduler.scheduler.pressure.pods import PodFacts, pod_facts
 from policy_scheduler.scheduler.pressure.thresholds import (
     DEFAULT_CONFIG,
     SOURCE_KUBELET_CONFIG,
@@ -131,40 +130,14 @@ def _metrics(
     return nodes, pods
 
 
-def _summary_pod(summary: us.Summary, pod: Pod) -> tuple[int, us.SummaryPod] | None:
-    """cachedStatsFunc matches stats to pods by UID; pods written without one match by name."""
-    for i, stats in enumerate(summary.pods or ()):
-        ref = stats.pod_ref
-        if (ref.namespace or "default", ref.name) != (pod.namespace, pod.name):
-            continue
-        if pod.uid and ref.uid and ref.uid != pod.uid:
-            return None  # stats of an earlier pod of that name
-        return i, stats
-    return None
-
-
 def _node_stats(
     summary: _Summary | None, metrics: tuple[Document, us.NodeMetrics] | None, capacity: int | None
 ) -> NodeStats | None:
-    if summary is not None:
-        try:
-            return node_stats_from_summary(summary.summary)
-        except ConversionError as exc:
-            raise _fail(summary.where, exc) from None
-    if metrics is not None:
-        try:
-            return node_stats_from_metrics(metrics[1], capacity)
-        except ConversionError as exc:
-            raise _fail(metrics[0].where(), exc) from None
-    return None
-
-
-def _memory_capacity(stats: NodeStats | None, node_capacity: int | None) -> int | None:
-    if stats is not None and stats.memory is not None:
-        m = stats.memory
-        if m.available_bytes is not None and m.working_set_bytes is not None:
-            return m.available_bytes + m.working_set_bytes
-    return node_capacity
+    try:
+        return usage_of_node(summary.summary if summary else None, metrics[1] if metrics else None, capacity)
+    except ConversionError as exc:
+        where = summary.where if summary is not None else metrics[0].where() if metrics else ""
+        raise _fail(where, exc) from None
 
 
 @dataclass(slots=True)
@@ -193,16 +166,16 @@ def scenario_usage(
     for name in sorted(set(only) - known):
         raise ScenarioError(f"--node {name}: no Node {name} in the input")
     wanted = set(only) if only else known
-    memory_limit: dict[str, int | None] = {}
+    limits: dict[str, int | None] = {}
     for node in scenario.nodes:
         if node.name not in wanted:
             continue
-        capacity = scenario.node_memory_capacity.get(node.name)
+        capacity = node.memory_capacity
         stats = _node_stats(summaries.get(node.name), node_metrics.get(node.name), capacity)
         if node.name not in summaries and node.name in node_metrics and capacity is None:
             out.notes.append(NOTE_NO_CAPACITY.format(node=node.name))
         out.nodes[node.name] = stats
-        memory_limit[node.name] = _memory_capacity(stats, capacity)
+        limits[node.name] = memory_limit(stats, capacity)
     elsewhere = 0
     for pod in scenario.pods:
         if not pod.node_name:
@@ -210,7 +183,7 @@ def scenario_usage(
         if pod.node_name not in out.nodes:
             elsewhere += pod.node_name not in known
             continue
-        limit = memory_limit[pod.node_name]
+        limit = limits[pod.node_name]
         out.pods[pod.key] = _pod_usage(pod, summaries.get(pod.node_name), pod_metrics, limit)
     if elsewhere:
         out.notes.append(f"{elsewhere} pod(s) bound to nodes not in the input were left out")
@@ -256,22 +229,11 @@ def _pod_usage(
     pod: Pod,
     summary: _Summary | None,
     pod_metrics: dict[str, tuple[Document, us.PodMetrics]],
-    memory_limit: int | None,
+    limit: int | None,
 ) -> PodUsage | None:
-    if summary is not None:
-        found = _summary_pod(summary.summary, pod)
-        if found is None:
-            return None
-        i, stats = found
-        try:
-            return pod_usage_from_summary(stats, local_volume_names(pod), f"pods[{i}]", memory_limit)
-        except ConversionError as exc:
-            raise _fail(summary.where, exc) from None
     metrics = pod_metrics.get(pod.key)
-    if metrics is None:
-        return None
-    doc, m = metrics
     try:
-        return pod_usage_from_metrics(m, memory_limit)
+        return usage_of_pod(pod, summary.summary if summary else None, metrics[1] if metrics else None, limit)
     except ConversionError as exc:
-        raise _fail(doc.where(), exc) from None
+        where = summary.where if summary is not None else metrics[0].where() if metrics else ""
+        raise _fail(where, exc) from None

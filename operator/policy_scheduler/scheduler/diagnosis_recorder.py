@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ OTHER_REASONS = "(other reasons)"
 
 PENDING = "pending"
 SCHEDULED = "scheduled"
+RUNNING = "running"  # no attempt on record: the pod is bound, and only its node's pressure is told
 
 
 class CycleObserver(Protocol):
@@ -94,6 +95,9 @@ class Explanation:
     scores: tuple[NodeScore, ...] = ()  # the chosen node first, then the best others
     at: float = 0.0  # wall clock of the attempt
     source: str = "operator"  # "operator" (last attempt) or "recomputed" (from a snapshot)
+    # Where the pod stands in its node's eviction order when that node is under pressure
+    # (JSON-ready, filled outside the core: kube/pressure/standing.py).
+    pressure: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -119,6 +123,7 @@ class Explanation:
             ],
             "at": self.at,
             "source": self.source,
+            **({"pressure": dict(self.pressure)} if self.pressure is not None else {}),
         }
 
     @classmethod
@@ -144,6 +149,7 @@ class Explanation:
             ),
             at=float(data.get("at", 0.0)),
             source=str(data.get("source", "operator")),
+            pressure=data["pressure"] if isinstance(data.get("pressure"), dict) else None,
         )
 
 

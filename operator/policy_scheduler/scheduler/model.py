@@ -254,6 +254,12 @@ class Node:
     allocatable: dict[str, int] = field(default_factory=dict)
     images: tuple[ContainerImage, ...] = ()
     resource_version: str = ""
+    # status.capacity.memory: what node-pressure's memory.available is counted against when
+    # usage comes from NodeMetrics (their working set only). None: not reported.
+    memory_capacity: int | None = None
+    # The node conditions among MemoryPressure, DiskPressure and PIDPressure whose status is
+    # True, in that order (the kubelet's eviction reports them).
+    pressure_conditions: tuple[str, ...] = ()
 
 
 def same_but_version(a: Pod, b: Pod) -> bool:

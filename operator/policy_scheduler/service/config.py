@@ -7,6 +7,8 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from policy_scheduler.controllers.timings import MirrorTimings
+from policy_scheduler.kube.pressure.arguments import pressure_options
+from policy_scheduler.kube.pressure.options import PressureOptions
 from policy_scheduler.kube.serving.arguments import serving_options
 from policy_scheduler.kube.serving.options import ServingOptions
 from policy_scheduler.kube.timings import AdapterTimings, EventTimings, LeaderTimings
@@ -24,6 +26,7 @@ class OperatorConfig:
     profile_selector: str = ""
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
+    pressure: PressureOptions = field(default_factory=PressureOptions)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
@@ -39,6 +42,7 @@ class OperatorConfig:
             identity=args.identity,
             profile_selector=args.profile_selector,
             timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
+            pressure=pressure_options(args),
         )
 
 

@@ -47,6 +47,7 @@ from policy_scheduler.kube.paths import PODGROUPS
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.policy_informers import PolicyInformers
+from policy_scheduler.kube.pressure.component import NodePressure
 from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
@@ -151,7 +152,6 @@ class Operator:
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
         self.explanations = DiagnosisRecorder()
-        self.server = Server(api, config.serving, self.synced, self.explanations)
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
@@ -163,6 +163,21 @@ class Operator:
             plugin_metrics=cycle_metrics,
         )
         self.evictor.attach(EnginePods(self.engine))
+        # Node pressure: usage, the kubelet's eviction modelled, relief under EvictionPolicies
+        # (kube/pressure/); relief shares the policies' rate limits with preemption.
+        self.pressure = NodePressure(
+            api,
+            self.engine,
+            limiters=self.evictor.limiters,
+            events=self.events,
+            policies=self.policies,
+            fence=fence,
+            options=config.pressure,
+            timings=config.timings,
+        )
+        self.server = Server(
+            api, config.serving, self.synced, self.explanations, standing=self.pressure.standing
+        )
         # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
         # may be absent: its pods then wait with "PodGroup not found").
         self.podgroups = Informer(
@@ -317,6 +332,7 @@ class Operator:
         gate = LeadershipGate(self.leader, self.cluster.catch_up)
         self._spawn(self.engine.run(gate.should_schedule, gate.until_ready), "scheduler")
         self._spawn(self._status_loop(), "status")
+        self._tasks.append(self.pressure.start())
         self._kopf_stop = asyncio.get_running_loop().create_future()
         self._spawn(self._run_kopf(stop, self._kopf_stop), "kopf")
         log.info("policy-scheduler running", extra={"leader_election": self.config.leader_elect})

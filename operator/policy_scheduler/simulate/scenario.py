@@ -32,7 +32,6 @@ from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
 from policy_scheduler.apiobjects.podgroup_api import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
-from policy_scheduler.apiobjects.usage import memory_capacity_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
@@ -75,7 +74,6 @@ class Scenario:
     # KubeletConfiguration documents, kept as read; apiobjects/usage.py converts them.
     usage_documents: list[Document] = field(default_factory=list)
     kubelet_configs: list[Document] = field(default_factory=list)
-    node_memory_capacity: dict[str, int] = field(default_factory=dict)  # status.capacity.memory
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     terminal_pods: int = 0
@@ -245,11 +243,7 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
     seen[ident] = doc.where()
     try:
         if kind == "Node":
-            node = node_from_dict(doc.body)
-            scenario.nodes.append(node)
-            capacity = memory_capacity_from_dict(doc.body)
-            if capacity is not None:
-                scenario.node_memory_capacity[node.name] = capacity
+            scenario.nodes.append(node_from_dict(doc.body))
         elif kind == "Pod":
             pod = pod_from_dict(doc.body)
             if pod.phase in TERMINAL_PHASES:

@@ -30,22 +30,30 @@ class Limiter:
             bucket = buckets[key] = _per_minute(per_minute, min(self.limits.burst, per_minute))
         return [bucket]
 
+    def _buckets(self, namespace: str, node: str) -> list[TokenBucket]:
+        return [
+            self.total,
+            *self._scoped(self.namespaces, namespace, self.limits.per_namespace_per_minute),
+            *self._scoped(self.nodes, node, self.limits.per_node_per_minute),
+        ]
+
     def try_acquire(self, namespace: str, node: str, now: float) -> float:
         """0.0 when granted; else seconds to wait (math.inf: until an evicted pod is gone)."""
         self.in_flight = {uid: until for uid, until in self.in_flight.items() if until > now}
         if len(self.in_flight) >= self.limits.max_in_flight:
             return math.inf
-        buckets = [
-            self.total,
-            *self._scoped(self.namespaces, namespace, self.limits.per_namespace_per_minute),
-            *self._scoped(self.nodes, node, self.limits.per_node_per_minute),
-        ]
+        buckets = self._buckets(namespace, node)
         wait = max(bucket.delay(now) for bucket in buckets)
         if wait > 0:
             return wait
         for bucket in buckets:
             bucket.take()
         return 0.0
+
+    def give_back(self, namespace: str, node: str) -> None:
+        """The grant was not used: nothing was evicted (a budget refused it, the pod was gone)."""
+        for bucket in self._buckets(namespace, node):
+            bucket.give_back()
 
     def evicted(self, uid: str, until: float) -> None:
         self.in_flight[uid] = until

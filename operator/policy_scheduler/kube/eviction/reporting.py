@@ -11,10 +11,8 @@ from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.job import Job
 from policy_scheduler.observability import metrics
 from policy_scheduler.policy.eviction_settings import (
-    BLOCKED_BY_BUDGET,
     EVICTED,
-    FAILED,
-    RATE_LIMITED,
+    RESULT_METRIC_LABEL,
     WOULD_EVICT,
     EvictionRecord,
 )
@@ -24,13 +22,6 @@ log = logging.getLogger(__name__)
 
 REASON_DRY_RUN = "PreemptionDryRun"
 REASON_BLOCKED = "PreemptionBlocked"
-_METRIC_RESULT = {
-    EVICTED: "evicted",
-    WOULD_EVICT: "dry_run",
-    BLOCKED_BY_BUDGET: "blocked_by_budget",
-    RATE_LIMITED: "rate_limited",
-    FAILED: "error",
-}
 
 OnRecord = Callable[[str | None, EvictionRecord], None]
 
@@ -42,7 +33,7 @@ class Reporter:
 
     def record(self, job: Job, victim: Pod, result: str, message: str = "", *, metric: str = "") -> None:
         policy = job.settings.policy_name
-        metrics.evictions.labels(metric or _METRIC_RESULT[result], policy or "").inc()
+        metrics.evictions.labels(metric or RESULT_METRIC_LABEL[result], policy or "").inc()
         if self.on_record is not None:
             entry = EvictionRecord(
                 time.time(),

@@ -3,20 +3,26 @@ the access a caller needs (the attributes of its SubjectAccessReview)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from policy_scheduler.kube.serving.identity import Attributes, ResourceAttributes
 from policy_scheduler.observability.metrics import REGISTRY
-from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
+from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, DiagnosisRecorder, Explanation
 
 EXPLAIN_PATH = "/debug/explain"
 NOT_RECORDED = (
     "no scheduling attempt recorded for this pod: it is not pending for one of our profiles, it was "
     "scheduled long ago, or this replica is not the leader"
 )
+
+# Where a pod stands in its node's eviction order, if that node is under pressure (node pressure).
+Standing = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
+NOT_RECORDED_RUNNING = "no scheduling attempt recorded for this pod; its node is under pressure"
 
 # A route's access, from its match: routes without one need `get` on their path (non-resource).
 RouteAccess = Callable[[web.Request], Attributes]
@@ -34,7 +40,12 @@ def explain_access(request: web.Request) -> Attributes:
     )
 
 
-def add_routes(app: web.Application, ready: Callable[[], bool], recorder: DiagnosisRecorder | None) -> None:
+def add_routes(
+    app: web.Application,
+    ready: Callable[[], bool],
+    recorder: DiagnosisRecorder | None,
+    standing: Standing | None = None,
+) -> None:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -56,10 +67,18 @@ def add_routes(app: web.Application, ready: Callable[[], bool], recorder: Diagno
     async def explain(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         found = recorder.get(namespace, name)
-        if found is None:
+        pressure = await standing(namespace, name) if standing is not None else None
+        if found is None and pressure is None:
             return web.json_response(
                 {"error": NOT_RECORDED, "namespace": namespace, "name": name}, status=404
             )
+        if found is None:
+            assert pressure is not None
+            found = Explanation(
+                namespace, name, "", RUNNING, node=str(pressure.get("node", "")), message=NOT_RECORDED_RUNNING
+            )
+        if pressure is not None:
+            found = dataclasses.replace(found, pressure=pressure)
         return web.json_response(found.to_json())
 
     route = app.router.add_get(EXPLAIN_PATH + "/{namespace}/{name}", explain)

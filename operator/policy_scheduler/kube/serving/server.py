@@ -17,18 +17,21 @@ from policy_scheduler.kube.serving.authorization import ApiAccessReviewer, Deleg
 from policy_scheduler.kube.serving.certificates import KeyPair, ServingCertificate
 from policy_scheduler.kube.serving.guard import Guard
 from policy_scheduler.kube.serving.options import ServingError, ServingOptions
-from policy_scheduler.kube.serving.routes import ACCESS, add_routes
+from policy_scheduler.kube.serving.routes import ACCESS, Standing, add_routes
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
 
 log = logging.getLogger(__name__)
 
 
 def make_app(
-    ready: Callable[[], bool], recorder: DiagnosisRecorder | None, guard: Guard | None
+    ready: Callable[[], bool],
+    recorder: DiagnosisRecorder | None,
+    guard: Guard | None,
+    standing: Standing | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[guard.middleware] if guard is not None else [])
     app[ACCESS] = {}
-    add_routes(app, ready, recorder)
+    add_routes(app, ready, recorder, standing)
     return app
 
 
@@ -66,11 +69,13 @@ class Server:
         options: ServingOptions,
         ready: Callable[[], bool],
         recorder: DiagnosisRecorder | None = None,
+        standing: Standing | None = None,
     ) -> None:
         self.api = api
         self.options = options
         self.ready = ready
         self.recorder = recorder
+        self.standing = standing
         self.certificate: ServingCertificate | None = None
         self._runners: list[web.AppRunner] = []
         self._reload: asyncio.Task[None] | None = None
@@ -87,7 +92,7 @@ class Server:
                 cert_dir=options.cert_dir,
                 client_ca=options.client_ca_file,
             )
-            app = make_app(self.ready, self.recorder, make_guard(self.api, options))
+            app = make_app(self.ready, self.recorder, make_guard(self.api, options), self.standing)
             await self._serve(
                 app,
                 options.bind_address,
@@ -102,7 +107,7 @@ class Server:
                 "plain HTTP without authentication on loopback (development only)",
                 extra={"address": options.insecure_bind_address, "port": options.insecure_port},
             )
-            app = make_app(self.ready, self.recorder, None)
+            app = make_app(self.ready, self.recorder, None, self.standing)
             await self._serve(app, options.insecure_bind_address, options.insecure_port, "--insecure-port")
 
     async def _serve(self, app: web.Application, host: str, port: int, flag: str, **ssl: Any) -> None:

@@ -39,6 +39,7 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Sta
 from policy_scheduler.scheduler.framework.waiting_pod import MAX_PERMIT_WAIT_SECONDS, WaitingPod
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.plugins.nodepressure import NodePressure
 
 _CODE_NAMES = {
     Code.SUCCESS: "Success",
@@ -81,6 +82,12 @@ class Framework:
         self.observe: Callable[[str, str, float], None] | None = None
         self.plugin_metrics: PluginMetrics | None = None
         self.points = build_points(profile, lambda name: self._instance(name, registry))
+        if profile.eviction_policy_name:
+            # Pressure relief under the profile's EvictionPolicy keeps its pods off the nodes it
+            # relieves (a no-op while that policy has no pressureRelief).
+            relief = NodePressure(self.handle, profile.eviction_policy_name)
+            self.plugins[relief.name] = relief
+            self.points.filter.append(relief)
         signers = batchable_signers(self.points)
         self.signers: list[Plugin] = signers or []
         self.signatures_enabled = signers is not None

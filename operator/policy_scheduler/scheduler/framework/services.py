@@ -15,6 +15,7 @@ from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
+from policy_scheduler.scheduler.pressure.view import NodePressureView
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
@@ -67,3 +68,6 @@ class ClusterServices:
     # Nodes' real usage and eviction thresholds (EvictionHeadroom; issue 35). Empty: no data,
     # which that plugin scores as neutral.
     node_usage: NodeUsageStore = field(default_factory=NodeUsageStore)
+    # The nodes pressure relief holds under pressure, and the EvictionPolicies that relieve
+    # (the NodePressure filter of their profiles). Empty: no relief anywhere.
+    node_pressure: NodePressureView = field(default_factory=NodePressureView)

@@ -51,6 +51,7 @@ NODE_ALLOCATABLE_ENFORCEMENT_KEY = "pods"
 
 # Where a node's thresholds came from, as the `pressure` command reports it.
 SOURCE_KUBELET_CONFIG = "kubelet config file"
+SOURCE_KUBELET_CONFIGZ = "kubelet /configz"
 SOURCE_POLICY = "policy"
 SOURCE_KUBELET_DEFAULTS = "kubelet defaults"
 
