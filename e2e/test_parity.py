@@ -1,6 +1,7 @@
 """Issue 4's differential tests on the real control plane.
 
-1. Random scenarios, pod by pod, against kube-scheduler v1.35.4 itself: every decision agrees.
+1. Random scenarios, pod by pod, against the cluster's own kube-scheduler: every decision agrees
+   (our core decides for the cluster's release, as the operator does).
 2. `policy-scheduler simulate` predicts what the operator (`policy-scheduler run`) does.
 """
 
@@ -22,12 +23,32 @@ from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.cli import scenario_seed
 from policy_scheduler.parity.generator import KWOK_ANNOTATION, Scenario, generate
 from policy_scheduler.parity.kubesched import KubeScheduler
+from policy_scheduler.parity.profiles import SCHEDULER_NAMES, scheduling_profile
 from policy_scheduler.parity.report import Tally, describe
 from policy_scheduler.parity.runner import Runner
+from policy_scheduler.policy.compile import compile_profile_objects
+from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
 SCENARIOS = 30
 SEED = 4
+
+
+def cluster_release(api: ClusterApi) -> KubernetesVersion:
+    """The dev cluster's Kubernetes release: our core decides as its kube-scheduler does."""
+    return KubernetesVersion.parse(str(api.api.get("/version")["gitVersion"]))
+
+
+def follow_the_cluster(runner: Runner, api: ClusterApi) -> Runner:
+    """Our side resolves the parity profiles for the cluster's release, as the operator does."""
+    features = Features(cluster_release(api))
+    implemented = implemented_plugin_names()
+    configs = compile_profile_objects([scheduling_profile(n) for n in SCHEDULER_NAMES], features=features)
+    runner.profiles = {c.scheduler_name: resolve_profile(c, implemented, features=features) for c in configs}
+    return runner
 
 
 def test_random_scenarios_agree_with_kube_scheduler(
@@ -38,7 +59,7 @@ def test_random_scenarios_agree_with_kube_scheduler(
     with_dra = 0
     api = ClusterApi.from_kubeconfig(kubeconfig)
     with KubeScheduler(kubeconfig, tmp_path) as log:
-        runner = Runner(api, log)
+        runner = follow_the_cluster(Runner(api, log), api)
         for k in range(SCENARIOS):
             scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
             with_dra += bool(scenario.dra)
@@ -103,7 +124,8 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         pending=[pod],
     )
     with KubeScheduler(kubeconfig, tmp_path) as log:
-        result = Runner(ClusterApi.from_kubeconfig(kubeconfig), log).run(scenario)
+        api = ClusterApi.from_kubeconfig(kubeconfig)
+        result = follow_the_cluster(Runner(api, log), api).run(scenario)
     (judged,) = result.pods
     assert judged.reference.node == f"{run}n1"  # v1.35.4 scores the containers' 100m
     assert judged.verdict.full, describe(result, judged)
@@ -224,7 +246,7 @@ def _scenario(run: str, ns: str, scheduler: str) -> tuple[list[dict[str, Any]], 
     return nodes, pods
 
 
-def _simulate(path: Path, seed: int) -> dict[str, str | None]:
+def _simulate(path: Path, seed: int, release: KubernetesVersion) -> dict[str, str | None]:
     cmd = [
         sys.executable,
         "-m",
@@ -235,12 +257,17 @@ def _simulate(path: Path, seed: int) -> dict[str, str | None]:
         "json",
         "--seed",
         str(seed),
+        "--kubernetes-version",  # the operator follows the cluster's release
+        str(release),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
     return {p["name"]: p["node"] for p in json.loads(out)["pods"]}
 
 
-def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl, tmp_path: Path) -> None:
+def test_simulate_predicts_the_operator(
+    operator_process: Any, kubectl: Kubectl, kubeconfig: Path, tmp_path: Path
+) -> None:
+    release = cluster_release(ClusterApi.from_kubeconfig(kubeconfig))
     run = f"pe{secrets.token_hex(3)}"
     ns, scheduler = run, f"{run}-scheduler"
     nodes, pods = _scenario(run, ns, scheduler)
@@ -248,7 +275,7 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(yaml.safe_dump_all([namespace(ns), prof, *nodes, *pods], sort_keys=False))
 
-    predictions = [_simulate(scenario_file, seed) for seed in range(6)]
+    predictions = [_simulate(scenario_file, seed, release) for seed in range(6)]
     assert all(p == predictions[0] for p in predictions), (
         f"ties: the scenario is not seed-free: {predictions}"
     )

@@ -14,11 +14,17 @@ from policy_scheduler.scheduler.config import EXTENSION_POINTS, PluginRef, Plugi
 from policy_scheduler.scheduler.framework.interfaces import implemented_points
 from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import (
-    DEFAULT_PLUGINS,
     ProfileError,
+    default_plugins,
     effective_plugins,
     resolve_profile,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35
+
+# The cases below encode kube-scheduler v1.35's default profile.
+V135 = Features(V1_35)
+DEFAULT_PLUGINS = default_plugins(V135)
 
 # Every in-tree plugin registered without alpha feature gates, as in a real kube-scheduler: the
 # plugins of upstream's default profile.
@@ -48,7 +54,7 @@ def plugins(**points: dict[str, list[Any]]) -> dict[str, PluginSet]:
 
 def resolve(implemented: frozenset[str] | None = None, **points: dict[str, list[Any]]) -> dict[str, Any]:
     """Resolved names per point, with (name, weight) pairs for score."""
-    resolved = resolve_profile(ProfileConfig(plugins=plugins(**points)), implemented)
+    resolved = resolve_profile(ProfileConfig(plugins=plugins(**points)), implemented, features=V135)
     out: dict[str, Any] = {p: [r.name for r in refs] for p, refs in resolved.points.items()}
     out["score"] = [(r.name, r.weight) for r in resolved.points["score"]]
     return out
@@ -503,7 +509,7 @@ def test_validation_follows_the_plugin_class(name: str) -> None:
     ("name", "point", "points"),
     [
         ("NodeDeclaredFeatures", "filter", "preFilter, filter"),
-        ("GangScheduling", "permit", "preEnqueue, reserve, permit"),
+        ("GangScheduling", "permit", "preEnqueue, permit"),
     ],
 )
 def test_upstream_alpha_plugins_are_known_but_not_supported(name: str, point: str, points: str) -> None:

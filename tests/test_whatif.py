@@ -127,7 +127,15 @@ PATHS = {
 class FakeApi:
     """GET only; `page` items a page; a continue token may be expired once (410)."""
 
-    def __init__(self, *objects: dict[str, Any], page: int = 2, crds: bool = True, expire_once: bool = False):
+    def __init__(
+        self,
+        *objects: dict[str, Any],
+        page: int = 2,
+        crds: bool = True,
+        expire_once: bool = False,
+        version: str | None = "v1.35.4",
+    ):
+        self.version = version  # the API server's gitVersion; None: /version fails
         self.collections: dict[str, list[dict[str, Any]]] = {}
         for obj in objects:
             self.collections.setdefault(PATHS[obj["kind"]], []).append(obj)
@@ -138,6 +146,10 @@ class FakeApi:
 
     async def get(self, path: str, query: dict[str, str | int | bool]) -> Answer:
         self.requests.append((path, dict(query)))
+        if path == "/version":
+            if self.version is None:
+                return Answer(503, b'{"kind":"Status","code":503}')
+            return Answer(200, msgspec.json.encode({"major": "1", "gitVersion": self.version}))
         if path.startswith(CR) and not self.crds:
             return Answer(404, b'{"kind":"Status","code":404}')
         items = self.collections.get(path, [])

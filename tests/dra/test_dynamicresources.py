@@ -43,6 +43,8 @@ from policy_scheduler.scheduler.plugins.dynamicresources.plugin import compute_s
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu"
@@ -458,9 +460,38 @@ def test_args_default_filter_timeout_and_reject_binding_timeout() -> None:
     from policy_scheduler.scheduler.field_errors import ArgsError
     from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 
-    assert DynamicResourcesArgs.from_json({}).to_json() == {"filterTimeout": "10s"}
-    assert DynamicResourcesArgs.from_json({"filterTimeout": "0s"}).filter_timeout == 0
+    # v1.35: DRADeviceBindingConditions is off, so bindingTimeout is refused.
+    v135 = Features(V1_35)
+    assert DynamicResourcesArgs.from_json({}, v135).to_json() == {"filterTimeout": "10s"}
+    assert DynamicResourcesArgs.from_json({"filterTimeout": "0s"}, v135).filter_timeout == 0
     with pytest.raises(ArgsError, match=r"filterTimeout: Invalid value: .*must be zero or positive"):
-        DynamicResourcesArgs.from_json({"filterTimeout": "-1s"})
+        DynamicResourcesArgs.from_json({"filterTimeout": "-1s"}, v135)
     with pytest.raises(ArgsError, match="bindingTimeout: Forbidden: DRADeviceBindingConditions"):
-        DynamicResourcesArgs.from_json({"bindingTimeout": "5m"})
+        DynamicResourcesArgs.from_json({"bindingTimeout": "5m"}, v135)
+
+
+@pytest.mark.parametrize("version", [V1_36, V1_37])
+def test_args_default_binding_timeout_from_v136(version: KubernetesVersion) -> None:
+    """DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on from v1.36:
+    SetDefaults_DynamicResourcesArgs sets bindingTimeout, validation wants at least 1s."""
+    from policy_scheduler.scheduler.field_errors import ArgsError
+    from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+
+    features = Features(version)
+    assert DynamicResourcesArgs.from_json({}, features).to_json() == {
+        "filterTimeout": "10s",
+        "bindingTimeout": "10m0s",
+    }
+    assert DynamicResourcesArgs.from_json({"bindingTimeout": "5m"}, features).binding_timeout == 300
+    with pytest.raises(ArgsError, match=r"bindingTimeout: Invalid value: .*must be at least 1 second"):
+        DynamicResourcesArgs.from_json({"bindingTimeout": "500ms"}, features)
+
+
+def test_args_without_filter_timeout_gate_refuse_it() -> None:
+    from policy_scheduler.scheduler.field_errors import ArgsError
+    from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+
+    off = Features(V1_35, (("DRASchedulerFilterTimeout", False),))
+    assert DynamicResourcesArgs.from_json({}, off).filter_timeout is None
+    with pytest.raises(ArgsError, match="filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate"):
+        DynamicResourcesArgs.from_json({"filterTimeout": "5s"}, off)

@@ -14,6 +14,7 @@ from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
 from policy_scheduler.kube.client import authorization
 from policy_scheduler.scheduler.diagnosis_recorder import Explanation
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
@@ -71,8 +72,11 @@ async def _explain(args: argparse.Namespace) -> int:
             if api is None:
                 api = await make_api_client(args.kubeconfig)
             scenario, _ = await read_snapshot(api_get(api), namespaces=[namespace])
-            explanation = recompute(scenario, namespace, name)
-            note += "; recomputed from a live snapshot of the cluster"
+            semantics = command_semantics(
+                getattr(args, "kubernetes_version", None), scenario.server_version, from_cluster=True
+            )
+            explanation = recompute(scenario, namespace, name, semantics)
+            note += f"; recomputed from a live snapshot of the cluster, {semantics.describe()}"
     except (NotExplainable, SnapshotError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -52,8 +52,10 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.versioning.features import FeatureGateError
 from policy_scheduler.service import collector as startup_gc
 from policy_scheduler.service.config import OperatorConfig
+from policy_scheduler.service.kubernetes_version import KubernetesSemantics
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +178,10 @@ class Operator:
             on_preemption_restored=self.engine.retry_pending,
         )
         self.policies.profiles = self.profiles
+        # Which Kubernetes release the profiles decide like: the API server's, re-read while running.
+        self.kubernetes = KubernetesSemantics(
+            api, self.profiles, emulated=config.emulated_version, feature_gates=config.feature_gates
+        )
         self.profile_selector = parse_selector(config.profile_selector)
         # Names from the early lists (by path) until kopf has listed: see on_kopf_listed.
         self.early_names: dict[str, set[str]] | None = None
@@ -327,7 +333,11 @@ class Operator:
             await asyncio.sleep(self.status.interval)
 
     async def run(self, stop: asyncio.Event) -> None:
-        tasks: list[asyncio.Task[Any]] = []
+        # The release semantics first: every profile is resolved for it.
+        await self.kubernetes.start()
+        tasks: list[asyncio.Task[Any]] = [
+            asyncio.create_task(self.kubernetes.run(), name="kubernetes-version")
+        ]
         unregister = register_engine(self.engine)
         server = Server(self.api, self.config.serving, self.synced, self.explanations)
         await server.start()
@@ -411,3 +421,6 @@ def run_operator(config: OperatorConfig) -> int:
     except ServingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except FeatureGateError as exc:
+        print(f"error: --feature-gates: {exc}", file=sys.stderr)
+        return 2

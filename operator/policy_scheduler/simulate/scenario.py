@@ -69,6 +69,8 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     # scheduler-plugins PodGroups (gang scheduling).
     pod_groups: list[PodGroup] = field(default_factory=list)
+    # The API server's gitVersion (e.g. v1.37.2) when read from a cluster; None from files.
+    server_version: str | None = None
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     terminal_pods: int = 0

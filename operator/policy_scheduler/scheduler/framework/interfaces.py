@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
 from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
+from policy_scheduler.scheduler.versioning.features import Features, default_features
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
@@ -220,6 +221,8 @@ class Handle:
     volume_api: VolumeBindingAPI | None = None  # VolumeBinding's PreBind writes
     # The profile's framework: Framework puts itself here in the copy it gives its plugins.
     framework: FrameworkHandle | None = None
+    # The release and feature gates the plugins follow: Framework puts its profile's here.
+    features: Features = field(default_factory=default_features)
 
 
 # ---- plugin bases ------------------------------------------------------------------------------
@@ -246,7 +249,7 @@ class Plugin:
         into `args_type` once, here; ArgsError or ValueError when they are invalid."""
         if cls.args_type is None:
             return cls(handle, raw_args)
-        return cls(handle, decode_args(cls.args_type, {} if raw_args is None else raw_args))
+        return cls(handle, decode_args(cls.args_type, {} if raw_args is None else raw_args, handle.features))
 
     @property
     def table(self) -> NodeTable:

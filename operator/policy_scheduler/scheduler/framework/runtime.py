@@ -39,6 +39,7 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Sta
 from policy_scheduler.scheduler.framework.waiting_pod import MAX_PERMIT_WAIT_SECONDS, WaitingPod
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.versioning.gates import OPPORTUNISTIC_BATCHING
 
 _CODE_NAMES = {
     Code.SUCCESS: "Success",
@@ -70,8 +71,9 @@ class Framework:
         handle: Handle,
     ) -> None:
         self.profile = profile
-        # The plugins' handle is a copy that points back here (the caller's stays untouched).
-        self.handle = dataclasses.replace(handle, framework=self)
+        # The plugins' handle is a copy that points back here (the caller's stays untouched) and
+        # carries the profile's release semantics and feature gates.
+        self.handle = dataclasses.replace(handle, framework=self, features=profile.features)
         self.plugins: dict[str, Plugin] = {}
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.nominated = NominatedPodsFilter(self)
@@ -81,7 +83,7 @@ class Framework:
         self.observe: Callable[[str, str, float], None] | None = None
         self.plugin_metrics: PluginMetrics | None = None
         self.points = build_points(profile, lambda name: self._instance(name, registry))
-        signers = batchable_signers(self.points)
+        signers = batchable_signers(self.points) if profile.features.enabled(OPPORTUNISTIC_BATCHING) else None
         self.signers: list[Plugin] = signers or []
         self.signatures_enabled = signers is not None
         self.batch = OpportunisticBatch(time.monotonic)
