@@ -117,7 +117,7 @@ class WatchingBinder:
 
 
 class World:
-    def __init__(self, nodes: int = 2) -> None:
+    def __init__(self, nodes: int = 2, features: Features | None = None) -> None:
         self.store = DraStore()
         self.store.upsert_class(DeviceClass(GPU_CLASS, (f'device.driver == "{DRIVER}"',)))
         self.hooks, self.binder = Hooks(), WatchingBinder()
@@ -125,7 +125,7 @@ class World:
         self.engine = Engine(hooks=self.hooks, binder=self.binder, seed=7, services=services)
         self.binder.engine = self.engine
         profile = resolve_profile(
-            ProfileConfig(scheduler_name="default-scheduler"), implemented_plugin_names()
+            ProfileConfig(scheduler_name="default-scheduler"), implemented_plugin_names(), features=features
         )
         self.engine.set_profiles((profile,))
         for i in range(nodes):
@@ -286,11 +286,27 @@ def test_unsupported_cel_function_is_reported_not_passed() -> None:
     assert "unsupported CEL function(s) for device selectors: lowerAscii" in w.failure("p")
 
 
-def test_pod_without_claims_gets_upstreams_post_filter_text() -> None:
-    w = World()
+@pytest.mark.parametrize("version", [V1_35, V1_36])
+def test_pod_without_claims_gets_upstreams_post_filter_text(version: KubernetesVersion) -> None:
+    w = World(features=Features(version))
     w.engine.pod_added(Pod("big", uid="big", containers=(Container("c", requests={"cpu": 99000}),)))
     w.run()
-    assert "no new claims to deallocate" in w.failure("big")
+    assert w.failure("big") == (
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes "
+        "are available: 2 Preemption is not helpful for scheduling."
+    )
+
+
+def test_v137_post_filter_with_nothing_to_deallocate_says_nothing() -> None:
+    """v1.37's DynamicResources PostFilter returns Unschedulable without a reason when the pod has
+    no claims: the FitError message goes straight to preemption's."""
+    w = World(features=Features(V1_37))
+    w.engine.pod_added(Pod("big", uid="big", containers=(Container("c", requests={"cpu": 99000}),)))
+    w.run()
+    assert w.failure("big") == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling."
+    )
 
 
 def test_post_filter_deallocates_a_claim_pinned_to_an_unusable_node() -> None:

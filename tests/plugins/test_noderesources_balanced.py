@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation: balanced_allocation_test.go (v1.35.4) and a bit-exactness check."""
+"""NodeResourcesBalancedAllocation: balanced_allocation_test.go of v1.35.4 (the balance with the
+pod) and of v1.36.3/v1.37.2 (the improvement the pod brings), and a bit-exactness check."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import
     NodeResourcesBalancedAllocation,
     balanced_general,
     balanced_resource_scorer,
+    improvement_score,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 from ._build_noderesources import all_rows, make_node, make_pod, make_table, plugin, score_all
 
@@ -44,7 +48,9 @@ def cpu_and_memory(node: str = "") -> Pod:
     return make_pod({"cpu": 1000, "memory": 2000}, {"cpu": 2000, "memory": 3000}, node_name=node)
 
 
-# (name, pod, nodes, existing, resources, expected, run PreScore)
+V135 = Features(V1_35)
+
+# (name, pod, nodes, existing, resources, expected, run PreScore): v1.35.4's table.
 CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int], bool]] = [
     (
         "nothing scheduled, resources requested, differently sized nodes",
@@ -117,7 +123,7 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
     [c[1:] for c in CASES],
     ids=[c[0] for c in CASES],
 )
-def test_balanced_allocation(
+def test_v135_balanced_allocation(
     pod: Pod,
     nodes: list[Node],
     existing: list[Pod],
@@ -126,8 +132,127 @@ def test_balanced_allocation(
     pre_score: bool,
 ) -> None:
     table = make_table(nodes, existing)
-    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources})
+    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources}, V135)
     assert score_all(balanced, pod, table, pre_score) == want
+
+
+# v1.36.3's and v1.37.2's table (identical but for the DRA-backed extended resource cases, which
+# need DRAExtendedResource): each score is 50 + (50 + balance with - balance without) / 2.
+CASES_V136: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int], bool]] = [
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        cpu_and_memory(),
+        [mk("node1", 4000, 10000), mk("node2", 6000, 10000)],
+        [],
+        DEFAULT,
+        [68, 75],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [73, 74],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources, differently sized nodes",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [73, 70],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        make_pod({"memory": 2000}, {"memory": 3000}),
+        [mk("node1", 3000, 5000), mk("node2", 3000, 5000)],
+        [cpu_only("node1")],
+        DEFAULT,
+        [100, 50],
+        True,
+    ),
+    (
+        "requested resources at node capacity",
+        cpu_only(),
+        [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [62, 62],
+        True,
+    ),
+    (
+        "scalar resource is included in the score computation if pod requests the scalar resource",
+        make_pod({"cpu": 0, "memory": 0, GPU: 1}),
+        [mk("node1", 3500, 40000, {GPU: 8}), mk("node2", 3500, 40000, {GPU: 8})],
+        [cpu_and_memory_and_gpu("node1"), cpu_and_memory("node2")],
+        WITH_GPU,
+        [75, 76],
+        True,
+    ),
+    (
+        "scalar resource is not included in the score computation if pod doesn't request the scalar resource",
+        cpu_and_memory(),
+        [mk("node1", 3500, 40000, {GPU: 8}), mk("node2", 3500, 40000)],
+        [],
+        WITH_GPU,
+        [56, 56],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources if PreScore not called",
+        cpu_and_memory(),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+        [cpu_only("node1"), cpu_and_memory("node2")],
+        DEFAULT,
+        [73, 74],
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize("version", [V1_36, V1_37])
+@pytest.mark.parametrize(
+    ("pod", "nodes", "existing", "resources", "want", "pre_score"),
+    [c[1:] for c in CASES_V136],
+    ids=[c[0] for c in CASES_V136],
+)
+def test_balanced_allocation_scores_the_improvement(
+    version: KubernetesVersion,
+    pod: Pod,
+    nodes: list[Node],
+    existing: list[Pod],
+    resources: list[dict[str, Any]],
+    want: list[int],
+    pre_score: bool,
+) -> None:
+    table = make_table(nodes, existing)
+    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources}, Features(version))
+    assert score_all(balanced, pod, table, pre_score) == want
+
+
+@given(
+    st.lists(st.integers(0, 100), min_size=2, max_size=2),
+    st.lists(st.integers(0, 100), min_size=2, max_size=2),
+    st.integers(1, 10),
+)
+def test_improvement_stays_between_50_and_100_and_75_means_unchanged(
+    used: list[int], pod: list[int], scale: int
+) -> None:
+    """balanced_allocation.go: the two balances lie in [50, 100], so the score does too; a pod
+    that leaves the node's balance as it was scores 75."""
+    allocatable = np.full((2, 1), 100 * scale, dtype=np.int64)
+    before = np.array([[u * scale] for u in used], dtype=np.int64)
+    after = before + np.array([[p * scale] for p in pod], dtype=np.int64)
+    with_pod = balanced_resource_scorer(after, allocatable)
+    without = balanced_resource_scorer(before, allocatable)
+    score = int(improvement_score(with_pod, without)[0])
+    assert 50 <= score <= 100
+    if int(with_pod[0]) == int(without[0]):
+        assert score == 75
 
 
 def test_best_effort_pod_is_skipped_in_pre_score() -> None:
@@ -139,12 +264,14 @@ def test_best_effort_pod_is_skipped_in_pre_score() -> None:
     assert balanced.score(CycleState(), make_pod({}), all_rows(table)).tolist() == [0, 0]
 
 
-def test_uses_actual_requests_not_non_zero_defaults() -> None:
-    """useRequested: an existing pod without requests adds nothing (Fit would count 100m/200Mi)."""
+@pytest.mark.parametrize(("version", "want"), [(V1_35, 75), (V1_36, 62), (V1_37, 62)])
+def test_uses_actual_requests_not_non_zero_defaults(version: KubernetesVersion, want: int) -> None:
+    """useRequested: an existing pod without requests adds nothing (Fit would count 100m/200Mi).
+    cpu 0 → 500/1000, memory 0/1000: balance 100 → 75 (std 0.25); from v1.36 50 + (50 + 75 -
+    100) / 2 = 62."""
     table = make_table([mk("n", 1000, 1000)], [make_pod({}, node_name="n")])
-    balanced = plugin(NodeResourcesBalancedAllocation, table)
-    # cpu 500/1000, memory 0/1000: std 0.25 → 75
-    assert score_all(balanced, make_pod({"cpu": 500}), table) == [75]
+    balanced = plugin(NodeResourcesBalancedAllocation, table, features=Features(version))
+    assert score_all(balanced, make_pod({"cpu": 500}), table) == [want]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ def _node(n: structs.Node, errs: Errors) -> model.Node:
         allocatable=allocatable,
         images=tuple(model.ContainerImage(tuple(i.names or ()), i.size_bytes) for i in status.images or ()),
         resource_version=meta.resource_version,
+        declared_features=tuple(status.declared_features or ()),
     )
 
 

@@ -57,6 +57,7 @@ SCHEMA: Schema = {
         ("capacity", 1, "map:Quantity"),
         ("allocatable", 2, "map:Quantity"),
         ("images", 8, "ContainerImage*"),
+        ("declaredFeatures", 14, "string*"),
     ),
     "Node": (("metadata", 1, "ObjectMeta"), ("spec", 2, "NodeSpec"), ("status", 3, "NodeStatus")),
     "NodeList": (("metadata", 1, "ListMeta"), ("items", 2, "Node*")),
@@ -149,6 +150,7 @@ def _node(n: Any) -> structs.Node:
             ]
             if images
             else None,
+            declared_features=list(status.declaredFeatures) or None,
         ),
     )
 

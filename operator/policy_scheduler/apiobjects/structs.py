@@ -142,12 +142,22 @@ class ResourceRequirements(_Base):
     limits: dict[str, Quantity] | None = None
 
 
+class ContainerRestartRule(_Base):
+    action: str = ""
+
+
+class VolumeMount(_Base):
+    bind_mount_options: list[str] | None = None
+
+
 class Container(_Base):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements | None = None
     ports: list[ContainerPort] | None = None
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] | None = None
+    volume_mounts: list[VolumeMount] | None = None
 
 
 class PodSchedulingGate(_Base):
@@ -208,8 +218,13 @@ class RBDVolumeSource(_Base):
     read_only: bool = False
 
 
+class ImageVolumeSource(_Base):
+    reference: str = ""
+
+
 class Volume(_Base):
     name: str = ""
+    image: ImageVolumeSource | None = None
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
     csi: CSIVolumeSource | None = None
@@ -246,6 +261,8 @@ class PodSpec(_Base):
     resources: ResourceRequirements | None = None
     overhead: dict[str, Quantity] | None = None
     node_selector: dict[str, str] | None = None
+    host_network: bool = False
+    host_users: bool | None = None
     affinity: Affinity | None = None
     tolerations: list[Toleration] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
@@ -301,6 +318,7 @@ class NodeStatus(_Base):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
     images: list[ContainerImage] | None = None
+    declared_features: list[str] | None = None
 
 
 class Node(_Base):

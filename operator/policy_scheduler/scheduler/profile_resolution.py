@@ -122,24 +122,16 @@ def default_plugins(features: Features) -> tuple[PluginRef, ...]:
 # by the release whose registry (framework/plugins/registry.go) has them, with the extension
 # points upstream's types implement: a profile enabling one is told it is not supported rather
 # than that it is unknown. Every other plugin's points come from its class.
-_NODE_DECLARED_FEATURES: Mapping[str, frozenset[str]] = {
-    NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"})
-}
 _PLACEMENT: Mapping[str, frozenset[str]] = {
     TOPOLOGY_PLACEMENT_GENERATOR: frozenset({"placementGenerate"}),
     POD_GROUP_PODS_COUNT: frozenset({"placementScore"}),
 }
 UNIMPLEMENTED_UPSTREAM_PLUGINS: Mapping[KubernetesVersion, Mapping[str, frozenset[str]]] = MappingProxyType(
     {
-        V1_35: MappingProxyType(
-            {**_NODE_DECLARED_FEATURES, GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"})}
-        ),
-        V1_36: MappingProxyType(
-            {**_NODE_DECLARED_FEATURES, GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}), **_PLACEMENT}
-        ),
+        V1_35: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"})}),
+        V1_36: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}), **_PLACEMENT}),
         V1_37: MappingProxyType(
             {
-                **_NODE_DECLARED_FEATURES,
                 GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}),
                 **_PLACEMENT,
                 DEFERRED_POD_SCHEDULING: frozenset({"preFilter", "filter", "permit"}),
@@ -181,18 +173,16 @@ class _Plugins:
     upstream: frozenset[str]
 
     @staticmethod
-    def read(
-        implemented: frozenset[str] | None, named: Iterable[str], version: KubernetesVersion
-    ) -> _Plugins:
+    def read(implemented: frozenset[str] | None, named: Iterable[str], features: Features) -> _Plugins:
         """`named`: the plugins a profile names; the others it may use are in-tree (defaults)."""
-        in_tree = extension_points(in_tree_registry())
-        points = {**UNIMPLEMENTED_UPSTREAM_PLUGINS[version], **in_tree}
+        in_tree = extension_points(in_tree_registry(), features)
+        points = {**UNIMPLEMENTED_UPSTREAM_PLUGINS[features.version], **in_tree}
         upstream = frozenset(points)
         if implemented is None:
             implemented = frozenset(in_tree)
         others = implemented.intersection(named) - upstream
         if others:  # bundled or installed: reading the entry points is slow, so only then
-            registered = extension_points(plugin_registry())
+            registered = extension_points(plugin_registry(), features)
             points.update((name, registered.get(name, frozenset())) for name in others)
         return _Plugins(implemented, points, upstream)
 
@@ -224,7 +214,7 @@ def resolve_profile(
     """
     features = profile_features(profile, features, path)
     named = (ref.name for plugin_set in profile.plugins.values() for ref in plugin_set.enabled)
-    plugins = _Plugins.read(implemented, named, features.version)
+    plugins = _Plugins.read(implemented, named, features)
     errors: list[tuple[str, str]] = []
     errors.extend(_check_scalars(profile, path))
     errors.extend(_check_plugin_sets(profile.plugins, plugins, f"{path}.plugins"))

@@ -259,6 +259,12 @@ class Plugin:
         """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
         return []
 
+    @classmethod
+    def points_absent_in(cls, features: Features) -> frozenset[str]:
+        """Extension points this class implements that the plugin does not have in `features`'
+        release (upstream added them later): profile resolution leaves them out there."""
+        return frozenset()
+
     # SignPlugin (opportunistic batching, KEP-5598): a profile batches only when every PreFilter,
     # Filter, PreScore and Score plugin signs pods.
     signs_pods: ClassVar[bool] = False

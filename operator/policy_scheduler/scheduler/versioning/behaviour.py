@@ -28,6 +28,9 @@ class Behaviour:
     node_name_before_node_unschedulable: bool
     # NodeName's PreFilter narrows the candidates to spec.nodeName when it is set.
     node_name_pre_filter: bool
+    # NodeUnschedulable and TaintToleration have a PreFilter (it only skips pods whose in-place
+    # resize is deferred, behind an alpha gate).
+    deferred_resize_pre_filters: bool
     # NodeVolumeLimits rejects a node without a CSI driver only when the CSIDriver object sets
     # spec.preventPodSchedulingIfMissing (before: whenever the CSIDriver object exists).
     csi_driver_missing_needs_opt_in: bool
@@ -54,6 +57,7 @@ BEHAVIOURS: Mapping[KubernetesVersion, Behaviour] = MappingProxyType(
             image_locality_threshold_counts_image_volumes=False,
             node_name_before_node_unschedulable=False,
             node_name_pre_filter=False,
+            deferred_resize_pre_filters=False,
             csi_driver_missing_needs_opt_in=False,
             portworx_migration_needs_annotation=True,
             node_declared_features_lists_missing=True,
@@ -67,6 +71,7 @@ BEHAVIOURS: Mapping[KubernetesVersion, Behaviour] = MappingProxyType(
             image_locality_threshold_counts_image_volumes=False,
             node_name_before_node_unschedulable=False,
             node_name_pre_filter=False,
+            deferred_resize_pre_filters=False,
             csi_driver_missing_needs_opt_in=True,
             portworx_migration_needs_annotation=False,
             node_declared_features_lists_missing=False,
@@ -80,6 +85,7 @@ BEHAVIOURS: Mapping[KubernetesVersion, Behaviour] = MappingProxyType(
             image_locality_threshold_counts_image_volumes=True,
             node_name_before_node_unschedulable=True,
             node_name_pre_filter=True,
+            deferred_resize_pre_filters=True,
             csi_driver_missing_needs_opt_in=True,
             portworx_migration_needs_annotation=False,
             node_declared_features_lists_missing=False,

@@ -118,7 +118,8 @@ IMPLEMENTED: Mapping[str, frozenset[bool]] = MappingProxyType(
         TAINT_TOLERATION_COMPARISON_OPERATORS: _OFF,
         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: _OFF,
         VOLUME_ATTRIBUTES_CLASS: _ON,
-        VOLUME_LIMIT_SCALING: _OFF,
+        # NodeVolumeLimits' CSI driver check (the scheduler's only use of it).
+        VOLUME_LIMIT_SCALING: _BOTH,
         WORKLOAD_AWARE_PREEMPTION: _OFF,
     }
 )
