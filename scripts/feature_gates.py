@@ -112,7 +112,7 @@ def render() -> str:
         "",
         "Every feature gate kube-scheduler of each supported release knows, as it is by default at that",
         'release: "on"/"off", the stage, "locked" when it cannot be changed; "-" when the release does not',
-        "have the gate (not yet, or removed). DEPENDENCIES: gates that may only be on when theirs are.",
+        "have the gate (not yet, or removed). DEPENDENCIES: per release, the gates a gate may only be on with.",
         '"""',
         "",
         "from __future__ import annotations",
@@ -128,11 +128,10 @@ def render() -> str:
         lines.append(f"    {name!r}: {row!r},")
     lines.append("}")
     lines.append("")
-    lines.append("DEPENDENCIES: dict[str, dict[str, tuple[str, ...]]] = {")
-    for label, deps in dependencies.items():
-        lines.append(f"    {label!r}: {{")
-        lines.extend(f"        {name!r}: {needs!r}," for name, needs in sorted(deps.items()))
-        lines.append("    },")
+    lines.append("DEPENDENCIES: dict[str, tuple[tuple[str, ...], ...]] = {")
+    for name in sorted({gate for deps in dependencies.values() for gate in deps}):
+        row = tuple(dependencies[label].get(name, ()) for label in RELEASES)
+        lines.append(f"    {name!r}: {row!r},")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

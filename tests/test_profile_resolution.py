@@ -494,15 +494,18 @@ def test_unimplemented_explicit_plugin_is_an_error_even_when_a_default() -> None
         resolve_profile(ProfileConfig(plugins=plugins(filter={"enabled": ["VolumeZone"]})), NO_STORAGE)
 
 
+@pytest.mark.parametrize("version", [V1_35, V1_36, V1_37])
 @pytest.mark.parametrize("name", sorted(IN_TREE))
-def test_validation_follows_the_plugin_class(name: str) -> None:
-    """A point is accepted for a plugin exactly when its registered class implements it, and the
-    error lists the points the class implements."""
-    implements = implemented_points(in_tree_registry()[name])
+def test_validation_follows_the_plugin_class(name: str, version: KubernetesVersion) -> None:
+    """A point is accepted for a plugin exactly when its registered class implements it in the
+    release, and the error lists the points the class implements there."""
+    features = Features(version)
+    plugin = in_tree_registry()[name]
+    implements = implemented_points(plugin) - plugin.points_absent_in(features)
     for point in EXTENSION_POINTS:
         config = ProfileConfig(plugins=plugins(**{point: {"enabled": [name], "disabled": ["*"]}}))
         try:
-            resolve_profile(config)
+            resolve_profile(config, features=features)
         except ProfileError as exc:
             messages = [message for _, message in exc.errors]
         else:

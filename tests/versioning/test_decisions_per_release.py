@@ -16,10 +16,12 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig
+from policy_scheduler.scheduler.cycle_contracts import NullHooks
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import FitError
 from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Container, ContainerImage, Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
@@ -220,3 +222,40 @@ def test_image_volumes_count_from_v136_and_raise_the_threshold_from_v137() -> No
         assert plugin.score(CycleState(), pod, rows).tolist() == want, version
         # the same images as containers score 6 in every release
         assert plugin.score(CycleState(), as_containers, rows).tolist() == [6, 0]
+
+
+class FailureMessages(NullHooks):
+    def __init__(self) -> None:
+        self.messages: dict[str, tuple[str, str | None]] = {}
+
+    def failed(
+        self, pod: Pod, reason: str, message: str, nominated_node: str | None, framework: Framework | None
+    ) -> None:
+        self.messages[pod.name] = (message, nominated_node)
+
+
+def test_v137_preemptor_message_says_where_it_found_room() -> None:
+    """The pod that preempts stays Unschedulable for this cycle; from v1.37 its message ends with
+    the preemption's success ("found a potential placement ...") instead of nothing."""
+    for version, tail in (
+        (V1_35, ""),  # the first successful PostFilter ends the run: DynamicResources' reason is dropped
+        (V1_37, " preemption: found a potential placement for pod on node only, preempting 1 victims"),
+    ):
+        hooks = FailureMessages()
+        engine = Engine(seed=0, hooks=hooks)
+        engine.set_profiles(
+            [resolve_profile(ProfileConfig(), implemented_plugin_names(), features=Features(version))]
+        )
+        engine.node_added(Node("only", allocatable={"cpu": 1000, "memory": 1 << 30, "pods": 110}))
+        engine.pod_added(
+            Pod("low", uid="low", node_name="only", containers=(Container("c", requests={"cpu": 800}),))
+        )
+        engine.pod_added(
+            Pod("high", uid="high", priority=1000, containers=(Container("c", requests={"cpu": 500}),))
+        )
+        info = engine.queue.try_pop()
+        assert info is not None
+        engine.scheduler.schedule_one(info)
+        message, nominated = hooks.messages["high"]
+        assert nominated == "only"
+        assert message == f"0/1 nodes are available: 1 Insufficient cpu.{tail}", version

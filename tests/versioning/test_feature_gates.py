@@ -3,6 +3,7 @@ kube-scheduler's --feature-gates are (component-base featuregate), plus what the
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from policy_scheduler.scheduler.versioning import gate_table
+from policy_scheduler.scheduler.versioning.behaviour import CHANGED_IN, Behaviour
 from policy_scheduler.scheduler.versioning.features import FeatureGateError, Features, gate_specs
 from policy_scheduler.scheduler.versioning.gates import IMPLEMENTED, SCHEDULER_GATES
 from policy_scheduler.scheduler.versioning.version import (
@@ -190,3 +192,15 @@ def test_unimplemented_defaults_are_reported_not_refused() -> None:
 def test_only_scheduler_gates_are_read() -> None:
     with pytest.raises(KeyError):
         Features(V1_37).enabled("ImageVolume")
+
+
+def test_v135_is_the_baseline_of_every_ungated_change() -> None:
+    """Each Behaviour switch is a change a later release made: all off in v1.35, and on from
+    the release CHANGED_IN names."""
+    assert not any(dataclasses.astuple(Behaviour.of(V1_35)))
+    for name, since in CHANGED_IN.items():
+        assert [getattr(Features(v).behaviour, name) for v in SUPPORTED_VERSIONS] == [
+            v >= since for v in SUPPORTED_VERSIONS
+        ]
+    assert Features(V1_36).behaviour.balanced_allocation_scores_improvement
+    assert not Features(V1_36).behaviour.node_name_pre_filter

@@ -45,6 +45,8 @@ from policy_scheduler.scheduler.config import (
 from policy_scheduler.scheduler.plugins.registry import extension_points, in_tree_registry, plugin_registry
 from policy_scheduler.scheduler.versioning import gates
 from policy_scheduler.scheduler.versioning.features import FeatureGateError, Features, default_features
+from policy_scheduler.scheduler.versioning.gates import GANG_SCHEDULING as GANG_GATE
+from policy_scheduler.scheduler.versioning.gates import GENERIC_WORKLOAD
 from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 # Names as in pkg/scheduler/framework/plugins/names/names.go.
@@ -110,7 +112,8 @@ def default_plugins(features: Features) -> tuple[PluginRef, ...]:
         # Before DefaultPreemption: deallocating an idle claim beats evicting a working pod.
         preemption = [ref.name for ref in plugins].index(DEFAULT_PREEMPTION)
         plugins.insert(preemption, PluginRef(DYNAMIC_RESOURCES, 2))
-    if features.enabled(features.behaviour.gang_scheduling_plugin_gate):
+    gang_gate = GENERIC_WORKLOAD if features.behaviour.gang_scheduling_follows_generic_workload else GANG_GATE
+    if features.enabled(gang_gate):
         plugins.append(PluginRef(GANG_SCHEDULING))
     if features.enabled(gates.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
         plugins.append(PluginRef(TOPOLOGY_PLACEMENT_GENERATOR))

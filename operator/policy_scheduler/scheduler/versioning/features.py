@@ -68,8 +68,10 @@ def _read_table() -> Mapping[KubernetesVersion, Mapping[str, GateSpec]]:
 _SPECS = _read_table()
 _DEPENDENCIES: Mapping[KubernetesVersion, Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
-        KubernetesVersion.parse(label): MappingProxyType(dict(deps))
-        for label, deps in gate_table.DEPENDENCIES.items()
+        KubernetesVersion.parse(label): MappingProxyType(
+            {gate: deps[i] for gate, deps in gate_table.DEPENDENCIES.items() if deps[i]}
+        )
+        for i, label in enumerate(gate_table.RELEASES)
     }
 )
 

@@ -113,9 +113,8 @@ class DynamicResources(
         self.typed_args = args
         # PostFilter with nothing to deallocate says so up to v1.36; from v1.37 it says nothing,
         # so pods' FitError messages lose "no new claims to deallocate".
-        self.explains_nothing_done = (
-            handle.features.behaviour.dynamic_resources_post_filter_explains_nothing_done
-        )
+        behaviour = handle.features.behaviour
+        self.explains_nothing_done = not behaviour.dynamic_resources_post_filter_silent_when_nothing_done
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})

@@ -65,7 +65,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
         self.enabled = features.enabled(NODE_DECLARED_FEATURES)
         self.registry = REGISTRIES[features.version]
         self.release = features.version
-        self.lists_missing = features.behaviour.node_declared_features_lists_missing
+        self.lists_missing = not features.behaviour.node_declared_features_generic_reason
 
     def required(self, pod: Pod) -> frozenset[str]:
         return infer_for_pod_scheduling(self.registry, pod, self.release)

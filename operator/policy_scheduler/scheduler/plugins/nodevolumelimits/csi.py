@@ -76,7 +76,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         features = handle.features
         self.checks_driver_installed = features.enabled(VOLUME_LIMIT_SCALING)
         self.driver_check_needs_opt_in = features.behaviour.csi_driver_missing_needs_opt_in
-        self.portworx_needs_annotation = features.behaviour.portworx_migration_needs_annotation
+        self.portworx_needs_annotation = not features.behaviour.portworx_migrated_without_annotation
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((VOLUMES_SIGNER, volumes_signature(pod)),)
