@@ -110,8 +110,6 @@ class Features:
     settings: tuple[tuple[str, bool], ...] = ()
     # The scheduler gates' values, computed once.
     _values: Mapping[str, bool] = field(init=False, repr=False, compare=False)
-    # Which setting put a gate at a non-default value (for messages): AllAlpha/AllBeta or itself.
-    _set_by: Mapping[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.version not in _SPECS:
@@ -125,20 +123,15 @@ class Features:
         if problems:
             raise FeatureGateError(problems)
         values, set_by = self._expand(explicit, specs)
-        problems = self._dependency_problems(values, specs)
+        problems = self._dependency_problems(values)
         problems.extend(self._unimplemented_settings(values, set_by))
         if problems:
             raise FeatureGateError(problems)
         object.__setattr__(
             self, "_values", MappingProxyType({g: values[g] for g in SCHEDULER_GATES if g in values})
         )
-        object.__setattr__(self, "_set_by", MappingProxyType(set_by))
 
     # ---- construction ------------------------------------------------------------------------
-
-    @staticmethod
-    def defaults(version: KubernetesVersion) -> Features:
-        return Features(version)
 
     def with_settings(self, settings: Mapping[str, bool] | Iterable[tuple[str, bool]]) -> Features:
         """These features with more settings on top (they win over earlier ones)."""
@@ -146,10 +139,6 @@ class Features:
         if not more:
             return self
         return Features(self.version, (*self.settings, *more))
-
-    def for_version(self, version: KubernetesVersion) -> Features:
-        """The same settings for another release (validated again: gates differ by release)."""
-        return self if version == self.version else Features(version, self.settings)
 
     def _unknown_or_locked(
         self, explicit: Mapping[str, bool], specs: Mapping[str, GateSpec]
@@ -195,9 +184,7 @@ class Features:
             set_by[name] = f"{name}={_go_bool(value)}"
         return values, set_by
 
-    def _dependency_problems(
-        self, values: Mapping[str, bool], specs: Mapping[str, GateSpec]
-    ) -> list[tuple[str, str]]:
+    def _dependency_problems(self, values: Mapping[str, bool]) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
         for name, needs in sorted(_DEPENDENCIES[self.version].items()):
             if not values.get(name, False):
