@@ -286,26 +286,24 @@ def test_unsupported_cel_function_is_reported_not_passed() -> None:
     assert "unsupported CEL function(s) for device selectors: lowerAscii" in w.failure("p")
 
 
-@pytest.mark.parametrize("version", [V1_35, V1_36])
-def test_pod_without_claims_gets_upstreams_post_filter_text(version: KubernetesVersion) -> None:
+_NO_NEW_CLAIMS = "no new claims to deallocate, "
+
+
+@pytest.mark.parametrize(
+    ("version", "post_filter_text"),
+    # v1.37's PostFilter returns Unschedulable without a reason when the pod has no claims: the
+    # FitError message goes straight to preemption's.
+    [(V1_35, _NO_NEW_CLAIMS), (V1_36, _NO_NEW_CLAIMS), (V1_37, "")],
+)
+def test_pod_without_claims_gets_upstreams_post_filter_text(
+    version: KubernetesVersion, post_filter_text: str
+) -> None:
     w = World(features=Features(version))
     w.engine.pod_added(Pod("big", uid="big", containers=(Container("c", requests={"cpu": 99000}),)))
     w.run()
     assert w.failure("big") == (
-        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes "
+        f"0/2 nodes are available: 2 Insufficient cpu. {post_filter_text}preemption: 0/2 nodes "
         "are available: 2 Preemption is not helpful for scheduling."
-    )
-
-
-def test_v137_post_filter_with_nothing_to_deallocate_says_nothing() -> None:
-    """v1.37's DynamicResources PostFilter returns Unschedulable without a reason when the pod has
-    no claims: the FitError message goes straight to preemption's."""
-    w = World(features=Features(V1_37))
-    w.engine.pod_added(Pod("big", uid="big", containers=(Container("c", requests={"cpu": 99000}),)))
-    w.run()
-    assert w.failure("big") == (
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
-        "2 Preemption is not helpful for scheduling."
     )
 
 
