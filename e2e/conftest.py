@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler.devcluster.build import build_all, missing_binaries
+from controlplane import build_if_needed
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.versions import UnsupportedVersionError, control_plane
 
@@ -46,15 +46,6 @@ def _external_kubeconfig() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def _build_if_needed(config: pytest.Config) -> None:
-    if not missing_binaries():
-        return
-    # The first build takes many minutes: show its progress instead of capturing it.
-    capture = config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        build_all()
-
-
 @pytest.fixture(scope="session")
 def dev_cluster(
     tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
@@ -67,7 +58,7 @@ def dev_cluster(
             pytest.skip(f"{KUBECONFIG_ENV}={external} was not started by `dev-cluster up`; cannot manage it")
         yield attached  # someone else's cluster: never stopped here
         return
-    _build_if_needed(pytestconfig)
+    build_if_needed(pytestconfig)
     cluster = DevCluster(tmp_path_factory.mktemp("dev-cluster"), nodes=DEV_CLUSTER_NODES)
     cluster.start()
     try:
@@ -88,3 +79,4 @@ def kubeconfig(request: pytest.FixtureRequest) -> Path:
 
 from fixtures_faults import fault_scene, faults  # noqa: E402,F401  (fixtures)
 from fixtures_operator import kubectl, operator_process  # noqa: E402,F401  (fixtures)
+from fixtures_parity import core_model_cluster  # noqa: E402,F401  (fixtures)
