@@ -28,6 +28,7 @@ from fixtures_operator import (
     SA_NAMESPACE,
     ServiceAccountOperator,
     install_crds_and_rbac,
+    kubeconfig_token,
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
@@ -65,7 +66,10 @@ class FaultEnv:
         self.operator.stop()
         kubeconfig, log_path, extra = self.operator_args
         self.operator = ServiceAccountOperator(
-            kubeconfig, log_path.with_suffix(f".{self.restarts}.log"), *extra
+            kubeconfig,
+            log_path.with_suffix(f".{self.restarts}.log"),
+            *extra,
+            reader_token=self.operator.reader_token,
         )
         self.restarts += 1
         self.operator.wait_ready()
@@ -104,7 +108,11 @@ def faults(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
         proxy.start()
         kubeconfig = service_account_kubeconfig(admin, workdir / "operator-kubeconfig", server=proxy.url)
         extra = ("--lease-namespace", SA_NAMESPACE, "--identity", IDENTITY)
-        operator = ServiceAccountOperator(kubeconfig, workdir / "operator.log", *extra)
+        # The operator's account may not read /metrics itself (the secure port asks the API
+        # server, as test_rbac shows): the admin's token reads them.
+        operator = ServiceAccountOperator(
+            kubeconfig, workdir / "operator.log", *extra, reader_token=kubeconfig_token(cluster.kubeconfig)
+        )
         operator.wait_ready()
         env = FaultEnv(cluster, admin, proxy, operator, (kubeconfig, workdir / "operator.log", extra))
         yield env
