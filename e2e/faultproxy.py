@@ -49,7 +49,7 @@ class Rule:
     """What to do with requests whose method and path match.
 
     action: "status" answers `status` without forwarding; "lost" forwards, then answers `status`
-    anyway; "hold" waits until `release()`d, then forwards. `delay` is waited first (a slow or
+    anyway; "hold" waits until `release()`d, then forwards; "delay" forwards after `delay`. `delay` is waited first (a slow or
     timing-out gateway). `probability` picks a random share of the matching requests; `limit`
     stops the rule after that many hits (later requests go to the next matching rule).
     """
@@ -84,19 +84,26 @@ def _status_body(code: int, message: str) -> bytes:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, ca_file: Path, *, seed: int = 0) -> None:
+    def __init__(self, upstream: str, ca_file: Path, *, seed: int = 0, token: str | None = None) -> None:
         self.upstream = upstream.rstrip("/")
         self.ca_file = ca_file
+        # Sent for clients that send no credentials: client-go sends none to a plain-http server.
+        self.token = token
         self.port = 0
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
         self._records: list[Record] = []
+        # Every request as it arrives, forwarded or not (a client may give up before its answer).
+        self._arrivals: list[tuple[float, str, str]] = []
         self._held = 0
         # Responses being streamed, by id (requests are unhashable); only touched in the loop.
         self._streams: dict[int, tuple[web.Request, aiohttp.ClientResponse]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
+        # A partition (loop side): while `_healed` is unset nothing passes either way.
+        self._healed: asyncio.Event | None = None
+        self._doomed: set[int] = set()  # streams open when the partition began
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="fault-proxy", daemon=True)
 
@@ -160,6 +167,43 @@ class FaultProxy:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(self._cut(), self._loop).result(10)
 
+    def partition(self) -> None:
+        """Cut the client off as a network partition does: from now on nothing it sends reaches
+        the server and nothing the server sends reaches it. Requests and open streams (watches)
+        just go silent; they are not refused."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self._partition(), self._loop).result(10)
+
+    def heal(self) -> None:
+        """End the partition. The connections it silenced are dead (as TCP gives up on them):
+        the client sees them reset, and what they carried is never delivered; new requests pass."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self._heal(), self._loop).result(10)
+
+    async def _partition(self) -> None:
+        self._healed = asyncio.Event()
+        self._doomed = set(self._streams)
+
+    async def _heal(self) -> None:
+        healed, self._healed = self._healed, None
+        for ident in self._doomed:
+            stream = self._streams.pop(ident, None)
+            if stream is not None:
+                request, upstream = stream
+                upstream.close()
+                if request.transport is not None:
+                    request.transport.abort()
+        self._doomed = set()
+        if healed is not None:
+            healed.set()
+
+    async def _silenced(self, request: web.Request, at: float, body: bytes) -> web.StreamResponse:
+        """A request sent during a partition: it never arrives; its connection dies at the heal."""
+        self._record(at, request, 0, True, body)
+        if self._healed is not None:
+            await self._healed.wait()
+        return self._drop(request)
+
     async def _cut(self) -> int:
         streams, self._streams = self._streams, {}
         for request, upstream in streams.values():
@@ -185,6 +229,12 @@ class FaultProxy:
             and (method is None or r.method == method)
             and (path is None or path.match(r.path))
         ]
+
+    def arrivals(self, method: str, path: re.Pattern[str], since: float = 0.0) -> list[float]:
+        """When each matching request arrived, whatever became of it."""
+        with self._lock:
+            arrivals = list(self._arrivals)
+        return [at for at, m, p in arrivals if at >= since and m == method and path.match(p)]
 
     @staticmethod
     def peak_rate(records: list[Record], window: float = 1.0) -> int:
@@ -269,11 +319,17 @@ class FaultProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         at = time.monotonic()
+        with self._lock:
+            self._arrivals.append((at, request.method, request.path))
         body = await request.read()
+        if self._healed is not None:
+            return await self._silenced(request, at, body)
         rule = self._match(request.method, request.path)
         if rule is not None:
             if rule.delay:
                 await asyncio.sleep(rule.delay)
+                if self._healed is not None:  # partitioned meanwhile: lost on the way
+                    return await self._silenced(request, at, body)
             if rule.action == "hold":
                 with self._lock:
                     rule.held.append((request.path, body))
@@ -286,6 +342,8 @@ class FaultProxy:
                     content_type="application/json",
                 )
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _REQUEST_DROP}
+        if self.token and "Authorization" not in request.headers:
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
             upstream = await self._session.request(
                 request.method,
@@ -316,6 +374,9 @@ class FaultProxy:
             self._streams[id(request)] = (request, upstream)
             try:
                 async for chunk in upstream.content.iter_any():
+                    if self._healed is not None:  # partitioned: this and the rest never arrive
+                        await self._healed.wait()
+                        return self._drop(request)
                     await response.write(chunk)
             except (TimeoutError, aiohttp.ClientError, OSError):
                 # The server went away mid-stream (a watch): break the client's stream too.

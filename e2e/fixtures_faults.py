@@ -22,15 +22,16 @@ from typing import Any
 import pytest
 
 import invariants
+from controlplane import build_if_needed
 from faultproxy import FaultProxy
 from fixtures_operator import (
     SA_NAMESPACE,
     ServiceAccountOperator,
     install_crds_and_rbac,
+    kubeconfig_token,
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.kubeapi import ApiError, KubeApi
 
@@ -65,7 +66,10 @@ class FaultEnv:
         self.operator.stop()
         kubeconfig, log_path, extra = self.operator_args
         self.operator = ServiceAccountOperator(
-            kubeconfig, log_path.with_suffix(f".{self.restarts}.log"), *extra
+            kubeconfig,
+            log_path.with_suffix(f".{self.restarts}.log"),
+            *extra,
+            reader_token=self.operator.reader_token,
         )
         self.restarts += 1
         self.operator.wait_ready()
@@ -92,9 +96,7 @@ class FaultEnv:
 
 @pytest.fixture(scope="session")
 def faults(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[FaultEnv]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
+    build_if_needed(pytestconfig)
     workdir = tmp_path_factory.mktemp("fault-cluster")
     cluster = DevCluster(workdir / "cluster", nodes=0, node_lifecycle=True)
     cluster.start()
@@ -106,7 +108,11 @@ def faults(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
         proxy.start()
         kubeconfig = service_account_kubeconfig(admin, workdir / "operator-kubeconfig", server=proxy.url)
         extra = ("--lease-namespace", SA_NAMESPACE, "--identity", IDENTITY)
-        operator = ServiceAccountOperator(kubeconfig, workdir / "operator.log", *extra)
+        # The operator's account may not read /metrics itself (the secure port asks the API
+        # server, as test_rbac shows): the admin's token reads them.
+        operator = ServiceAccountOperator(
+            kubeconfig, workdir / "operator.log", *extra, reader_token=kubeconfig_token(cluster.kubeconfig)
+        )
         operator.wait_ready()
         env = FaultEnv(cluster, admin, proxy, operator, (kubeconfig, workdir / "operator.log", extra))
         yield env

@@ -51,14 +51,13 @@ def follow_the_cluster(runner: Runner, api: ClusterApi) -> Runner:
     return runner
 
 
-def test_random_scenarios_agree_with_kube_scheduler(
-    dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path
-) -> None:
+def test_random_scenarios_agree_with_kube_scheduler(dev_cluster: DevCluster, tmp_path: Path) -> None:
     run_id = f"e{secrets.token_hex(2)}"
     tally = Tally()
     with_dra = 0
+    kubeconfig = dev_cluster.kubeconfig
     api = ClusterApi.from_kubeconfig(kubeconfig)
-    with KubeScheduler(kubeconfig, tmp_path) as log:
+    with KubeScheduler(kubeconfig, tmp_path, dev_cluster.versions) as log:
         runner = follow_the_cluster(Runner(api, log), api)
         for k in range(SCENARIOS):
             scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
@@ -93,8 +92,9 @@ def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
 
 
 def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
-    """The first disagreement the harness found (docs/parity.md): v1.35.4's NodeResourcesFit
-    scores the containers' requests even when pod-level requests are set."""
+    """The first disagreement the harness found (docs/parity.md): NodeResourcesFit scores the
+    containers' requests even when pod-level requests are set (v1.35.4 to v1.37.2 alike), so it
+    runs against the session cluster's release."""
     label = f"pl{secrets.token_hex(2)}"
     run, ns = f"{label}-", f"{label}-ns"
     pod = {
@@ -127,7 +127,7 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         api = ClusterApi.from_kubeconfig(kubeconfig)
         result = follow_the_cluster(Runner(api, log), api).run(scenario)
     (judged,) = result.pods
-    assert judged.reference.node == f"{run}n1"  # v1.35.4 scores the containers' 100m
+    assert judged.reference.node == f"{run}n1"  # scored by the containers' 100m
     assert judged.verdict.full, describe(result, judged)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +23,11 @@ import pytest
 from fixtures_operator import SA_NAMESPACE as NS
 from fixtures_operator import (
     SA_USER,
+    OperatorProcess,
     ServiceAccountOperator,
     install_crds_and_rbac,
     kubeconfig_token,
+    metric_sample,
     private_cluster,
     service_account_kubeconfig,
 )
@@ -187,8 +190,8 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     assert wait_until("PodScheduled=False written", unschedulable, timeout=60)["reason"] == "Unschedulable"
 
     def reasons(name: str) -> set[str]:
-        # Scheduling events name the profile's schedulerName as reportingController (instance
-        # <schedulerName>-<hostname>), as kube-scheduler's do.
+        # Scheduling events name the profile's schedulerName as reportingController, as
+        # kube-scheduler's do (instance <schedulerName>-<the replica's identity>).
         return {e["reason"] for e in events_for(admin, name) if e.get("reportingController") == SCHEDULER}
 
     wait_until("Scheduled event", lambda: "Scheduled" in reasons("fits"), timeout=60)
@@ -296,3 +299,69 @@ def test_secure_port_delegates_as_the_service_account(operator: ServiceAccountOp
 def test_no_forbidden_in_the_whole_log(operator: ServiceAccountOperator) -> None:
     assert operator.proc.poll() is None, f"operator exited:\n{operator.tail()}"
     assert_no_forbidden(operator)
+
+
+# ---- leader election refused: one clear line, not a repeating traceback ----------------------------
+
+
+def lease_errors(process: OperatorProcess, reason: str) -> float:
+    return (
+        metric_sample(process.metrics(), "policy_scheduler_leader_election_errors_total", reason=reason)
+        or 0.0
+    )
+
+
+def assert_one_clear_line(process: OperatorProcess, needle: str) -> None:
+    process.log.flush()
+    text = process.log_path.read_text()
+    lines = [line for line in text.splitlines() if needle in line]
+    assert len(lines) == 1, "\n".join(lines) or process.tail()
+    assert " ERROR " in lines[0]
+    assert "Traceback" not in text
+    assert process.proc.poll() is None, "a replica that cannot lead keeps running as a standby"
+    assert "policy_scheduler_leader 0.0" in process.metrics()
+
+
+def test_a_lease_rbac_refuses_is_one_clear_error_line(admin: Kubectl, tmp_path: Path) -> None:
+    """The Role grants get/update on the default Lease name only: another name is refused."""
+    kubeconfig = service_account_kubeconfig(admin, tmp_path / "kubeconfig")
+    process = ServiceAccountOperator(
+        kubeconfig,
+        tmp_path / "operator.log",
+        "--lease-namespace",
+        NS,
+        "--lease-name",
+        "not-granted",
+        "--identity",
+        "rbac-refused",
+        "--profile-selector",
+        "e2e-nothing=here",
+        reader_token=kubeconfig_token(admin.kubeconfig),  # the account may not read /metrics itself
+    )
+    try:
+        process.wait_ready()
+        wait_until("three refused attempts", lambda: lease_errors(process, "Forbidden") >= 3, timeout=30)
+        assert_one_clear_line(process, f"forbidden to get Lease {NS}/not-granted")
+        line = next(line for line in process.log_path.read_text().splitlines() if "forbidden to get" in line)
+        assert f"grant get, create and update on leases.coordination.k8s.io in namespace {NS}" in line
+    finally:
+        process.stop()
+
+
+def test_a_missing_lease_namespace_is_one_clear_error_line(cluster: DevCluster, tmp_path: Path) -> None:
+    process = OperatorProcess(
+        cluster.kubeconfig,
+        tmp_path / "operator.log",
+        "--lease-namespace",
+        "no-such-namespace",
+        "--profile-selector",
+        "e2e-nothing=here",
+    )
+    try:
+        process.wait_ready()
+        wait_until(
+            "three refused attempts", lambda: lease_errors(process, "NamespaceNotFound") >= 3, timeout=30
+        )
+        assert_one_clear_line(process, "namespace no-such-namespace does not exist")
+    finally:
+        process.stop()

@@ -43,7 +43,7 @@ def test_volume_sources_and_resource_claims_decode() -> None:
         Volume("cinder", volumes.CINDER, source_id="c-1"),
         Volume("vsphere", volumes.VSPHERE, source_id="[ds] v.vmdk"),
         Volume("px", volumes.PORTWORX, source_id="px-1"),
-        Volume("cfg"),
+        Volume("cfg", local=True),  # counts as the pod's local storage for the kubelet
     )
     assert pod.volumes[1].claim_for(pod.name) == "p-scratch"
     assert pod.resource_claims == (PodResourceClaim("gpu", "", "gpu-template"),)

@@ -11,7 +11,7 @@ from policy_scheduler.kube.events import EventRecorder
 
 
 def test_the_event_is_the_one_the_recorder_writes() -> None:
-    recorder = EventRecorder(None, instance="unused", hostname="host-a")
+    recorder = EventRecorder(None, instance="unused")
     recorder.scheduled(ObjectRef("Pod", "web-1", "ns"), "node-3")
     [series] = recorder._series.values()
     ours = series.body

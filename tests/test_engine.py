@@ -11,7 +11,7 @@ import pytest
 from policy_scheduler.scheduler.config import PluginRef, PluginSet, ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.cycle_failure import REASON_UNSCHEDULABLE
 from policy_scheduler.scheduler.engine import Engine
-from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
+from policy_scheduler.scheduler.framework.interfaces import NotLeading, PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
@@ -61,10 +61,25 @@ class WatchingBinder:
         self.engine.pod_updated(pending, dataclasses.replace(pending, node_name=node_name))
 
 
+class FencedBinder(WatchingBinder):
+    """Refuses (NotLeading) while closed, as the API binder does once the lease lapsed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = True
+        self.refused: list[str] = []
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        if not self.open:
+            self.refused.append(pod.name)
+            raise NotLeading("the test closed the fence")
+        await super().bind(pod, node_name)
+
+
 def make_engine(
     *profiles: ResolvedProfile, nodes: int = 2, cpu: int = 1000
-) -> tuple[Engine, Hooks, WatchingBinder, FakeClock]:
-    hooks, binder, clock = Hooks(), WatchingBinder(), FakeClock(now=5000.0)
+) -> tuple[Engine, Hooks, FencedBinder, FakeClock]:
+    hooks, binder, clock = Hooks(), FencedBinder(), FakeClock(now=5000.0)
     engine = Engine(hooks=hooks, binder=binder, seed=7, clock=clock)
     binder.engine = engine
     engine.set_profiles(profiles or (profile(),))
@@ -300,3 +315,32 @@ async def test_standby_schedules_as_soon_as_it_leads() -> None:
     assert [name for name, _ in binder.bound] == ["p"]
     engine.close()
     await runner
+
+
+def test_a_binding_the_fence_refuses_is_dropped_and_the_pod_requeued_untouched() -> None:
+    """The decision was taken while leading; its write came after the lease lapsed. The assumed
+    pod is forgotten (its node's room is free again), nothing is reported, and the pod waits in
+    activeQ for whoever leads."""
+    engine, hooks, binder, _ = make_engine(nodes=1, cpu=1000)
+    binder.open = False
+    pod = make_pod("p", cpu=800)
+    engine.pod_added(pod)
+
+    async def one_cycle() -> None:
+        assert engine.schedule_next()
+        await engine.scheduler.drain_binding()
+
+    asyncio.run(one_cycle())
+    assert binder.refused == ["p"]
+    assert binder.bound == []
+    assert hooks.failures == []
+    assert hooks.scheduled_on == {}
+    assert engine.cache.get_pod("default/p") is None, "the assumed pod is forgotten"
+    assert cpu_on(engine, "n0") == 0
+    assert engine.queue.where(pod) == "active"
+    [queued] = engine.queue.pending_pods()
+    assert queued.key == "default/p"
+    binder.open = True  # leading again
+    assert run_all(engine) == 1
+    assert binder.bound == [("p", "n0")]
+    assert cpu_on(engine, "n0") == 800

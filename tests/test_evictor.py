@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from policy_scheduler.kube.eviction import nominations
 from policy_scheduler.kube.eviction.api import Outcome, classify, eviction_body, grace_period
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.eviction.limiter import Limiter
+from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings, RateLimits
@@ -24,6 +26,7 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
 from tests.aio import eventually, settle
 from tests.builders import make_pod
+from tests.fence import SwitchFence
 
 
 def status_body(message: str, causes: list[str] | None = None) -> bytes:
@@ -137,13 +140,19 @@ class FakeApi:
         self.calls: list[tuple[str, str, Any]] = []
         self.answers: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
+        self.after: Callable[[str, str], None] = lambda method, path: None  # runs after each call
 
     def answer(self, method: str, suffix: str, *answers: tuple[Any, ...]) -> None:
         """Each answer: (status, body) or (status, body, Retry-After seconds)."""
         self.answers[(method, suffix)] = list(answers)
 
-    async def request(self, api: Any, method: str, path: str, *, body: Any = None, **_: Any) -> Answer:
+    async def request(
+        self, api: Any, method: str, path: str, *, body: Any = None, fence: Fence | None = None, **_: Any
+    ) -> Answer:
+        if fence is not None:  # as client.call: a refused write never goes out
+            fence.check()
         self.calls.append((method, path, body))
+        self.after(method, path)
         for (m, suffix), answers in self.answers.items():
             if m == method and path.endswith(suffix) and answers:
                 status, data, *retry_after = answers.pop(0) if len(answers) > 1 else answers[0]
@@ -214,6 +223,7 @@ class Harness:
         **timings: float,
     ) -> None:
         self.api = FakeApi()
+        self.fence = SwitchFence()
         self.preemptor = make_pod("high", namespace="ns", uid="p-uid", priority=1000)
         self.preemptor.nominated_node_name = "n1"  # the reporter's write has landed
         self.pods: dict[str, Pod] = {self.preemptor.key: self.preemptor}
@@ -222,11 +232,15 @@ class Harness:
         self.patched: list[dict[str, Any]] = []
         self.sleeps: list[float] = []
 
-        async def fake_clear(api: Any, ns: str, name: str, node: str) -> bool:
+        async def fake_clear(api: Any, ns: str, name: str, node: str, **_: Any) -> bool:
             self.cleared.append(f"{ns}/{name}={node}")
             return True
 
-        async def fake_patch(api: Any, ns: str, name: str, body: dict[str, Any], **_: Any) -> bool:
+        async def fake_patch(
+            api: Any, ns: str, name: str, body: dict[str, Any], *, fence: Fence | None = None, **_: Any
+        ) -> bool:
+            if fence is not None:
+                fence.check()
             self.patched.append(body)
             return True
 
@@ -243,7 +257,7 @@ class Harness:
         self.evictor = Evictor(
             None,
             self.events,
-            is_leader=lambda: True,
+            fence=self.fence,
             policies=self.policies,
             timings=dataclasses.replace(DEFAULTS.eviction, **quick),
             call_fn=self.api.request,
@@ -498,3 +512,52 @@ async def test_a_long_throttle_abandons_and_requeues_after_retry_after(
     assert h.requeued == []
     assert h.evictor.in_progress(h.preemptor)
     await h.evictor.stop()
+
+
+# ---- fencing: a replica that may no longer act as the leader evicts nothing more ---------------------
+
+
+async def test_a_fence_closed_after_an_eviction_stops_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    a, b = h.victim("a", "ua"), h.victim("b", "ub")
+
+    def close_after_a(method: str, path: str) -> None:
+        if method == "POST" and path.endswith("/a/eviction"):
+            h.fence.open = False
+
+    h.api.after = close_after_a
+    await h.run(a, b)
+    assert h.api.posted() == ["/api/v1/namespaces/ns/pods/a/eviction"]
+    assert h.patched == []  # its DisruptionTarget was refused too (informative only)
+    assert h.results() == [("a", "Evicted")]  # what did happen is still reported
+    assert h.requeued == ["ns/high"]  # whoever leads now decides for it
+    assert not h.evictor.in_progress(h.preemptor)
+
+
+async def test_an_eviction_refused_by_the_fence_frees_its_in_flight_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limits = RateLimits(evictions_per_minute=600, burst=100, max_in_flight=1)
+    h = Harness(monkeypatch, EvictionPolicyConfig(), limits)
+    a = h.victim("a", "ua")
+
+    def close_on_read(method: str, path: str) -> None:
+        if method == "GET":  # after the victim is read, before the eviction is sent
+            h.fence.open = False
+
+    h.api.after = close_on_read
+    await h.run(a)
+    assert h.api.posted() == []
+    assert h.results() == []
+    limiter = h.evictor.limiters.get("policy", limits)
+    assert limiter is not None
+    assert limiter.in_flight == {}
+    assert h.requeued == ["ns/high"]
+
+
+async def test_no_eviction_starts_while_the_fence_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, EvictionPolicyConfig())
+    h.fence.open = False
+    await h.run(h.victim("a", "ua"))
+    assert h.api.calls == []
+    assert not h.evictor.in_progress(h.preemptor)

@@ -305,20 +305,35 @@ def test_series_start_is_queued_at_once_later_repeats_wait_for_the_flush(count: 
     assert series.count == count
 
 
-def test_scheduling_events_report_the_profile_as_kube_scheduler_does() -> None:
+def test_scheduling_events_report_the_profile_and_the_replica() -> None:
     """kube-scheduler records through one recorder per profile: reportingController is the
-    schedulerName and reportingInstance "<schedulerName>-<hostname>" (client-go's events)."""
+    schedulerName, reportingInstance "<schedulerName>-<hostname>" (client-go's events); ours has
+    the replica's identity in the hostname's place, so two replicas on one host differ."""
     from policy_scheduler.scheduler.model import Pod
 
-    recorder = EventRecorder(None, instance="op_1", hostname="host-a")
+    recorders = [EventRecorder(None, instance=f"host-a_{n}") for n in ("uuid-1", "uuid-2")]
     pod = Pod("web", uid="u1", scheduler_name="binpack")
-    recorder.failed_scheduling(pod, "0/3 nodes are available")
-    recorder.scheduled(pod, "n1")
-    bodies = [series.body for series in recorder._series.values()]
-    assert {b["reportingController"] for b in bodies} == {"binpack"}
-    assert {b["reportingInstance"] for b in bodies} == {"binpack-host-a"}
-    # Our own events (e.g. about policies) still report as the operator.
+    for recorder in recorders:
+        recorder.failed_scheduling(pod, "0/3 nodes are available")
+        recorder.scheduled(pod, "n1")
+    bodies = [[series.body for series in recorder._series.values()] for recorder in recorders]
+    assert {b["reportingController"] for b in bodies[0] + bodies[1]} == {"binpack"}
+    assert {b["reportingInstance"] for b in bodies[0]} == {"binpack-host-a_uuid-1"}
+    assert {b["reportingInstance"] for b in bodies[1]} == {"binpack-host-a_uuid-2"}
+    # Our own events (e.g. about policies) report as the operator, by the same replica.
+    recorder = recorders[0]
     recorder.event(ObjectRef("Pod", "x", "ns", "u2"), "Normal", "R", "A", "note")
-    assert (
-        recorder._series[next(reversed(recorder._series))].body["reportingController"] == "policy-scheduler"
+    last = recorder._series[next(reversed(recorder._series))].body
+    assert (last["reportingController"], last["reportingInstance"]) == (
+        "policy-scheduler",
+        "policy-scheduler-host-a_uuid-1",
     )
+
+
+def test_reporting_instance_fits_the_api_limit_and_keeps_the_uuid() -> None:
+    identity = "h" * 63 + "_0b7c2d52-8f5e-4d0a-9f3e-2a6f1c9d8e7f"
+    instance = event_objects.reporting_instance("s" * 63, identity)
+    assert len(instance) == event_objects.MAX_REPORTING_INSTANCE
+    assert instance.startswith("s" * 63 + "-h")
+    assert instance.endswith("_0b7c2d52-8f5e-4d0a-9f3e-2a6f1c9d8e7f")
+    assert event_objects.reporting_instance("policy-scheduler", "host_1") == "policy-scheduler-host_1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +18,7 @@ from policy_scheduler.kube import informer as informer_module
 from policy_scheduler.kube.informer import Informer, _Gone, object_key
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler import model
+from tests.aio import settle
 
 
 def pod(name: str, rv: str, **spec: Any) -> dict[str, Any]:
@@ -49,13 +51,13 @@ class ListedInformer(Informer[structs.Pod, model.Pod]):
 
     listing: tuple[list[structs.Pod], list[DecodeFailure], str] = ([], [], "")
 
-    async def _list(self) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
+    async def _list(self, at_least: int = 0) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
         return self.listing
 
 
-def make() -> tuple[ListedInformer, Recorder]:
+def make(kind: type[ListedInformer] = ListedInformer) -> tuple[ListedInformer, Recorder]:
     rec = Recorder()
-    inf = ListedInformer(
+    inf = kind(
         None,
         "/api/v1/pods",
         structs.Pod,
@@ -353,3 +355,111 @@ async def test_the_store_is_current_after_a_list_and_while_a_watch_is_open(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+# ---- catching up to a resourceVersion (a new leader's first cycle) ----------------------------------
+
+
+class GatedInformer(ListedInformer):
+    """Its list waits for the test's go, and says so when it starts."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.go = asyncio.Event()
+        self.lists_started = 0
+        self.asked: list[int] = []
+
+    async def _list(self, at_least: int = 0) -> tuple[list[structs.Pod], list[DecodeFailure], str]:
+        self.lists_started += 1
+        self.asked.append(at_least)
+        await self.go.wait()
+        return self.listing
+
+
+def gated() -> tuple[GatedInformer, Recorder]:
+    inf, rec = make(GatedInformer)
+    assert isinstance(inf, GatedInformer)
+    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)  # list at once
+    return inf, rec
+
+
+async def test_catch_up_returns_at_once_when_the_store_is_there() -> None:
+    inf, _ = gated()
+    inf._handle_line(line("ADDED", pod("a", "50")))
+    await asyncio.wait_for(inf.catch_up(50), 1)
+    assert inf.lists_started == 0
+
+
+async def test_catch_up_by_events_drops_the_list_it_started() -> None:
+    inf, rec = gated()
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert inf.lists_started == 1
+    assert not waiting.done()
+    inf._handle_line(b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"41"}}}')
+    await asyncio.wait_for(waiting, 1)
+    inf.go.set()  # the list would answer now: it is gone, nothing changes
+    await asyncio.sleep(0)
+    assert inf.catch_up_lists == 0
+    assert rec.calls == [("add", "a@10")]
+
+
+async def test_catch_up_on_a_quiet_stream_by_a_consistent_list() -> None:
+    inf, rec = gated()
+    inf._handle_line(line("ADDED", pod("a", "1")))
+    inf._handle_line(line("ADDED", pod("b", "2")))
+    rec.calls.clear()
+    inf.listing = (structs_of(pod("a", "5"), pod("c", "6")), [], "9")
+    waiting = asyncio.create_task(inf.catch_up(8))
+    await settle()
+    inf.go.set()
+    await asyncio.wait_for(waiting, 1)
+    assert sorted(rec.calls) == [("add", "c@6"), ("delete", "b@2"), ("update", "a@1->5")]
+    assert inf.asked == [8]  # a list that holds every change up to the version asked for
+    assert inf.resource_version == "9"
+    assert inf.catch_up_lists == 1
+    # The watch that stayed open still delivers what the list already had: skipped.
+    rec.calls.clear()
+    inf._handle_line(line("MODIFIED", pod("a", "5")))
+    inf._handle_line(line("DELETED", pod("b", "7")))
+    inf._handle_line(line("ADDED", pod("d", "10")))
+    assert rec.calls == [("add", "d@10")]
+    assert inf.resource_version == "10"
+
+
+async def test_a_list_older_than_what_the_watch_brought_meanwhile_is_dropped() -> None:
+    inf, _ = gated()
+    inf._handle_line(line("ADDED", pod("a", "1")))
+    inf.listing = (structs_of(pod("a", "1")), [], "5")  # taken before "b" was added
+    waiting = asyncio.create_task(inf.catch_up(4))
+    await settle()
+    inf._handle_line(line("ADDED", pod("b", "6")))  # reaches 4 first
+    inf.go.set()
+    await asyncio.wait_for(waiting, 1)
+    await asyncio.sleep(0)
+    assert "ns/b" in inf.store
+    assert inf.catch_up_lists == 0
+    assert inf.resource_version == "6"
+
+
+async def test_a_catch_up_lists_only_after_its_grace() -> None:
+    """On a busy cluster events get there within the grace: no list costs the server anything."""
+    inf, _ = make(GatedInformer)
+    assert isinstance(inf, GatedInformer)
+    slept: list[float] = []
+    gate = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        await gate.wait()
+
+    inf.sleep = sleep
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert slept == [inf.timings.catch_up_grace]
+    assert inf.lists_started == 0
+    inf._handle_line(line("MODIFIED", pod("a", "45")))
+    await asyncio.wait_for(waiting, 1)
+    assert inf.lists_started == 0

@@ -205,3 +205,20 @@ async def test_kopf_starts_after_the_deferred_cas_are_loaded(monkeypatch: pytest
     await asyncio.wait_for(operator._start_kopf(stop, kopf_stop), 1)
     assert order == ["cas", "kopf"]
     assert stop.is_set()  # kopf ended: so does the operator
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["run"], "INFO"),
+        (["explain", "ns/pod"], "WARNING"),
+        (["simulate", "x.yaml"], "WARNING"),
+        (["-v", "simulate", "x.yaml"], "INFO"),
+        (["-vv", "explain", "ns/pod"], "DEBUG"),
+        (["--log-level", "ERROR", "run"], "ERROR"),
+    ],
+)
+def test_commands_other_than_run_log_warnings_only(argv: list[str], level: str) -> None:
+    from policy_scheduler.app.cli import log_level
+
+    assert log_level(build_parser().parse_args(argv)) == level

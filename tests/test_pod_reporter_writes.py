@@ -6,6 +6,7 @@ doubled the write rate in a 5xx storm and could land the older status last."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 from unittest.mock import Mock
@@ -17,6 +18,7 @@ from policy_scheduler.kube.client import ApiError
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.scheduler.model import Pod
 from tests.builders import make_pod
+from tests.fence import SwitchFence
 
 
 class SlowWrites:
@@ -78,9 +80,13 @@ class Patches:
         self.refuse = False
         self.hold: asyncio.Event | None = None  # when set, writes wait for it
 
-    async def __call__(self, api: Any, namespace: str, name: str, body: dict[str, Any]) -> bool:
+    async def __call__(
+        self, api: Any, namespace: str, name: str, body: dict[str, Any], *, fence: Any = None
+    ) -> bool:
         if self.hold is not None:
             await self.hold.wait()
+        if fence is not None:  # as client.call: a refused write never goes out
+            fence.check()
         if self.refuse:
             self.refuse = False
             raise ApiError(503, "ServiceUnavailable", "try again")
@@ -186,3 +192,27 @@ async def test_a_pod_gone_while_its_write_was_in_flight_leaves_nothing_behind(
     await drain(reporter)
     assert len(patches.bodies) == 1
     assert reporter._written == {}
+
+
+async def test_a_status_write_the_fence_refuses_is_dropped_quietly(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    patches = Patches()
+    patches.hold = asyncio.Event()
+    monkeypatch.setattr(podstatus, "patch_status", patches)
+    fence = SwitchFence()
+    reporter = PodReporter(None, Mock(), writers=1, fence=fence)
+    reporter.start()
+    try:
+        reporter.failed(make_pod("p"), "Unschedulable", "decided while leading", None, None)
+        await settle()
+        fence.open = False  # the lease lapses while the write waits for its turn
+        patches.hold.set()
+        await drain(reporter)
+        assert patches.bodies == []
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        reporter.failed(make_pod("q"), "Unschedulable", "a standby's verdict", None, None)
+        await drain(reporter)
+        assert patches.bodies == []  # a standby writes no pod status at all
+    finally:
+        await reporter.stop()

@@ -28,6 +28,7 @@ from policy_scheduler.kube.client import ApiError
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
 from tests.aio import eventually, settle
+from tests.fence import SwitchFence
 
 NAME = "high"
 UID = "mirror-uid-1"
@@ -341,7 +342,9 @@ class FakeNative:
     async def get_priority_class(self, _api: Any, name: str) -> dict[str, Any] | None:
         return self.objects.get(name)
 
-    async def create_priority_class(self, _api: Any, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create_priority_class(
+        self, _api: Any, obj: dict[str, Any], _fence: Any = None
+    ) -> dict[str, Any]:
         self.calls.append("create")
         name = obj["metadata"]["name"]
         if name in self.objects:
@@ -351,7 +354,9 @@ class FakeNative:
         self.objects[name] = created
         return created
 
-    async def patch_priority_class(self, _api: Any, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+    async def patch_priority_class(
+        self, _api: Any, name: str, patch: dict[str, Any], _fence: Any = None
+    ) -> dict[str, Any]:
         self.calls.append("patch")
         obj = self.objects[name]
         for key, value in patch.items():
@@ -368,7 +373,7 @@ class FakeNative:
                 obj[key] = value
         return obj
 
-    async def delete_priority_class(self, _api: Any, name: str, uid: str) -> bool:
+    async def delete_priority_class(self, _api: Any, name: str, uid: str, _fence: Any = None) -> bool:
         self.calls.append("delete")
         if self.objects.get(name, {}).get("metadata", {}).get("uid") != uid:
             return False
@@ -398,8 +403,8 @@ def mirror(value: int, generation: int = 1, uid: str = UID, **spec_fields: Any) 
 
 async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     status = FakeStatus()
-    leader = [True]
-    ctl = MirrorController(None, status, lambda _: {1000: 2, 5: 1}, lambda: leader[0])  # type: ignore[arg-type]
+    leader = SwitchFence()
+    ctl = MirrorController(None, status, lambda _: {1000: 2, 5: 1}, leader)  # type: ignore[arg-type]
 
     ctl.on_mirror_event(None, mirror(1000))
     await ctl.sync(NAME)
@@ -421,14 +426,14 @@ async def test_controller_create_recreate_and_delete(fake: FakeNative) -> None:
     assert "recreated" in next(c["message"] for c in st["conditions"] if c["type"] == "Synced")
 
     # A standby leaves the deletion to the leader; on becoming leader it catches up.
-    leader[0] = False
+    leader.open = False
     ctl.tick_seconds = 0.01
     ctl.start()
     ctl.on_mirror_event("DELETED", mirror(2000, generation=2))
     await settle()  # the worker has handled the deletion
     assert NAME in fake.objects
     assert ("priorityclassmirrors", NAME) not in status.desired
-    leader[0] = True
+    leader.open = True
     await eventually(lambda: NAME not in fake.objects)  # at the next tick
     await ctl.stop()
 
@@ -440,7 +445,7 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
         "value": 1000,
         "metadata": {"name": NAME, "uid": "theirs", "labels": {"team": "a"}},
     }
-    ctl = MirrorController(None, FakeStatus(), lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    ctl = MirrorController(None, FakeStatus(), lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000, description="ours"))
     await ctl.sync(NAME)
     obj = fake.objects[NAME]
@@ -460,7 +465,7 @@ async def test_controller_adopts_and_releases(fake: FakeNative) -> None:
 
 async def test_invalid_spec_touches_nothing(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000, preemptionPolicy="Sometimes"))
     await ctl.sync(NAME)
     assert fake.calls == []
@@ -471,12 +476,12 @@ async def test_invalid_spec_touches_nothing(fake: FakeNative) -> None:
 
 
 async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def forbidden(_api: Any, _obj: dict[str, Any]) -> dict[str, Any]:
+    async def forbidden(_api: Any, _obj: dict[str, Any], _fence: Any = None) -> dict[str, Any]:
         raise ApiError(403, "Forbidden", "priorityclasses is forbidden")
 
     monkeypatch.setattr(native_api, "create_priority_class", forbidden)
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000))
     await ctl.sync(NAME)
     st = status.desired[("priorityclassmirrors", NAME)]
@@ -487,7 +492,7 @@ async def test_api_error_is_reported_and_retried(fake: FakeNative, monkeypatch: 
 
 async def test_invalid_update_keeps_the_last_accepted_spec_in_force(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {1000: 1}, lambda: True)  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {1000: 1}, SwitchFence())  # type: ignore[arg-type]
     ctl.on_mirror_event(None, mirror(1000))
     await ctl.sync(NAME)
     ctl.on_mirror_event("MODIFIED", mirror(2000, generation=2, preemptionPolicy="Sometimes"))
@@ -507,7 +512,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
     fake: FakeNative,
 ) -> None:
     status = FakeStatus()
-    first = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    first = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     first.on_mirror_event(None, mirror(1000))
     await first.sync(NAME)
     persisted = status.desired[("priorityclassmirrors", NAME)]
@@ -517,7 +522,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
     # sees generation 2 (invalid) and the status the old one wrote.
     fake.objects[NAME]["value"] = 5  # drifted while nobody watched: repaired to the persisted value
     written = FakeStatus()
-    second = MirrorController(None, written, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    second = MirrorController(None, written, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     body = mirror(2000, generation=2, preemptionPolicy="Sometimes")
     second.on_mirror_event(None, {**body, "status": persisted})
     await second.sync(NAME)
@@ -534,7 +539,7 @@ async def test_a_restarted_controller_serves_the_persisted_spec_while_the_stored
 
 async def test_a_persisted_spec_that_no_longer_validates_is_not_served(fake: FakeNative) -> None:
     status = FakeStatus()
-    ctl = MirrorController(None, status, lambda _: {}, lambda: True)  # type: ignore[arg-type]
+    ctl = MirrorController(None, status, lambda _: {}, SwitchFence())  # type: ignore[arg-type]
     garbage = {"lastAcceptedGeneration": 1, "lastAcceptedSpec": {"value": "high"}}
     ctl.on_mirror_event(None, {**mirror(1000, generation=2, preemptionPolicy="Sometimes"), "status": garbage})
     await ctl.sync(NAME)

@@ -199,6 +199,7 @@ class FakePermit(PermitPlugin):
 class FakeQueue:
     def __init__(self) -> None:
         self.unschedulable: list[QueuedPodInfo] = []
+        self.requeued: list[QueuedPodInfo] = []
         self.done_uids: list[str] = []
         self.nominations: dict[str, str] = {}
         self.moves: list[Any] = []
@@ -209,6 +210,9 @@ class FakeQueue:
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, scheduling_cycle: int) -> None:
         self.unschedulable.append(info)
+
+    def requeue(self, info: QueuedPodInfo) -> None:
+        self.requeued.append(info)
 
     def move_all_to_active_or_backoff(
         self, event: object, old: object, new: object, precheck: Any = None

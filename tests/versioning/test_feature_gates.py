@@ -28,14 +28,16 @@ MODULES = Path.home() / "go" / "pkg" / "mod" / "k8s.io"
 
 
 def _docs_table() -> dict[str, tuple[str, ...]]:
-    """docs/upstream-changes.md section 2: gate | v1.35.4 | v1.36.3 | v1.37.2 | changed."""
+    """docs/upstream-changes.md section 2: gate | v1.35.4 | v1.36.3 | v1.37.2 | changed; a
+    cell's note in parentheses (when another flag changes the default) is left out."""
     text = (ROOT / "docs" / "upstream-changes.md").read_text(encoding="utf-8")
     section = text[text.index("## 2.") : text.index("## 3.")]
     rows: dict[str, tuple[str, ...]] = {}
     for line in section.splitlines():
         match = re.match(r"\| (\w+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|", line)
         if match and match.group(1) != "gate":
-            rows[match.group(1)] = tuple(cell.strip() for cell in match.groups()[1:])
+            cells = match.groups()[1:]
+            rows[match.group(1)] = tuple(re.sub(r"\s*\(.*\)", "", cell).strip() for cell in cells)
     return rows
 
 

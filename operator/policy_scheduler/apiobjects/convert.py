@@ -213,7 +213,14 @@ def _volume(v: structs.Volume) -> Volume:
             read_only=rbd.read_only,
             rbd_monitors=tuple(rbd.monitors or ()),
         )
-    return Volume(v.name)
+    return Volume(v.name, local=_is_local(v))
+
+
+def _is_local(v: structs.Volume) -> bool:
+    """volumeutils.IsLocalEphemeralVolume or hostPath (the kubelet's localVolumeNames)."""
+    if v.empty_dir is not None:
+        return v.empty_dir.medium == ""
+    return v.host_path is not None or v.config_map is not None or v.git_repo is not None
 
 
 def _resource_claim(c: structs.PodResourceClaim) -> PodResourceClaim:
@@ -283,6 +290,7 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
         ),
         start_time=epoch(status.start_time),
         phase=status.phase or "Pending",
+        qos_class=status.qos_class,
         resource_claim_statuses=tuple(
             (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
         ),

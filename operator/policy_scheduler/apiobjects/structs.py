@@ -222,9 +222,22 @@ class ImageVolumeSource(_Base):
     reference: str = ""
 
 
+class EmptyDirVolumeSource(_Base):
+    medium: str = ""
+
+
+class PresentSource(_Base):
+    pass  # a volume source whose fields are not read: only that it is there
+
+
 class Volume(_Base):
     name: str = ""
     image: ImageVolumeSource | None = None
+    # Sources the kubelet counts as the pod's local storage (localVolumeNames).
+    empty_dir: EmptyDirVolumeSource | None = None
+    host_path: PresentSource | None = None
+    config_map: PresentSource | None = None
+    git_repo: PresentSource | None = None
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
     csi: CSIVolumeSource | None = None
@@ -282,6 +295,7 @@ class PodCondition(_Base):
 
 class PodStatus(_Base):
     phase: str = ""
+    qos_class: str = ""
     nominated_node_name: str = ""
     start_time: datetime | None = None
     conditions: list[PodCondition] | None = None

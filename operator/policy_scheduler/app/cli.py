@@ -1,4 +1,5 @@
-"""`policy-scheduler` command line: run, simulate, validate, explain, import-config, crds, dev tools."""
+"""`policy-scheduler` command line: run, simulate, validate, explain, pressure, import-config, crds,
+dev tools."""
 
 from __future__ import annotations
 
@@ -28,13 +29,12 @@ def _run(args: argparse.Namespace) -> int:
     startup_gc.pause()  # until the informers have synced (the operator resumes it)
     from policy_scheduler.kube import deferred_cas, lazy_client, prefetch
     from policy_scheduler.kube.paths import EARLY_LISTS
-    from policy_scheduler.kube.serving.options import ServingOptionsError
     from policy_scheduler.service.config import OperatorConfig
 
     try:
         config = OperatorConfig.from_args(args)
-    except (ServingOptionsError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"policy-scheduler run: error: {exc}", file=sys.stderr)
         return 2
     lazy_client.install()  # before kopf and our client import kubernetes_asyncio
     deferred_cas.import_aiohttp()  # its default contexts get the system CAs after the first bind
@@ -116,9 +116,29 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _duration(text: str) -> float:
+    """A duration flag as kube-scheduler takes it ("15s", "1m30s", "500ms"), in seconds."""
+    from policy_scheduler.scheduler.framework.durations import parse_go_duration
+
+    try:
+        return parse_go_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-scheduler", description=__doc__)
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level",
+        help="DEBUG, INFO, WARNING, ERROR (default: INFO for `run`, WARNING for the other commands)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more: -v info, -vv debug (commands other than `run` log warnings only)",
+    )
     parser.add_argument("--log-format", default="text", choices=["text", "json"])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -127,7 +147,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--lease-namespace", default="policy-scheduler")
     run.add_argument("--lease-name", default="policy-scheduler")
-    run.add_argument("--identity", help="leader election identity (default: hostname_pid)")
+    run.add_argument(
+        "--identity",
+        help="leader election identity, also in events' reportingInstance (default: hostname_uuid)",
+    )
+    run.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        metavar="DURATION",
+        help="a standby takes the lease once the leader has not renewed it for this long "
+        "(whole seconds; default 15s)",
+    )
+    run.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        metavar="DURATION",
+        help="the leader acts until this long after its last successful renewal was sent, by its own "
+        "clock, and stops leading if it cannot renew by then (default 10s)",
+    )
+    run.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="between attempts to acquire or renew the lease (default 2s)",
+    )
     run.add_argument("--install-crds", action="store_true", help="apply crds/ before starting")
     run.add_argument(
         "--profile-selector",
@@ -205,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_explain(sub)
 
+    from policy_scheduler.pressure.arguments import add_parser as add_pressure
+
+    add_pressure(sub)
+
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
     add_kubernetes_version_argument(imp, NEWEST_DEFAULT)
@@ -232,13 +282,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def log_level(args: argparse.Namespace) -> str:
+    """The operator logs its work at info; a command's output is for its user, so its own logs
+    stay at warning unless asked for (--log-level, -v)."""
+    if args.log_level:
+        return str(args.log_level)
+    if args.verbose:
+        return "DEBUG" if args.verbose > 1 else "INFO"
+    return "INFO" if args.command == "run" else "WARNING"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Before numpy is imported: its OpenBLAS would start a thread per CPU, which doubles the CPU
     # cost of that import (about 60 ms at every start, issue 12). Nothing here multiplies float
     # matrices, so one thread loses nothing. A value the user set stays.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
-    configure_logging(str(args.log_level), str(args.log_format))
+    configure_logging(log_level(args), str(args.log_format))
     result: int = args.func(args)
     return result
 

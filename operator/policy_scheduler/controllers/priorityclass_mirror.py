@@ -18,7 +18,7 @@ Contract with the operator (kopf_app feeds the events; see `pod_priority_counter
         spec.priorityClassName == class_name, the number of pods per spec.priority value.
         podCount is the sum; outdatedPodCount the pods whose priority is not spec.value.
         It is called on the event loop, every MirrorTimings.status per mirror, and must not block.
-    is_leader() -> bool: whether this replica may write now.
+    fence (kube.fence): whether this replica may write now; every write asks it again.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.kube.fence import Fence, NotLeading
 from policy_scheduler.policy.constants import PRIORITY_CLASS_MIRROR_PLURAL
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
@@ -77,7 +78,7 @@ class MirrorController:
         api: Any,
         status_writer: StatusWriter,
         pod_priorities: PodPriorities,
-        is_leader: Callable[[], bool],
+        fence: Fence,
         *,
         timings: MirrorTimings = DEFAULT_MIRROR_TIMINGS,
         clock: Callable[[], float] = time.monotonic,
@@ -85,7 +86,7 @@ class MirrorController:
         self.api = api
         self.status_writer = status_writer
         self.pod_priorities = pod_priorities
-        self.is_leader = is_leader
+        self.fence = fence
         self.status_seconds = timings.status
         self.tick_seconds = timings.tick
         self.clock = clock
@@ -174,7 +175,7 @@ class MirrorController:
 
     def _publish(self, name: str) -> None:
         record = self.records.get(name)
-        if record is None or not self.is_leader():
+        if record is None or not self.fence.may_act():
             return
         self.status_writer.set(PLURAL, name, mirror_status(record, self.pod_priorities(name)))
 
@@ -185,7 +186,7 @@ class MirrorController:
         next_status = self.clock()
         while True:
             await asyncio.sleep(self.tick_seconds)
-            leader = self.is_leader()
+            leader = self.fence.may_act()
             if leader and not was_leader:
                 self.queue.resync()
             if leader and self.clock() >= next_status:
@@ -198,7 +199,7 @@ class MirrorController:
         while True:
             name = await self.queue.get()
             try:
-                if self.is_leader():  # else the next leader resyncs everything
+                if self.fence.may_act():  # else the next leader resyncs everything
                     await self.sync(name)
             except asyncio.CancelledError:
                 raise
@@ -222,6 +223,8 @@ class MirrorController:
             return
         try:
             record.sync = await self._reconcile(record, record.spec)
+        except NotLeading:
+            record.sync = self._not_leader(record)
         except _SYNC_ERRORS as exc:
             log.warning("priorityclassmirror sync failed", extra={"mirror": name, "error": str(exc)})
             record.sync = SyncResult(
@@ -235,6 +238,12 @@ class MirrorController:
             if record.sync.ok:
                 self.queue.forget(name)
         self._publish(name)
+
+    @staticmethod
+    def _not_leader(record: MirrorRecord) -> SyncResult:
+        """Leadership lost during the sync: the next leader resyncs every mirror."""
+        native_uid = record.sync.native_uid if record.sync else None
+        return SyncResult(False, "NotLeader", "leadership lost during the sync", native_uid)
 
     async def _reconcile(self, record: MirrorRecord, spec: PriorityClassMirrorSpec) -> SyncResult:
         name = record.name
@@ -252,8 +261,8 @@ class MirrorController:
             if step.action is Action.WAIT:
                 self.queue.retry(name)
                 return SyncResult(False, "Waiting", f"PriorityClass {name} is being deleted")
-            if not self.is_leader():
-                return SyncResult(False, "NotLeader", "leadership lost during the sync")
+            if not self.fence.may_act():
+                return self._not_leader(record)
             log.info(
                 "priorityclassmirror sync",
                 extra={"mirror": name, "action": step.action.value, "why": step.reason},
@@ -273,18 +282,18 @@ class MirrorController:
             await self._create(step.body)
         elif step.action in (Action.ADOPT, Action.UPDATE, Action.RELEASE):
             assert step.patch is not None
-            await native_api.patch_priority_class(self.api, name, step.patch)
+            await native_api.patch_priority_class(self.api, name, step.patch, self.fence)
         elif step.action is Action.RECREATE:
             assert step.body is not None and native is not None
-            await native_api.delete_priority_class(self.api, name, native.uid)
+            await native_api.delete_priority_class(self.api, name, native.uid, self.fence)
             await self._create(step.body)
         elif step.action is Action.DELETE:
             assert native is not None
-            await native_api.delete_priority_class(self.api, name, native.uid)
+            await native_api.delete_priority_class(self.api, name, native.uid, self.fence)
 
     async def _create(self, body: dict[str, Any]) -> None:
         try:
-            await native_api.create_priority_class(self.api, body)
+            await native_api.create_priority_class(self.api, body, self.fence)
         except ApiError as exc:
             if exc.status != 409:  # someone made one meanwhile: the next step looks at it
                 raise
@@ -300,6 +309,8 @@ class MirrorController:
                     extra={"mirror": name, "action": step.action.value, "why": step.reason},
                 )
                 await self._act(name, step, native)
+        except NotLeading:
+            log.debug("priorityclassmirror cleanup left to the leader", extra={"mirror": name})
         except _SYNC_ERRORS as exc:
             log.warning("priorityclassmirror cleanup failed", extra={"mirror": name, "error": str(exc)})
             if name not in self.records:

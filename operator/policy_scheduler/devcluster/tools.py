@@ -37,7 +37,7 @@ def _helm_target() -> GoTarget:
             for part, value in (("Major", "1"), ("Minor", match.group(1)))
         ),
     ]
-    return GoTarget("helm", "helm.sh/helm/v3/cmd/helm", "helm", " ".join(flags))
+    return GoTarget(GOMOD_DIR / "helm", "helm.sh/helm/v3/cmd/helm", "helm", " ".join(flags))
 
 
 def helm_path() -> Path:
@@ -74,7 +74,7 @@ def ensure_helm(*, out: TextIO | None = None) -> Path:
         str(partial),
         helm.package,
     ]
-    module_dir = GOMOD_DIR / helm.module_dir
+    module_dir = helm.module_dir
     print(f"[build] helm {HELM_VERSION} from {helm.package} into {target.parent}", file=stream, flush=True)
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
     result = subprocess.run(cmd, cwd=module_dir, env=env, check=False)

@@ -80,7 +80,7 @@ async def ask_endpoint(
 
 
 async def leader_pod(api: Any, lease_namespace: str, lease_name: str) -> tuple[str, int]:
-    """The pod holding the lease (identity "<hostname>_<pid>", hostname = pod name) and its port."""
+    """The pod holding the lease (identity "<hostname>_<uuid>", hostname = pod name) and its port."""
     path = f"/apis/coordination.k8s.io/v1/namespaces/{lease_namespace}/leases/{lease_name}"
     status, body = await request(api, "GET", path)
     if status != 200:

@@ -9,9 +9,10 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
+from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, with_retries
-from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
+from policy_scheduler.scheduler.framework.interfaces import AlreadyBound, NotLeading
 from policy_scheduler.scheduler.lru import BoundedLru
 
 log = logging.getLogger(__name__)
@@ -20,14 +21,6 @@ log = logging.getLogger(__name__)
 class BindError(ApiError):
     """The binding was refused (status 0: no answer). Conflict and not-found are told apart:
     409 means the pod is already bound or was replaced (uid precondition), 404 that it is gone."""
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
 
 
 def binding_path(namespace: str, name: str) -> str:
@@ -88,8 +81,10 @@ async def bind(
     *,
     unsettled: UnsettledBinds | None = None,
     sleep: Sleep = asyncio.sleep,
+    fence: Fence | None = None,
 ) -> None:
-    """Bind the pod; raises BindError on a refusal or when the server can't be reached.
+    """Bind the pod; raises BindError on a refusal or when the server can't be reached, and
+    NotLeading when `fence` refuses an attempt (kube.fence).
 
     No answer, 429 and 5xx are retried (with backoff, honouring Retry-After). A 409 after a
     lost answer (of this call, or of an earlier call recorded in `unsettled`) is read back: the
@@ -106,7 +101,7 @@ async def bind(
     async def post() -> Answer:
         nonlocal attempts
         attempts += 1
-        return await call(api, "POST", path, body=body)
+        return await call(api, "POST", path, body=body, fence=fence)
 
     try:
         answer = await with_retries(
@@ -115,6 +110,10 @@ async def bind(
     except CONNECTION_ERRORS as exc:
         record.unsettled(namespace, name, uid, node_name)
         raise BindError(0, type(exc).__name__, str(exc)) from exc
+    except NotLeading:
+        if attempts > 1:  # an earlier attempt's answer was lost: it may have gone through
+            record.unsettled(namespace, name, uid, node_name)
+        raise
     if 200 <= answer.status < 300:
         record.settled(namespace, name, uid)
         log.debug("bound", extra={"pod": f"{namespace}/{name}", "node": node_name})

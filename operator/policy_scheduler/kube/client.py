@@ -25,6 +25,8 @@ from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
+from policy_scheduler.kube.fence import Fence, FencedBody
+from policy_scheduler.kube.fence import check as fence_check
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS
@@ -53,6 +55,18 @@ class ApiError(Exception):
         self.message = message
         self.retry_after = retry_after  # seconds the server asked us to wait, if it did
         super().__init__(f"{status} {reason}: {message}")
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def forbidden(self) -> bool:
+        return self.status == 403
 
     @classmethod
     def from_response(cls, status: int, body: bytes, retry_after: float | None = None) -> ApiError:
@@ -191,34 +205,49 @@ async def call(
     accept: str = JSON,
     sink: Callable[[bytes], None] | None = None,
     headers: Mapping[str, str] | None = None,
+    fence: Fence | None = None,
 ) -> Answer:
     """One request; returns its Answer (status, body bytes, Retry-After) whatever the status.
 
     `body` is bytes as is, or anything msgspec can encode as JSON. `accept`: the answer's
     content types (kube.media_types). With `sink`, a successful (2xx) answer's body goes to it
     piece by piece as it arrives, and the Answer's body is empty. `headers` are added to the
-    request's own. Connection failures raise (see CONNECTION_ERRORS).
+    request's own. Connection failures raise (see CONNECTION_ERRORS). With `fence` (a write only
+    the leader makes), the request goes out only while the fence allows it, checked at the start
+    and again as the body is written (kube.fence); otherwise NotLeading is raised and the server
+    never sees the request.
     """
     data = _body(body)
     if data is not None and content_type is None:
         content_type = JSON
+    payload: bytes | FencedBody | None = data
+    if fence is not None:
+        fence_check(fence, path)
+        if data is not None:
+            payload = FencedBody(data, fence, path, content_type=content_type)
     session, url, request_headers, extra = await _prepare(api, path, content_type, accept=accept)
     request_headers.update(headers or {})
-    async with session.request(
-        method,
-        url,
-        params=_query(query),
-        data=data,
-        headers=request_headers,
-        timeout=aiohttp.ClientTimeout(total=request_timeout),
-        **extra,
-    ) as resp:
-        retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
-        if sink is not None and 200 <= resp.status < 300:
-            async for piece in resp.content.iter_any():
-                sink(piece)
-            return Answer(resp.status, b"", retry_after)
-        return Answer(resp.status, await resp.read(), retry_after)
+    try:
+        async with session.request(
+            method,
+            url,
+            params=_query(query),
+            data=payload,
+            headers=request_headers,
+            timeout=aiohttp.ClientTimeout(total=request_timeout),
+            **extra,
+        ) as resp:
+            retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+            if sink is not None and 200 <= resp.status < 300:
+                async for piece in resp.content.iter_any():
+                    sink(piece)
+                return Answer(resp.status, b"", retry_after)
+            return Answer(resp.status, await resp.read(), retry_after)
+    except aiohttp.ClientError as exc:
+        # aiohttp reports a body that refused to be written as a connection error.
+        if isinstance(payload, FencedBody) and payload.refused is not None:
+            raise payload.refused from exc
+        raise
 
 
 class CallOptions(TypedDict, total=False):
@@ -230,6 +259,7 @@ class CallOptions(TypedDict, total=False):
     request_timeout: float
     accept: str
     headers: Mapping[str, str] | None
+    fence: Fence | None
 
 
 async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:

@@ -136,6 +136,18 @@ class ClusterInformers:
     async def wait_synced(self) -> None:
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers()))
 
+    def essential(self) -> list[Informer[Any, Any]]:
+        """The informers a new leader must not be behind on: pods (where the previous leader bound
+        and evicted), nodes (their capacity) and, with DRA, claims (the devices it allocated)."""
+        return [self.pods, self.nodes, *([self.dra.claims] if self.dra is not None else [])]
+
+    async def catch_up(self, version: int) -> None:
+        """Until every watch is open and each essential informer holds every change up to revision
+        `version` (0: only the former)."""
+        await self.wait_current()
+        if version:
+            await asyncio.gather(*(informer.catch_up(version) for informer in self.essential()))
+
     async def wait_current(self) -> None:
         """Until every informer follows the server again (listed, or its watch open)."""
         behind = [i.path for i in self.informers() if not i.current.is_set()]

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
+from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.constants import GROUP, VERSION
 
@@ -28,11 +29,11 @@ class StatusWriter:
         api: Any,
         *,
         interval: float = DEFAULTS.status_interval,
-        is_leader: Callable[[], bool] = lambda: True,
+        fence: Fence = UNFENCED,
     ) -> None:
         self.api = api
         self.interval = interval
-        self.is_leader = is_leader
+        self.fence = fence  # only the leader writes status
         self._desired: dict[tuple[str, str], dict[str, Any]] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         self._observed: dict[tuple[str, str], dict[str, Any]] = {}
@@ -56,7 +57,7 @@ class StatusWriter:
         self._observed.pop((plural, name), None)
 
     async def flush(self) -> None:
-        if not self.is_leader():
+        if not self.fence.may_act():
             return
         for key, status in list(self._desired.items()):
             if self._written.get(key) == status:
@@ -64,7 +65,7 @@ class StatusWriter:
             plural, name = key
             path = f"/apis/{GROUP}/{VERSION}/{plural}/{quote(name, safe='')}/status"
             patch = replacing_patch(status, self._observed.get(key), self._written.get(key))
-            outcome = await patch_status(self.api, path, patch, f"{plural}/{name}")
+            outcome = await patch_status(self.api, path, patch, f"{plural}/{name}", self.fence)
             if outcome == "gone":
                 self.forget(plural, name)
             elif outcome == "written":
@@ -78,10 +79,16 @@ class StatusWriter:
 Outcome = Literal["written", "gone", "failed"]
 
 
-async def patch_status(api: Any, path: str, status: Any, what: str) -> Outcome:
-    """One merge patch of a status subresource; a failure is logged and left to the next flush."""
+async def patch_status(api: Any, path: str, status: Any, what: str, fence: Fence) -> Outcome:
+    """One merge patch of a status subresource; a failure (or a refusal by the fence) is logged
+    and left to the next flush."""
     try:
-        code, body = await request(api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH)
+        code, body = await request(
+            api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH, fence=fence
+        )
+    except NotLeading:
+        log.debug("status not written: not the leader now", extra={"object": what})
+        return "failed"
     except CONNECTION_ERRORS as exc:
         log.warning("status write failed", extra={"object": what, "error": str(exc)})
         return "failed"

@@ -16,6 +16,7 @@ import msgspec
 
 from policy_scheduler.apiobjects.dra import allocation_to_json, claim_from_json
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, request, request_ok
+from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.paths import DRA_API
 from policy_scheduler.scheduler.dra.model import CLAIM_FINALIZER, AllocationResult, ResourceClaim
 from policy_scheduler.scheduler.dra.services import ClaimWriteError
@@ -24,6 +25,9 @@ from policy_scheduler.scheduler.model import Pod
 log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps
 _FAILURES: tuple[type[BaseException], ...] = (ApiError, ClaimWriteError, *CONNECTION_ERRORS)
+# What a background write (deallocate, unreserve) logs and drops; NotLeading too: the next leader
+# sees the claim as it is.
+_BACKGROUND_FAILURES: tuple[type[BaseException], ...] = (*_FAILURES, NotLeading)
 
 
 def claim_path(namespace: str, name: str) -> str:
@@ -31,8 +35,9 @@ def claim_path(namespace: str, name: str) -> str:
 
 
 class ApiClaimWriter:
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, fence: Fence = UNFENCED) -> None:
         self.api = api
+        self.fence = fence  # claims are written only while we may act as the leader
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _get(self, claim: ResourceClaim) -> dict[str, Any]:
@@ -44,7 +49,7 @@ class ApiClaimWriter:
         return raw
 
     async def _put(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        status, data = await request(self.api, "PUT", path, body=body)
+        status, data = await request(self.api, "PUT", path, body=body, fence=self.fence)
         if not 200 <= status < 300:
             raise ApiError.from_response(status, data)
         out: dict[str, Any] = msgspec.json.decode(data)
@@ -105,7 +110,7 @@ class ApiClaimWriter:
             for key in ("reservedFor", "allocation", "devices"):
                 status.pop(key, None)
             await self._put(f"{path}/status", raw)
-        except _FAILURES as e:
+        except _BACKGROUND_FAILURES as e:
             log.warning("deallocating claim failed", extra={"claim": claim.key, "error": str(e)})
 
     def unreserve(self, claim: ResourceClaim, pod_uid: str) -> None:
@@ -123,6 +128,7 @@ class ApiClaimWriter:
                 f"{claim_path(claim.namespace, claim.name)}/status",
                 body=patch,
                 content_type="application/strategic-merge-patch+json",
+                fence=self.fence,
             )
-        except _FAILURES as e:
+        except _BACKGROUND_FAILURES as e:
             log.warning("unreserve failed", extra={"claim": claim.key, "error": str(e)})

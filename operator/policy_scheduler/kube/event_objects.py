@@ -19,6 +19,7 @@ FAILED_SCHEDULING = "FailedScheduling"
 PREEMPTED = "Preempted"
 
 MAX_NOTE_BYTES = 1024  # API validation limit for Event.note
+MAX_REPORTING_INSTANCE = 128  # API validation limit for Event.reportingInstance
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,15 @@ class ObjectRef:
 def scheduled_note(namespace: str, name: str, node_name: str) -> str:
     """kube-scheduler's note on a Scheduled event."""
     return f"Successfully assigned {namespace}/{name} to {node_name}"
+
+
+def reporting_instance(controller: str, identity: str) -> str:
+    """client-go's events recorder names the instance reportingController + "-" + hostname; ours
+    puts the replica's identity (hostname_uuid, as its Lease names it) in the hostname's place, so
+    two replicas on one host are told apart. Cut from the front to fit the API's limit: the uuid
+    at the end stays."""
+    room = max(MAX_REPORTING_INSTANCE - len(controller) - 1, 1)
+    return f"{controller}-{identity[-room:]}"[-MAX_REPORTING_INSTANCE:]
 
 
 def micro_time(ts: float) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from policy_scheduler.kube.event_objects import (
     ObjectRef,
     event_body,
     micro_time,
+    reporting_instance,
     scheduled_note,
     truncate_note,
 )
@@ -103,12 +103,10 @@ class EventRecorder:
         controller: str = CONTROLLER,
         timings: EventTimings = DEFAULTS.events,
         clock: Callable[[], float] = time.time,
-        hostname: str | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.api = api
-        self.instance = instance
-        self.hostname = hostname or socket.gethostname()
+        self.instance = instance  # the replica's identity (its Lease holderIdentity)
         self.controller = controller
         self.timings = timings
         self.series_window = timings.series_window
@@ -166,8 +164,7 @@ class EventRecorder:
             note=note,
             now=now,
             controller=controller or self.controller,
-            # client-go's events recorder: reportingInstance = reportingController + "-" + hostname
-            instance=f"{controller}-{self.hostname}" if controller else self.instance,
+            instance=reporting_instance(controller or self.controller, self.instance),
         )
         self._series[key] = _Series(name, body["metadata"]["namespace"], body, 1, now)
         self._enqueue(_Write("create", key))

@@ -30,6 +30,7 @@ from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS, InformerTimings
+from policy_scheduler.kube.versions import resource_version_number
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,13 @@ class Informer(Generic[S, V]):
         self.current = asyncio.Event()
         self.resource_version = ""
         self.relists = 0
+        self.catch_up_lists = 0  # consistent lists applied by catch_up
         self._versions: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
+        # While a catch-up list applied under an open watch: that watch's events up to this
+        # revision are already in the store.
+        self._floor = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # catch_up's, by revision
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -173,7 +179,7 @@ class Informer(Generic[S, V]):
             query["labelSelector"] = self.label_selector
         return query
 
-    async def _list(self) -> tuple[list[S], list[DecodeFailure], str]:
+    async def _list(self, at_least: int = 0) -> tuple[list[S], list[DecodeFailure], str]:
         items: list[S] = []
         failures: list[DecodeFailure] = []
         token = ""
@@ -181,6 +187,8 @@ class Informer(Generic[S, V]):
         # (resourceVersion=0, which also ignores the page limit: one answer instead of one round
         # trip per 500 objects); the watch that follows brings a possibly older snapshot up to
         # date. A relist after 410 Gone must not go back in time: it reads from etcd.
+        # `at_least`: a list that holds every change up to that revision, from the watch cache in
+        # one answer (the server waits until its cache has got there).
         from_cache = not self.has_synced.is_set()
         accept = self.list_format.accept
         while True:
@@ -189,6 +197,12 @@ class Informer(Generic[S, V]):
             if token:
                 # the server refuses a resourceVersion with a token
                 query = {"limit": self.page_size, **self.selectors(), "continue": token}
+            elif at_least:
+                query = {
+                    "resourceVersion": str(at_least),
+                    "resourceVersionMatch": "NotOlderThan",
+                    **self.selectors(),
+                }
             elif from_cache:
                 query = prefetch.first_list_query(self.page_size, self.selectors())
                 answer = await prefetch.answer(self.path, query, accept)
@@ -221,6 +235,15 @@ class Informer(Generic[S, V]):
 
     async def _list_and_sync(self) -> None:
         items, failures, version = await self._list()
+        self._sync(items, failures, version)
+        if self.has_synced.is_set():
+            self.relists += 1
+        self.has_synced.set()
+        self.current.set()
+        log.info("listed", extra={"resource": self.path, "count": len(self.store), "rv": version})
+
+    def _sync(self, items: list[S], failures: list[DecodeFailure], version: str) -> None:
+        """Make the store what a list says, telling consumers every difference."""
         seen: set[str] = set()
         for item in items:
             meta = item.metadata
@@ -237,12 +260,73 @@ class Informer(Generic[S, V]):
             self._upsert(key, failure.metadata.resource_version, self._from_failure(failure))
         for key in [k for k in self.store if k not in seen]:
             self._remove(key, None)
+        self._floor = 0
+        self._advance(version)
+
+    # --- catching up ---------------------------------------------------------------------------
+
+    def reached(self, version: int) -> bool:
+        """Whether the store holds every change up to revision `version`."""
+        return resource_version_number(self.resource_version) >= version
+
+    def _advance(self, version: str) -> None:
         self.resource_version = version
-        if self.has_synced.is_set():
-            self.relists += 1
-        self.has_synced.set()
-        self.current.set()
-        log.info("listed", extra={"resource": self.path, "count": len(self.store), "rv": version})
+        if self._waiters:
+            number = resource_version_number(version)
+            for wanted, waiter in self._waiters:
+                if number >= wanted and not waiter.done():
+                    waiter.set_result(None)
+
+    async def catch_up(self, version: int) -> None:
+        """Return once the store holds every change up to revision `version` (one the server has
+        written, e.g. a Lease update). Events or a bookmark at or past it do; on a quiet stream
+        none may come for minutes, so unless they come within the grace (timings.catch_up_grace)
+        a list at or past it runs meanwhile, and whichever gets there first ends the wait (a list
+        not needed any more is dropped)."""
+        if self.reached(version):
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (version, waiter)
+        self._waiters.append(entry)
+        lister = asyncio.create_task(self._list_until(version), name=f"catch-up {self.path}")
+        try:
+            await asyncio.wait({waiter, lister}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiters.remove(entry)
+            waiter.cancel()
+            lister.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await lister
+
+    async def _list_until(self, version: int) -> None:
+        await self.sleep(self.timings.catch_up_grace)
+        backoff = Backoff(self.timings.retry)
+        while not self.reached(version):
+            try:
+                await self.list_at_least(version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                delay = backoff.next(exc.retry_after if isinstance(exc, ApiError) else None)
+                log.warning(
+                    "catch-up list failed; retrying",
+                    extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
+                )
+                await self.sleep(delay)
+
+    async def list_at_least(self, version: int) -> str:
+        """List the collection as of revision `version` or later and apply the list to the store,
+        while the watch goes on, unless the watch has brought the store past it meanwhile; the
+        list's resourceVersion. What catch_up does when no event gets there first."""
+        items, failures, listed = await self._list(version)
+        if self.reached(resource_version_number(listed)):
+            return listed  # the watch got there first: the store is newer than this list
+        self._sync(items, failures, listed)
+        # The open watch still delivers what this list already holds: skip those events.
+        self._floor = resource_version_number(listed)
+        self.catch_up_lists += 1
+        log.info("caught up by a list", extra={"resource": self.path, "count": len(self.store), "rv": listed})
+        return listed
 
     # --- watch ---------------------------------------------------------------------------------
 
@@ -266,6 +350,7 @@ class Informer(Generic[S, V]):
             if resp.status != 200:
                 retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
                 raise ApiError.from_response(resp.status, await resp.read(), retry_after)
+            self._floor = 0  # a watch from our version never sends anything older
             self.current.set()
             try:
                 async for line in iter_lines(resp):
@@ -291,9 +376,12 @@ class Informer(Generic[S, V]):
             meta, kind = event.metadata, event.event_type
         else:
             meta, kind = event.object.metadata, event.type
-            if kind == "BOOKMARK":
-                self.resource_version = meta.resource_version or self.resource_version
-                return
+        if self._floor and resource_version_number(meta.resource_version) <= self._floor:
+            return  # already in the store by a catch-up list
+        if kind == "BOOKMARK":
+            if meta.resource_version:
+                self._advance(meta.resource_version)
+            return
         key = object_key(meta)
         if kind in ("ADDED", "MODIFIED"):
             self._upsert(key, meta.resource_version, self._value(event))
@@ -303,7 +391,7 @@ class Informer(Generic[S, V]):
         else:
             log.warning("unknown watch event type", extra={"resource": self.path, "type": kind})
         if meta.resource_version:
-            self.resource_version = meta.resource_version
+            self._advance(meta.resource_version)
 
     # --- store and callbacks ---------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ Importing `kubernetes_asyncio.config` (our client's config loading) runs the pac
 `__init__`, which imports every subpackage; their generated `__init__` modules import every API
 and model class (about 1500 modules, 0.15-0.2 CPU-s at start, issue 12), and kopf imports
 `kubernetes_asyncio.client` whatever we do (`kopf/_cogs/helpers/thirdparty.py`). We use a
-handful of names (Configuration, ApiClient, the config loaders, the Lease classes of leader
-election). `install()` changes when those imports run, never what they give:
+handful of names (Configuration, ApiClient, the config loaders). `install()` changes when
+those imports run, never what they give:
 
 - `client`, `client.api` and `client.models` resolve each `from <package>.<module> import
   <Name>` of their `__init__` on first access instead (PEP 562 module `__getattr__`); every other

@@ -16,6 +16,7 @@ from typing import Any
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.kube.events import EventRecorder
+from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.podstatus import (
     POD_SCHEDULED,
     patch_status,
@@ -50,7 +51,7 @@ class PodReporter:
         api: Any,
         events: EventRecorder,
         *,
-        is_leader: Callable[[], bool] = lambda: True,
+        fence: Fence = UNFENCED,
         on_preempt: Callable[[Pod, PostFilterResult, Framework], None] | None = None,
         writers: int = DEFAULTS.pod_status_writers,
         summary_for: Callable[[Pod], str | None] | None = None,
@@ -59,7 +60,7 @@ class PodReporter:
         self.writers = writers
         self.api = api
         self.events = events
-        self.is_leader = is_leader
+        self.fence = fence  # only the leader writes pod status (conditions, nominations)
         self.on_preempt = on_preempt
         self.stats: dict[str, ProfileStats] = {}
         self._pending: dict[str, _Failure] = {}
@@ -85,7 +86,7 @@ class PodReporter:
         self.stats_for(framework.scheduler_name).record_scheduled(pod.key)
         self.bound_once.set()
         self.events.scheduled(pod, node_name)
-        if PENDING_SUMMARY_ANNOTATION in pod.annotations and self.is_leader():
+        if PENDING_SUMMARY_ANNOTATION in pod.annotations and self.fence.may_act():
             self._spawn(self._annotate(pod, None))  # no longer pending: the summary would mislead
 
     def failed(
@@ -113,7 +114,7 @@ class PodReporter:
         self._nominate(pod, "")
 
     def _nominate(self, pod: Pod, node_name: str) -> None:
-        if self.is_leader():
+        if self.fence.may_act():
             self._spawn(self._write_nomination(pod, node_name))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -125,13 +126,17 @@ class PodReporter:
         """Set (or, with None, remove) the pending-summary annotation; pods/status takes metadata."""
         body = {"metadata": {"annotations": {PENDING_SUMMARY_ANNOTATION: summary}}}
         try:
-            await patch_status(self.api, pod.namespace, pod.name, body)
+            await patch_status(self.api, pod.namespace, pod.name, body, fence=self.fence)
+        except NotLeading:
+            log.debug("pending summary not written: not the leader now", extra={"pod": pod.key})
         except Exception as exc:  # the next attempt writes it again
             log.warning("pending summary update failed", extra={"pod": pod.key, "error": str(exc)})
 
     async def _write_nomination(self, pod: Pod, node_name: str) -> None:
         try:
-            await set_nominated_node(self.api, pod.namespace, pod.name, node_name)
+            await set_nominated_node(self.api, pod.namespace, pod.name, node_name, fence=self.fence)
+        except NotLeading:
+            log.debug("nomination not written: not the leader now", extra={"pod": pod.key})
         except Exception as exc:  # the next attempt of that pod fixes it anyway
             log.warning("writing nomination failed", extra={"pod": pod.key, "error": str(exc)})
 
@@ -171,7 +176,7 @@ class PodReporter:
                 await self._wake.wait()
                 continue
             failure = self._pending.pop(key)
-            if not self.is_leader():
+            if not self.fence.may_act():
                 continue
             self._writing.add(key)
             try:
@@ -203,11 +208,14 @@ class PodReporter:
                 current=current,
                 nominated_node=nominated,
                 uid=pod.uid,
+                fence=self.fence,
             )
             if key in self._written:  # not gone or bound meanwhile
                 self._written[key] = verdict
             summary = failure.summary
             if summary is not None and pod.annotations.get(PENDING_SUMMARY_ANNOTATION) != summary:
                 await self._annotate(pod, summary)
+        except NotLeading:
+            log.debug("pod status not written: not the leader now", extra={"pod": key})
         except Exception as exc:  # the API said no for good: log, keep scheduling
             log.warning("pod status update failed", extra={"pod": key, "error": str(exc)})

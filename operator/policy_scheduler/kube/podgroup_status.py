@@ -6,12 +6,12 @@ status changed; the statuses come from the scheduler's PodGroupStore.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from policy_scheduler.apiobjects.podgroup_api import PLURAL
 from policy_scheduler.apiobjects.podgroups import pod_group_status
 from policy_scheduler.kube.crstatus import flush_every, patch_status
+from policy_scheduler.kube.fence import UNFENCED, Fence
 from policy_scheduler.kube.paths import podgroup_status_path
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler.gang import PodGroupStore
@@ -26,13 +26,13 @@ class PodGroupStatusWriter:
         table: NodeTable,
         *,
         interval: float = DEFAULTS.status_interval,
-        is_leader: Callable[[], bool] = lambda: True,
+        fence: Fence = UNFENCED,
     ) -> None:
         self.api = api
         self.store = store
         self.table = table
         self.interval = interval
-        self.is_leader = is_leader
+        self.fence = fence  # only the leader writes status
         self._written: dict[str, dict[str, Any]] = {}
         self.writes = 0
 
@@ -48,14 +48,14 @@ class PodGroupStatusWriter:
         return statuses
 
     async def flush(self) -> None:
-        if not self.is_leader():
+        if not self.fence.may_act():
             return
         for key, status in self.desired().items():
             if self._written.get(key) == status:
                 continue
             namespace, _, name = key.partition("/")
             path = podgroup_status_path(namespace, name)
-            outcome = await patch_status(self.api, path, status, f"{PLURAL}/{key}")
+            outcome = await patch_status(self.api, path, status, f"{PLURAL}/{key}", self.fence)
             if outcome == "gone":
                 self._written.pop(key, None)
             elif outcome == "written":

@@ -13,6 +13,7 @@ from typing import Any
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.kube.client import CONNECTION_ERRORS, STRATEGIC_MERGE_PATCH, ApiError, call
+from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.timings import DEFAULTS
@@ -85,16 +86,17 @@ async def patch_status(
     body: dict[str, Any],
     *,
     retry: RetryPolicy = DEFAULTS.api.status_patch_retry,
+    fence: Fence | None = None,
 ) -> bool:
     """Apply a strategic-merge patch to pods/status, retrying transient failures.
 
     Returns False when the pod no longer exists; raises ApiError on a permanent refusal or
-    when retries run out.
+    when retries run out, NotLeading when `fence` refuses an attempt.
     """
     path = status_path(namespace, name)
 
     async def once() -> Answer:
-        return await call(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+        return await call(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH, fence=fence)
 
     try:
         answer = await with_retries(
@@ -119,6 +121,7 @@ async def set_unschedulable_condition(
     current: PodConditionInfo | None = None,
     nominated_node: str | None = None,
     uid: str = "",
+    fence: Fence | None = None,
 ) -> bool:
     """Set PodScheduled=False (reason Unschedulable or SchedulerError) with `message`.
 
@@ -134,9 +137,11 @@ async def set_unschedulable_condition(
     )
     if body is None:
         return False
-    return await patch_status(api, pod_ns, pod_name, body)
+    return await patch_status(api, pod_ns, pod_name, body, fence=fence)
 
 
-async def set_nominated_node(api: Any, ns: str, name: str, node_or_empty: str) -> bool:
+async def set_nominated_node(
+    api: Any, ns: str, name: str, node_or_empty: str, *, fence: Fence | None = None
+) -> bool:
     """Set status.nominatedNodeName, or clear it with "". False when the pod is gone."""
-    return await patch_status(api, ns, name, nominated_node_patch(node_or_empty))
+    return await patch_status(api, ns, name, nominated_node_patch(node_or_empty), fence=fence)

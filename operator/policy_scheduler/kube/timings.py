@@ -33,10 +33,41 @@ class ApiTimings:
 @dataclass(frozen=True, slots=True)
 class LeaderTimings:
     # kube-scheduler's --leader-elect-lease-duration / -renew-deadline / -retry-period defaults.
-    # Whole seconds: the Lease's leaseDurationSeconds is an integer field.
+    # The lease duration is whole seconds: the Lease's leaseDurationSeconds is an integer field.
     lease_duration: int = 15
-    renew_deadline: int = 10
-    retry_period: int = 2
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    # How often the event loop's liveness is noted (a gap longer than the margin is a pause).
+    loop_tick: float = 0.2
+    # The same lease error is logged again at most this often while it lasts.
+    error_log_interval: float = 30.0
+
+    @property
+    def margin(self) -> float:
+        """How much earlier than a standby could take the lease this replica stops acting: the
+        leader acts until renewDeadline after its last successful renew was sent, a standby may
+        take over no sooner than leaseDuration after it saw that renew."""
+        return self.lease_duration - self.renew_deadline
+
+    def problems(self) -> list[str]:
+        """What is wrong with these timings, in the flags' terms (client-go's own checks)."""
+        found = []
+        if self.lease_duration < 1:
+            found.append("--leader-elect-lease-duration must be at least 1s")
+        if self.renew_deadline >= self.lease_duration:
+            found.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+        if self.retry_period <= 0:
+            found.append("--leader-elect-retry-period must be greater than zero")
+        if self.renew_deadline <= LEADER_JITTER_FACTOR * self.retry_period:
+            found.append(
+                f"--leader-elect-renew-deadline must be greater than {LEADER_JITTER_FACTOR} x "
+                "--leader-elect-retry-period"
+            )
+        return found
+
+
+# client-go's leaderelection.JitterFactor: a standby waits retryPeriod x [1, 1 + this) between tries.
+LEADER_JITTER_FACTOR = 1.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +79,10 @@ class InformerTimings:
     min_healthy_watch: float = 1.0
     watch_read_slack: float = 30.0  # idle read timeout beyond the watch's own timeoutSeconds
     page_size: int = 500  # client-go pager's default page size
+    # A new leader's catch-up lists only if no event or bookmark has brought an informer to the
+    # Lease write's revision within this time: a busy cluster (where a list costs the API server
+    # seconds) gets there by events in tens of milliseconds, a quiet one lists.
+    catch_up_grace: float = 0.2
     # client-go reflector: 800 ms doubling to 30 s, jittered to [d, 2d) — never a fast retry
     # loop against a server that is down.
     retry: RetryPolicy = field(

@@ -17,6 +17,7 @@ import msgspec
 from policy_scheduler.apiobjects import storage_structs as st
 from policy_scheduler.apiobjects.storage_convert import pv_from_api, pvc_from_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, call
+from policy_scheduler.kube.fence import UNFENCED, Fence
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
@@ -55,15 +56,17 @@ class KubeVolumeAPI:
         *,
         timings: ApiTimings = DEFAULTS.api,
         retry: RetryPolicy | None = None,
+        fence: Fence = UNFENCED,
     ) -> None:
         self.api = api
+        self.fence = fence  # PreBind's writes go out only while we may act as the leader
         self.changes = changes
         self.retry = timings.status_patch_retry if retry is None else retry
         self.recheck = timings.volume_binding_recheck
 
     async def _patch(self, path: str, body: dict[str, Any]) -> bytes:
         async def once() -> Answer:
-            return await call(self.api, "PATCH", path, body=body, content_type=MERGE_PATCH)
+            return await call(self.api, "PATCH", path, body=body, content_type=MERGE_PATCH, fence=self.fence)
 
         try:
             answer = await with_retries(once, self.retry, connection_errors=CONNECTION_ERRORS, what=path)

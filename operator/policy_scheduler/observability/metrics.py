@@ -117,4 +117,20 @@ policy_reloads = Counter(
     ["kind", "result"],
     registry=REGISTRY,
 )
-is_leader = Gauge("policy_scheduler_leader", "1 when this replica holds the lease.", registry=REGISTRY)
+is_leader = Gauge(
+    "policy_scheduler_leader",
+    "1 while this replica may act as the leader: it holds the lease, valid by its own clock.",
+    registry=REGISTRY,
+)
+fenced_writes = Counter(
+    "policy_scheduler_fenced_writes_total",
+    "Writes only the leader makes, refused because this replica's lease was not valid by its own clock.",
+    ["resource"],
+    registry=REGISTRY,
+)
+leader_election_errors = Counter(
+    "policy_scheduler_leader_election_errors_total",
+    "Lease reads and writes that failed, by reason (Forbidden, NamespaceNotFound, Conflict, Unreachable...).",
+    ["reason"],
+    registry=REGISTRY,
+)

@@ -250,6 +250,34 @@ class DynamicResourcesArgs(ArgsModel):
     )
 
 
+class HeadroomSignal(SpecModel):
+    """An eviction signal and its weight in EvictionHeadroom's score."""
+
+    name: str = Field(min_length=1, description="An eviction signal, such as memory.available.")
+    weight: int = Field(1, ge=1, le=100, description="Weight of the signal, 1-100.")
+
+
+class EvictionHeadroomArgs(ArgsModel):
+    """Ours: prefer nodes whose real usage leaves headroom above their eviction thresholds."""
+
+    plugin = "EvictionHeadroom"
+
+    signals: list[HeadroomSignal] | None = Field(
+        None,
+        description="Signals to score; memory.available, nodefs.available, imagefs.available and "
+        "pid.available with weight 1 if unset.",
+    )
+    thresholds: dict[str, str] | None = Field(
+        None,
+        description="Per signal, the level to keep headroom above when a node's own eviction "
+        "threshold is lower or unknown: a quantity (1Gi) or a percentage of capacity (10%). The "
+        "kubelet's default evictionHard if unset.",
+    )
+    max_usage_age_seconds: int = Field(
+        300, ge=0, description="Usage older than this counts as no usage (neutral score); 0: no limit."
+    )
+
+
 ARGS_MODELS: dict[str, type[ArgsModel]] = {
     model.plugin: model
     for model in (
@@ -262,6 +290,7 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
         CoschedulingArgs,
         VolumeBindingArgs,
         DynamicResourcesArgs,
+        EvictionHeadroomArgs,
     )
 }
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from policy_scheduler.scheduler.cycle_contracts import BindingTask
 from policy_scheduler.scheduler.cycle_failure import one_node_rejection, reason_of
 from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE
-from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
+from policy_scheduler.scheduler.framework.interfaces import AlreadyBound, NotLeading
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 
@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 
 async def binding_cycle(sched: ScheduleOne, task: BindingTask) -> None:
-    """bindingCycle; a failure unreserves, forgets the assumed pod and requeues it."""
+    """bindingCycle; a failure unreserves, forgets the assumed pod and requeues it. A write the
+    fence refused (NotLeading: this replica may no longer act as the leader) drops the decision:
+    the same, without reporting anything and without backoff."""
     framework, state, pod, node = task.framework, task.state, task.assumed, task.node_name
     permit_rejected = False
     try:
@@ -39,6 +41,9 @@ async def binding_cycle(sched: ScheduleOne, task: BindingTask) -> None:
                 status = Status(Code.ERROR, ("no bind plugin bound the pod",))
     except AlreadyBound as bound:
         _bound_elsewhere(sched, task, bound.node_name)
+        return
+    except NotLeading:
+        _dropped(sched, task)
         return
     except Exception as exc:  # a plugin bug must not kill the scheduler
         log.exception("binding cycle failed", extra={"pod": pod.key})
@@ -76,6 +81,16 @@ def _bound_elsewhere(sched: ScheduleOne, task: BindingTask, bound_node: str) -> 
         "bound by an earlier binding", extra={"pod": pod.key, "node": bound_node, "chosen": task.node_name}
     )
     _report_scheduled(sched, task, bound_node)
+
+
+def _dropped(sched: ScheduleOne, task: BindingTask) -> None:
+    """The decision was taken while this replica led, and may be stale now that it does not: free
+    the node's room and put the pod back as it was. Whoever leads now decides for it."""
+    pod = task.assumed
+    _release(sched, task)
+    sched.queue.requeue(task.info)
+    _announce_room(sched, pod, to_itself=False)
+    log.info("binding dropped: not the leader any more", extra={"pod": pod.key, "node": task.node_name})
 
 
 def _release(sched: ScheduleOne, task: BindingTask) -> None:

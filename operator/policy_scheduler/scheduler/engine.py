@@ -59,6 +59,14 @@ class _QueueFacade:
         info.pod = current
         self.queue.add_unschedulable_if_not_present(info, scheduling_cycle)
 
+    def requeue(self, info: Any) -> None:
+        """Back to activeQ as if just added (no attempt counted, no backoff): the cycle's decision
+        was dropped, not failed. Not if it was deleted or bound meanwhile."""
+        self.queue.done(info.pod.uid)
+        current = self.latest(info.pod.key)
+        if current is not None and not current.node_name and not current.terminating:
+            self.queue.add(current)
+
     def move_all_to_active_or_backoff(
         self, event: Any, old: Any, new: Any, precheck: Callable[[Pod], bool] | None = None
     ) -> None:

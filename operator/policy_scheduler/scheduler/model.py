@@ -178,6 +178,7 @@ class Pod:
     start_time: float | None = None
     deletion_timestamp: float | None = None
     phase: str = "Pending"
+    qos_class: str = ""  # status.qosClass: Guaranteed, Burstable, BestEffort ("" when not set)
     resource_version: str = ""
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from policy_scheduler.controllers.timings import MirrorTimings
 from policy_scheduler.kube.serving.arguments import serving_options
 from policy_scheduler.kube.serving.options import ServingOptions
-from policy_scheduler.kube.timings import AdapterTimings, EventTimings
+from policy_scheduler.kube.timings import AdapterTimings, EventTimings, LeaderTimings
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.flags import FlagError, parse_emulated_version, parse_feature_gates
 from policy_scheduler.scheduler.versioning.version import SUPPORTED_VERSIONS, KubernetesVersion
@@ -23,7 +23,7 @@ class OperatorConfig:
     leader_elect: bool = True
     lease_namespace: str = "policy-scheduler"
     lease_name: str = "policy-scheduler"
-    identity: str | None = None  # default: hostname_pid
+    identity: str | None = None  # default: hostname_uuid
     profile_selector: str = ""
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
@@ -33,8 +33,9 @@ class OperatorConfig:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
-        """From `policy-scheduler run`'s options (app.cli defines them); ValueError for a
-        --feature-gates or --emulated-version kube-scheduler would refuse."""
+        """From `policy-scheduler run`'s options (app.cli defines them); ValueError names the
+        options that do not go together, or a --feature-gates or --emulated-version
+        kube-scheduler would refuse."""
         gates, emulated = _kubernetes_options(args)
         return cls(
             feature_gates=gates,
@@ -47,7 +48,7 @@ class OperatorConfig:
             lease_name=args.lease_name,
             identity=args.identity,
             profile_selector=args.profile_selector,
-            timings=AdapterTimings(events=_event_timings(args)),
+            timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
         )
 
 
@@ -72,6 +73,24 @@ def _kubernetes_options(
             continue
         break
     return gates, emulated
+
+
+def _leader_timings(args: argparse.Namespace) -> LeaderTimings:
+    lease = float(args.leader_elect_lease_duration)
+    if not lease.is_integer():
+        raise ValueError(
+            f"--leader-elect-lease-duration must be whole seconds (the Lease stores "
+            f"leaseDurationSeconds), not {lease:g}s"
+        )
+    timings = LeaderTimings(
+        lease_duration=int(lease),
+        renew_deadline=float(args.leader_elect_renew_deadline),
+        retry_period=float(args.leader_elect_retry_period),
+    )
+    problems = timings.problems()
+    if problems and args.leader_elect:
+        raise ValueError("; ".join(problems))
+    return timings
 
 
 def _event_timings(args: argparse.Namespace) -> EventTimings:

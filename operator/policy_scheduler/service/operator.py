@@ -4,7 +4,9 @@
 - kopf (standalone) feeds SchedulingProfiles into the ProfileStore, which validates them and
   swaps the live profiles; at start the early lists feed it first (kube/early_policies.py), and
   then kopf is imported and started only once the scheduler has bound its first pod;
-- the engine schedules only while this replica holds the Lease; standbys keep caches warm;
+- the engine schedules only while this replica holds the Lease, and every write only the leader
+  makes is fenced by the lease's validity on this replica's own clock (kube/fence.py); standbys
+  keep caches warm;
 - status writes for our CRs are batched; /metrics, /livez, /readyz on one aiohttp server.
 """
 
@@ -35,13 +37,16 @@ from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.eviction.evictor import Evictor
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, LeadershipGate, default_identity
+from policy_scheduler.kube.leader import AlwaysLeader, LeaderElector, default_identity
+from policy_scheduler.kube.leadership_gate import LeadershipGate
+from policy_scheduler.kube.lease import LeaseApi
 from policy_scheduler.kube.paths import EVICTION_POLICIES, PODGROUPS, SCHEDULING_PROFILES
 from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.kube.podgroup_status import PodGroupStatusWriter
 from policy_scheduler.kube.serving.server import Server, ServingError
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
+from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
@@ -104,18 +109,18 @@ class Operator:
         self.failed = False
         self.leader: LeaderElector | AlwaysLeader = (
             LeaderElector(
-                api,
-                namespace=config.lease_namespace,
-                name=config.lease_name,
+                LeaseApi(api, config.lease_namespace, config.lease_name),
                 identity=self.identity,
                 timings=config.timings.leader,
             )
             if config.leader_elect
             else AlwaysLeader()
         )
-        is_leader = self.leader.is_leader
+        metrics.is_leader.set_function(self.leader.acting_now)
+        # Every write only the leader makes asks the elector first (kube/fence.py).
+        fence = self.leader
         self.events = EventRecorder(api, instance=self.identity, timings=config.timings.events)
-        self.status = StatusWriter(api, interval=config.timings.status_interval, is_leader=is_leader)
+        self.status = StatusWriter(api, interval=config.timings.status_interval, fence=fence)
         self.policies = EvictionPolicyStore(status=self.status)
         # PodTopologySpread's default constraints select pods by their Services and controllers.
         self.owners = DefaultSelectorIndex()
@@ -123,12 +128,12 @@ class Operator:
         # The engine's preemption gate is the evictor's, and the evictor requeues into the
         # engine: the evictor gets the engine's pods once the engine exists (attach below).
         self.evictor = Evictor(
-            api, self.events, is_leader=is_leader, policies=self.policies, timings=config.timings.eviction
+            api, self.events, fence=fence, policies=self.policies, timings=config.timings.eviction
         )
         self.reporter = PodReporter(
             api,
             self.events,
-            is_leader=is_leader,
+            fence=fence,
             on_preempt=self.evictor.on_preempt,
             writers=config.timings.pod_status_writers,
             summary_for=self._pending_summary,
@@ -139,7 +144,7 @@ class Operator:
             eviction_policy=self.policies.policy_for_scheduler,
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
-            dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api)),
+            dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api, fence)),
         )
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.
@@ -147,10 +152,10 @@ class Operator:
         cycle_metrics = MetricsObserver()
         self.engine = Engine(
             hooks=self.reporter,
-            binder=ApiBinder(api, timings=config.timings.api),
+            binder=ApiBinder(api, timings=config.timings.api, fence=fence),
             observe=_observe_extension_point,
             services=services,
-            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api),
+            volume_api=KubeVolumeAPI(api, self.storage_changes, timings=config.timings.api, fence=fence),
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
@@ -168,7 +173,7 @@ class Operator:
             timings=config.timings.informer,
         )
         self.podgroup_status = PodGroupStatusWriter(
-            api, self.engine.pod_groups, self.engine.table, is_leader=is_leader
+            api, self.engine.pod_groups, self.engine.table, fence=fence
         )
         self.profiles = ProfileStore(
             compile_profile_spec,
@@ -283,7 +288,7 @@ class Operator:
             self.api,
             self.status,
             pod_priority_counter(lambda: self.cluster.pods.store.values()),
-            self.leader.is_leader,
+            self.leader,
             timings=self.config.mirrors,
         )
         wiring = kopf_app.Wiring(
@@ -356,7 +361,7 @@ class Operator:
         startup_gc.resume()
         collector_deadline.cancel()
         # The informers the start waited for (PodGroups' CRD may be absent: not those).
-        gate = LeadershipGate(self.leader, self.cluster.wait_current)
+        gate = LeadershipGate(self.leader, self.cluster.catch_up)
         tasks.append(
             asyncio.create_task(self.engine.run(gate.should_schedule, gate.until_ready), name="scheduler")
         )
@@ -383,6 +388,7 @@ class Operator:
             await self.evictor.stop()
             await self.reporter.stop()
             await self.events.stop()
+            await self.leader.release()  # nothing acts for this replica any more
             await server.stop()
             unregister()
 

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from policy_scheduler.pressure.inputs import usage_store
 from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.progress import ProgressLine, summary_line, wants_progress
@@ -40,6 +41,8 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
             entry["devices"] = list(o.devices)
         if o.victims:
             entry["victims"] = [{"pod": key, "verdict": verdict} for key, verdict in o.victims.items()]
+        if o.pressure:
+            entry["pressure"] = list(o.pressure)
         pods.append(entry)
     return {"pods": pods}
 
@@ -54,6 +57,8 @@ def outcomes_table(outcomes: list[PodOutcome]) -> str:
         if blocked and not o.dry_run:
             shown = ", ".join(f"{key}: {o.victims[key]}" for key in blocked)
             message = (message + " " if message else "") + f"(victims not evicted: {shown})"
+        if o.pressure:
+            message = (message + " " if message else "") + f"(pressure: {'; '.join(o.pressure)})"
         rows.append((o.namespace, o.name, o.node or "<pending>", o.nominated_node or "", message))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows]
@@ -80,6 +85,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.files)
         semantics = command_semantics(getattr(args, "kubernetes_version", None))
         profiles = resolve_scenario_profiles(scenario, semantics.features)
+        node_usage = usage_store(scenario) if scenario.usage_documents else None
     except (ScenarioError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -89,7 +95,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     progress = None
     if wants_progress(sys.stderr, bool(getattr(args, "progress", False)), scenario):
         progress = ProgressLine(sys.stderr, tty=sys.stderr.isatty())
-    outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress)
+    outcomes = simulate(scenario, profiles, seed=args.seed, progress=progress, node_usage=node_usage)
     if progress is not None:
         progress.close()
     write_outcomes(outcomes, args.output)

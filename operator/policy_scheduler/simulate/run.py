@@ -18,8 +18,10 @@ from policy_scheduler.scheduler.framework.waiting_pod import WaitingPod
 from policy_scheduler.scheduler.gang import group_key
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption import DEFAULT_POLICY, EvictionPolicyConfig
+from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
 from policy_scheduler.scheduler.storage.lister import StorageObjects
 from policy_scheduler.simulate import dra
+from policy_scheduler.simulate.pressure_notes import pressure_notes
 from policy_scheduler.simulate.profiles import eviction_policy_lookup
 from policy_scheduler.simulate.scenario import Scenario
 from policy_scheduler.simulate.verdicts import EVICTED_VERDICTS, after_evictions, victim_verdicts
@@ -54,6 +56,8 @@ class PodOutcome:
     victims: dict[str, str] = field(default_factory=dict)
     # DRA: the devices allocated to the pod's claims (claim, request, driver, pool, device)
     devices: list[dict[str, str]] = field(default_factory=list)
+    # Node pressure: the eviction thresholds this placement leaves its node below (usage data only)
+    pressure: list[str] = field(default_factory=list)
 
 
 class _MemoryBinder:
@@ -79,8 +83,10 @@ class _RecordingHooks:
         self.engine: Engine | None = None
         self.policy_for: PolicyFor | None = None
         self.pdbs = pdbs  # as the disruption controller keeps them: evictions use up budgets
+        self.placements: list[tuple[Pod, str]] = []  # in the order they were made
 
     def scheduled(self, pod: Pod, node_name: str, framework: Framework) -> None:
+        self.placements.append((pod, node_name))
         outcome = self.outcomes[pod.key]
         outcome.node, outcome.message = node_name, None
         self.attempted.add(pod.key)
@@ -149,6 +155,7 @@ async def _simulate(
     seed: int,
     progress: Progress | None,
     policy_for: PolicyFor | None,
+    node_usage: NodeUsageStore,
 ) -> list[PodOutcome]:
     outcomes = {p.key: PodOutcome(p.namespace, p.name, node=p.node_name or None) for p in scenario.pods}
     claims, pods = dra.prepare(scenario.dra, scenario.pods)
@@ -163,6 +170,7 @@ async def _simulate(
         eviction_policy=policy_for,
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
         dra=claims,
+        node_usage=node_usage,
     )
     storage = StorageObjects(scenario.storage)
     volumes = MemoryVolumeAPI(storage, lambda old, new: engine.storage_changed(old, new))
@@ -216,6 +224,10 @@ async def _simulate(
         await _settle(engine)
     await engine.scheduler.drain_binding()
     _explain_groups(engine, scenario, outcomes)
+    bound = [p for p in scenario.pods if p.node_name]
+    for key, notes in pressure_notes(node_usage, bound, hooks.placements).items():
+        if outcomes[key].node:
+            outcomes[key].pressure = notes
     for pod in pods:
         outcomes[pod.key].devices = dra.allocated_devices(claims.store, pod)
         _gate_message(engine, pod, outcomes[pod.key])
@@ -269,7 +281,11 @@ def simulate(
     seed: int = 0,
     progress: Progress | None = None,
     policy_for: PolicyFor | None = None,
+    node_usage: NodeUsageStore | None = None,
 ) -> list[PodOutcome]:
     """Outcomes in input order; `progress` is called after every scheduling attempt.
-    `policy_for`: scheduler name -> its EvictionPolicy (default: as the scenario's profiles name)."""
-    return asyncio.run(_simulate(scenario, profiles, seed, progress, policy_for))
+    `policy_for`: scheduler name -> its EvictionPolicy (default: as the scenario's profiles name).
+    `node_usage`: the nodes' usage (EvictionHeadroom scores with it; placements that leave a
+    node below an eviction threshold get a `pressure` note)."""
+    store = node_usage if node_usage is not None else NodeUsageStore()
+    return asyncio.run(_simulate(scenario, profiles, seed, progress, policy_for, store))

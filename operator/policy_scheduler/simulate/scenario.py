@@ -10,6 +10,7 @@ fields (managedFields, status conditions...) are ignored by the decoders.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
 from policy_scheduler.apiobjects.podgroup_api import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
+from policy_scheduler.apiobjects.usage import memory_capacity_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
@@ -71,6 +73,11 @@ class Scenario:
     pod_groups: list[PodGroup] = field(default_factory=list)
     # The API server's gitVersion (e.g. v1.37.2) when read from a cluster; None from files.
     server_version: str | None = None
+    # Node-pressure inputs (issue 35): NodeMetrics and PodMetrics (metrics.k8s.io), and
+    # KubeletConfiguration documents, kept as read; apiobjects/usage.py converts them.
+    usage_documents: list[Document] = field(default_factory=list)
+    kubelet_configs: list[Document] = field(default_factory=list)
+    node_memory_capacity: dict[str, int] = field(default_factory=dict)  # status.capacity.memory
     # Read but not used: kind -> count of objects of kinds simulate ignores; terminal pods.
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     terminal_pods: int = 0
@@ -93,22 +100,83 @@ class Document:
         return f"{self.file}: document {self.index + 1}: {kind} {ident}"
 
 
-def read_documents(path: Path, *, lenient: bool = False) -> Iterator[Document]:
+def read_documents(path: Path, *, lenient: bool = False, strict: bool = False) -> Iterator[Document]:
     """The objects of a multi-document YAML file, `kind: List` (or `*List`) items expanded.
-    `lenient`: documents that are not objects (a YAML list, a scalar) are passed over."""
+    `lenient`: documents that are not objects (a YAML list, a scalar) are passed over.
+    `strict`: a key given twice in one mapping is an error (as kubectl's decoder has it)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
-    yield from parse_documents(text, str(path), lenient=lenient)
+    yield from parse_documents(text, str(path), lenient=lenient, strict=strict)
 
 
-def parse_documents(text: str, path: str, *, lenient: bool = False) -> Iterator[Document]:
-    """read_documents for text already read (stdin); `path` names it in messages."""
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's when built) refusing a mapping key given twice: with
+    `evictionHard: {memory.available: 1Gi, memory.available: 10%}` the second would silently win."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # Compared as written (tag and text), before merge keys (`<<`) are expanded: a key may
+        # override a merged one, never repeat one of its own mapping.
+        keys = [
+            (k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG
+        ]
+        if len(set(keys)) != len(keys):
+            seen: set[tuple[str, str]] = set()
+            for key_node, _ in node.value:
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        result: dict[Any, Any] = super().construct_mapping(node, deep)
+        return result
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) == len(pairs):
+        return result
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"found duplicate key {key!r}")
+        seen.add(key)
+    return result  # pragma: no cover - a shorter dict means a key was repeated
+
+
+def _strict_json(text: str, path: str) -> list[Any] | None:
+    """A JSON file (`kubectl get -o json`) read with the json module, which is many times faster
+    than a YAML loader on large dumps; None when the text is not one JSON value."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
     try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
+        return [json.loads(text, object_pairs_hook=_unique_keys)]
+    except json.JSONDecodeError:
+        return None  # YAML flow style, or several documents: the YAML loader reads (or rejects) it
+    except ValueError as exc:
+        raise ScenarioError(f"{path}: invalid JSON: {exc}") from None
+
+
+def parse_documents(
+    text: str, path: str, *, lenient: bool = False, strict: bool = False
+) -> Iterator[Document]:
+    """read_documents for text already read (stdin); `path` names it in messages."""
+    docs = _strict_json(text, path) if strict else None
+    if docs is None:
+        try:
+            docs = (
+                list(yaml.load_all(text, Loader=StrictLoader)) if strict else list(yaml.safe_load_all(text))
+            )
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
     index = 0
     for doc in docs:
         if doc is None:
@@ -130,13 +198,16 @@ def parse_documents(text: str, path: str, *, lenient: bool = False) -> Iterator[
         index += 1
 
 
-def load_scenario(paths: Iterable[str | Path]) -> Scenario:
+def load_scenario(paths: Iterable[str | Path], *, strict: bool = False, admitted: bool = False) -> Scenario:
+    """`strict`: see read_documents. `admitted`: the pods were admitted by an API server (a
+    `kubectl get` dump), so a priorityClassName not in the input is no error: spec.priority
+    already holds its value."""
     scenario = Scenario()
     seen: dict[tuple[str, str], str] = {}  # (kind, name) -> where it was read, for messages
     for path in paths:
-        for doc in read_documents(Path(path)):
+        for doc in read_documents(Path(path), strict=strict):
             _add(scenario, doc, seen)
-    _apply_priority_admission(scenario, seen)
+    _apply_priority_admission(scenario, seen, admitted)
     return scenario
 
 
@@ -152,6 +223,7 @@ def _identity(doc: Document) -> tuple[str, str]:
         "PodGroup",
         "PersistentVolumeClaim",
         "CSIStorageCapacity",
+        "PodMetrics",
         *OWNER_KINDS,
         *dra.CLAIM_KINDS,
     ):
@@ -166,13 +238,20 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
     if kind not in USED_KINDS:
         scenario.skipped_kinds[kind] = scenario.skipped_kinds.get(kind, 0) + 1
         return
+    if kind == KUBELET_CONFIGURATION:  # a config file: no metadata
+        scenario.kubelet_configs.append(doc)
+        return
     ident = _identity(doc)
     if ident in seen:
         raise ScenarioError(f"{doc.where()}: metadata.name: duplicate {ident[0]} {ident[1]!r}")
     seen[ident] = doc.where()
     try:
         if kind == "Node":
-            scenario.nodes.append(node_from_dict(doc.body))
+            node = node_from_dict(doc.body)
+            scenario.nodes.append(node)
+            capacity = memory_capacity_from_dict(doc.body)
+            if capacity is not None:
+                scenario.node_memory_capacity[node.name] = capacity
         elif kind == "Pod":
             pod = pod_from_dict(doc.body)
             if pod.phase in TERMINAL_PHASES:
@@ -199,6 +278,8 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.eviction_policies.append(dict(doc.body))
         elif kind == "PriorityClassMirror" and _is_ours(doc):
             scenario.priority_class_mirrors.append(dict(doc.body))
+        elif kind in USAGE_KINDS:
+            scenario.usage_documents.append(doc)
         elif kind == "PodGroup" and str(doc.body.get("apiVersion", "")).startswith(PODGROUP_GROUP + "/"):
             scenario.pod_groups.append(pod_group_from_dict(dict(doc.body)))
     except ConversionError as exc:
@@ -218,8 +299,12 @@ def _dra_object(doc: Document) -> dict[str, Any]:
 
 
 POLICY_KINDS = ("SchedulingProfile", "EvictionPolicy", "PriorityClassMirror")
+USAGE_KINDS = ("NodeMetrics", "PodMetrics")
+KUBELET_CONFIGURATION = "KubeletConfiguration"
 USED_KINDS = frozenset(
     (
+        *USAGE_KINDS,
+        KUBELET_CONFIGURATION,
         "Node",
         "Pod",
         "PriorityClass",
@@ -268,7 +353,9 @@ def _class_of_mirror(mirror: Mapping[str, Any]) -> PriorityClassInfo:
     )
 
 
-def _apply_priority_admission(scenario: Scenario, where: Mapping[tuple[str, str], str]) -> None:
+def _apply_priority_admission(
+    scenario: Scenario, where: Mapping[tuple[str, str], str], admitted: bool = False
+) -> None:
     """What the Priority admission plugin does: resolve priorityClassName, else the global default."""
     classes = {pc.name: pc for pc in SYSTEM_PRIORITY_CLASSES}
     # A PriorityClassMirror stands for the native class the operator keeps in sync.
@@ -285,6 +372,8 @@ def _apply_priority_admission(scenario: Scenario, where: Mapping[tuple[str, str]
     for i, pod in enumerate(scenario.pods):
         if pod.priority_class_name:
             pc = classes.get(pod.priority_class_name)
+            if pc is None and admitted:
+                continue
             if pc is None:
                 origin = where.get(("Pod", pod.key), f"Pod {pod.key}")
                 raise ScenarioError(

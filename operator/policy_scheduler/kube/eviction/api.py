@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
+from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.podstatus import patch_status, rfc3339
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, retryable, with_retries
@@ -24,6 +25,8 @@ DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 DEFAULT_GRACE = 30  # the API's default terminationGracePeriodSeconds
 API_FAILURES: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
+# A DisruptionTarget that could not be written, refusals by the fence included: it only informs.
+MARK_FAILURES: tuple[type[BaseException], ...] = (*API_FAILURES, NotLeading)
 
 CallFn = Callable[..., Awaitable[Answer]]
 
@@ -136,18 +139,26 @@ class Result(msgspec.Struct, frozen=True):
 
 class EvictionApi:
     def __init__(
-        self, api: Any, *, retry: RetryPolicy, call_fn: CallFn = call, sleep: Sleep = asyncio.sleep
+        self,
+        api: Any,
+        *,
+        retry: RetryPolicy,
+        call_fn: CallFn = call,
+        sleep: Sleep = asyncio.sleep,
+        fence: Fence = UNFENCED,
     ) -> None:
         self.api = api
         self.retry = retry
         self.call_fn = call_fn
         self.sleep = sleep
+        self.fence = fence  # evictions and DisruptionTarget go out only while we may act as leader
 
     async def send(self, method: str, path: str, body: Any = None) -> Result:
-        """One logical call with retries of transient failures and throttling."""
+        """One logical write with retries of transient failures and throttling; NotLeading when
+        the fence refuses an attempt."""
 
         async def once() -> Answer:
-            return await self.call_fn(self.api, method, path, body=body)
+            return await self.call_fn(self.api, method, path, body=body, fence=self.fence)
 
         try:
             answer = await with_retries(
@@ -193,8 +204,8 @@ class EvictionApi:
     async def mark_disruption_target(self, namespace: str, name: str, uid: str, scheduler_name: str) -> None:
         body = disruption_target_patch(scheduler_name, uid, time.time())
         try:
-            await patch_status(self.api, namespace, name, body)
-        except API_FAILURES as exc:  # informative only: evict anyway
+            await patch_status(self.api, namespace, name, body, fence=self.fence)
+        except MARK_FAILURES as exc:  # informative only: the eviction stands
             log.info(
                 "cannot set DisruptionTarget", extra={"victim": f"{namespace}/{name}", "error": str(exc)}
             )

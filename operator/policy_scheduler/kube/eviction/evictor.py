@@ -23,6 +23,7 @@ from policy_scheduler.kube.eviction.limiter import Limiters
 from policy_scheduler.kube.eviction.nominations import Nominations
 from policy_scheduler.kube.eviction.reporting import Reporter
 from policy_scheduler.kube.eviction.runner import Runner
+from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.retry import Sleep
 from policy_scheduler.kube.timings import DEFAULTS, EvictionTimings
 from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSettings
@@ -65,14 +66,14 @@ class Evictor:
         api: Any,
         events: EventRecorder,
         *,
-        is_leader: Callable[[], bool],
+        fence: Fence = UNFENCED,
         policies: Policies,
         timings: EvictionTimings = DEFAULTS.eviction,
         call_fn: CallFn = call,
         clock: Callable[[], float] = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        self.is_leader = is_leader
+        self.fence = fence  # only the leader preempts; each write asks it again
         self.policies = policies
         self.pods: PendingPods = _NoPods()
         self.timings = timings
@@ -80,7 +81,7 @@ class Evictor:
         self.reporter = Reporter(events, policies.record)
         self.limiters = Limiters()
         self.runner = Runner(
-            EvictionApi(api, retry=timings.api_retry, call_fn=call_fn, sleep=sleep),
+            EvictionApi(api, retry=timings.api_retry, call_fn=call_fn, sleep=sleep, fence=fence),
             self.reporter,
             self.limiters,
             timings=timings,
@@ -90,7 +91,7 @@ class Evictor:
         self.nominations = Nominations(
             api,
             pod_lookup=lambda key: self.pods.pending(key),
-            is_leader=is_leader,
+            fence=fence,
             clock=clock,
             settle=timings.nomination_settle,
             poll=timings.nomination_poll,
@@ -112,7 +113,7 @@ class Evictor:
         self.submit(pod, tuple(result.victims), result.nominated_node_name, framework.scheduler_name)
 
     def submit(self, preemptor: Pod, victims: Sequence[Pod], node: str, scheduler_name: str) -> None:
-        if not victims or not self.is_leader():
+        if not victims or not self.fence.may_act():
             return
         settings = self.policies.settings_for_scheduler(scheduler_name)
         job = Job(preemptor, tuple(victims), node, scheduler_name, settings)
@@ -170,6 +171,12 @@ class Evictor:
                 await self.nominations.visible(job)
         except asyncio.CancelledError:
             raise
+        except NotLeading:
+            log.info(
+                "preemption stopped: this replica may no longer act as the leader",
+                extra={"pod": job.preemptor.key},
+            )
+            end = End.STALE
         except Exception:
             log.exception("preemption failed", extra={"pod": job.preemptor.key})
             end = End.ABANDONED
@@ -216,7 +223,7 @@ class Evictor:
         """The preemptor exists, is the same pod, is not bound or terminating, and we lead."""
         current = self.pods.pending(job.preemptor.key)
         return (
-            self.is_leader()
+            self.fence.may_act()
             and current is not None
             and current.uid == job.preemptor.uid
             and not current.node_name

@@ -9,6 +9,7 @@ from typing import Any
 
 from policy_scheduler.kube.eviction.api import API_FAILURES
 from policy_scheduler.kube.eviction.job import Job
+from policy_scheduler.kube.fence import Fence, NotLeading
 from policy_scheduler.kube.podstatus import set_nominated_node
 from policy_scheduler.scheduler.model import Pod
 
@@ -21,14 +22,14 @@ class Nominations:
         api: Any,
         *,
         pod_lookup: Callable[[str], Pod | None],
-        is_leader: Callable[[], bool],
+        fence: Fence,
         clock: Callable[[], float],
         settle: float,
         poll: float,
     ) -> None:
         self.api = api
         self.pod_lookup = pod_lookup
-        self.is_leader = is_leader
+        self.fence = fence
         self.clock = clock
         self.settle = settle
         self.poll = poll
@@ -55,10 +56,12 @@ class Nominations:
             await asyncio.sleep(self.poll)
 
     async def clear(self, job: Job) -> None:
-        if not await self.visible(job, newer=True) or not self.is_leader():
+        if not await self.visible(job, newer=True) or not self.fence.may_act():
             return
         preemptor = job.preemptor
         try:
-            await set_nominated_node(self.api, preemptor.namespace, preemptor.name, "")
+            await set_nominated_node(self.api, preemptor.namespace, preemptor.name, "", fence=self.fence)
+        except NotLeading:
+            log.debug("nomination not cleared: not the leader now", extra={"pod": preemptor.key})
         except API_FAILURES as exc:
             log.warning("cannot clear nomination", extra={"pod": preemptor.key, "error": str(exc)})

@@ -15,6 +15,7 @@ from policy_scheduler.kube.eviction.api import DEFAULT_GRACE, EvictionApi, Outco
 from policy_scheduler.kube.eviction.job import End, Job
 from policy_scheduler.kube.eviction.limiter import Limiters
 from policy_scheduler.kube.eviction.reporting import Reporter
+from policy_scheduler.kube.fence import NotLeading
 from policy_scheduler.kube.timings import EvictionTimings
 from policy_scheduler.policy.eviction_settings import BLOCKED_BY_BUDGET, FAILED, RATE_LIMITED
 from policy_scheduler.scheduler.model import Pod
@@ -83,7 +84,12 @@ class Runner:
         if limiter is not None:
             seconds = grace if grace is not None else pod_grace if pod_grace is not None else DEFAULT_GRACE
             limiter.evicted(victim.uid, self.clock() + seconds + self.timings.in_flight_slack)
-        result = await self._remove(job, victim, grace)
+        try:
+            result = await self._remove(job, victim, grace)
+        except NotLeading:
+            if limiter is not None:
+                limiter.gone(victim.uid)  # refused before it went out: nothing was evicted
+            raise
         if result.outcome is not Outcome.EVICTED and limiter is not None:
             limiter.gone(victim.uid)  # nothing was evicted: give the slot back
         if result.outcome is Outcome.GONE:

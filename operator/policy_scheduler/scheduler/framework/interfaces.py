@@ -153,6 +153,12 @@ class AlreadyBound(Exception):
         self.node_name = node_name
 
 
+class NotLeading(Exception):
+    """A write refused because this replica may not act as the leader now (its lease lapsed by
+    its own clock, or it has not renewed since a pause). The decision behind the write is
+    dropped, not failed: nothing is reported, and the pod goes back to the queue untouched."""
+
+
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 

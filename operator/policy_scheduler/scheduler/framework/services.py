@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
+from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
@@ -63,3 +64,6 @@ class ClusterServices:
     dra: DraServices = field(default_factory=DraServices)
     # PodGroups and their members (gang scheduling); the Engine feeds it pod events.
     pod_groups: PodGroupStore = field(default_factory=PodGroupStore)
+    # Nodes' real usage and eviction thresholds (EvictionHeadroom; issue 35). Empty: no data,
+    # which that plugin scores as neutral.
+    node_usage: NodeUsageStore = field(default_factory=NodeUsageStore)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.interfaces import AlreadyBound, BindPlugin
+from policy_scheduler.scheduler.framework.interfaces import AlreadyBound, BindPlugin, NotLeading
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status, error
 from policy_scheduler.scheduler.model import Pod
 
@@ -17,8 +17,8 @@ class DefaultBinder(BindPlugin):
             return error("no binder configured")
         try:
             await binder.bind(pod, node_name)
-        except AlreadyBound:
-            raise  # not a failure: the binding cycle settles it
+        except (AlreadyBound, NotLeading):
+            raise  # not failures: the binding cycle settles them
         except Exception as exc:  # fwk.AsStatus(err): any API failure becomes an Error status
             return error(str(exc))
         return SUCCESS

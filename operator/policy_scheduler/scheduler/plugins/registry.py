@@ -69,10 +69,12 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
 
 
 def bundled_registry() -> dict[str, type[Plugin]]:
-    """Plugins from kubernetes-sigs/scheduler-plugins that ship with policy-scheduler."""
+    """Plugins beyond kube-scheduler's that ship with policy-scheduler: Coscheduling from
+    kubernetes-sigs/scheduler-plugins, and our own EvictionHeadroom (off unless enabled)."""
     from policy_scheduler.scheduler.plugins.coscheduling import Coscheduling
+    from policy_scheduler.scheduler.plugins.evictionheadroom import EvictionHeadroom
 
-    return {Coscheduling.name: Coscheduling}
+    return {Coscheduling.name: Coscheduling, EvictionHeadroom.name: EvictionHeadroom}
 
 
 def out_of_tree_registry() -> dict[str, type[Plugin]]:

@@ -36,6 +36,9 @@ class Volume:
     # image: the image reference.
     source_id: str = ""
     rbd_monitors: tuple[str, ...] = ()
+    # hostPath, emptyDir not in memory, configMap or gitRepo: storage on the node's own disk,
+    # which the kubelet counts in the pod's disk usage (eviction's localVolumeNames).
+    local: bool = False
 
     def claim_for(self, pod_name: str) -> str:
         """The PVC this volume uses ("" when none): ephemeral.VolumeClaimName for ephemeral ones."""

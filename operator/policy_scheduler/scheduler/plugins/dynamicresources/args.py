@@ -7,13 +7,12 @@ at least 1s, without them it is forbidden.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
 from policy_scheduler.scheduler.field_errors import Problem
-from policy_scheduler.scheduler.framework.durations import go_duration
+from policy_scheduler.scheduler.framework.durations import go_duration, parse_go_duration
 from policy_scheduler.scheduler.framework.plugin_args import PluginArgs
 from policy_scheduler.scheduler.versioning.features import Features, default_features
 from policy_scheduler.scheduler.versioning.gates import (
@@ -24,25 +23,6 @@ from policy_scheduler.scheduler.versioning.gates import (
 
 DEFAULT_FILTER_TIMEOUT = 10.0  # DynamicResourcesFilterTimeoutDefault
 DEFAULT_BINDING_TIMEOUT = 600.0  # DynamicResourcesBindingTimeoutDefault
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> float:
-    """time.ParseDuration (metav1.Duration's JSON form), in seconds."""
-    sign, body = (-1.0, text[1:]) if text.startswith("-") else (1.0, text.removeprefix("+"))
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(body):
-        m = _PART.match(body, pos)
-        if m is None:
-            raise ValueError(f'time: invalid duration "{text}"')
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not body:
-        raise ValueError(f'time: invalid duration "{text}"')
-    return sign * total
 
 
 def _duration(raw: Mapping[str, Any], key: str) -> float | None:

@@ -15,6 +15,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     FilterPlugin,
     FilterResult,
     Handle,
+    NotLeading,
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -179,6 +180,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return error(f'no pod volume found for node "{node_name}"')
         try:
             await self.binder.bind(pod, node_name, data.volumes)
+        except NotLeading:
+            raise  # not a failure: the binding cycle drops the decision
         except Exception as exc:  # fwk.AsStatus(err): API failures and timeouts are Errors
             log.debug("binding volumes failed", extra={"pod": pod.key, "error": str(exc)})
             return Status(Code.ERROR, (str(exc),))
