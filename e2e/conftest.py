@@ -79,4 +79,3 @@ def kubeconfig(request: pytest.FixtureRequest) -> Path:
 
 from fixtures_faults import fault_scene, faults  # noqa: E402,F401  (fixtures)
 from fixtures_operator import kubectl, operator_process  # noqa: E402,F401  (fixtures)
-from fixtures_parity import core_model_cluster  # noqa: E402,F401  (fixtures)

@@ -1,7 +1,8 @@
 """Issue 4's differential tests on the real control plane.
 
-1. Random scenarios, pod by pod, against the cluster's own kube-scheduler: every decision agrees
-   (our core decides for the cluster's release, as the operator does).
+1. Random scenarios, pod by pod, against the kube-scheduler of the session cluster's release
+   (v1.37.2 by default): every decision agrees, our core deciding for that release as the
+   operator does on that cluster.
 2. `policy-scheduler simulate` predicts what the operator (`policy-scheduler run`) does.
 """
 
@@ -23,13 +24,9 @@ from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.cli import scenario_seed
 from policy_scheduler.parity.generator import KWOK_ANNOTATION, Scenario, generate
 from policy_scheduler.parity.kubesched import KubeScheduler
-from policy_scheduler.parity.profiles import SCHEDULER_NAMES, scheduling_profile
+from policy_scheduler.parity.profiles import reference_features
 from policy_scheduler.parity.report import Tally, describe
 from policy_scheduler.parity.runner import Runner
-from policy_scheduler.policy.compile import compile_profile_objects
-from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profile_resolution import resolve_profile
-from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
@@ -38,17 +35,8 @@ SEED = 4
 
 
 def cluster_release(api: ClusterApi) -> KubernetesVersion:
-    """The dev cluster's Kubernetes release: our core decides as its kube-scheduler does."""
+    """The dev cluster's Kubernetes release: the operator decides as its kube-scheduler does."""
     return KubernetesVersion.parse(str(api.api.get("/version")["gitVersion"]))
-
-
-def follow_the_cluster(runner: Runner, api: ClusterApi) -> Runner:
-    """Our side resolves the parity profiles for the cluster's release, as the operator does."""
-    features = Features(cluster_release(api))
-    implemented = implemented_plugin_names()
-    configs = compile_profile_objects([scheduling_profile(n) for n in SCHEDULER_NAMES], features=features)
-    runner.profiles = {c.scheduler_name: resolve_profile(c, implemented, features=features) for c in configs}
-    return runner
 
 
 def test_random_scenarios_agree_with_kube_scheduler(dev_cluster: DevCluster, tmp_path: Path) -> None:
@@ -58,7 +46,7 @@ def test_random_scenarios_agree_with_kube_scheduler(dev_cluster: DevCluster, tmp
     kubeconfig = dev_cluster.kubeconfig
     api = ClusterApi.from_kubeconfig(kubeconfig)
     with KubeScheduler(kubeconfig, tmp_path, dev_cluster.versions) as log:
-        runner = follow_the_cluster(Runner(api, log), api)
+        runner = Runner(api, log, reference_features(dev_cluster.versions))
         for k in range(SCENARIOS):
             scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
             with_dra += bool(scenario.dra)
@@ -123,9 +111,9 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         nodes=[_bare_node(f"{run}n1", "4", "64Gi", label), _bare_node(f"{run}n2", "8", "4Gi", label)],
         pending=[pod],
     )
-    with KubeScheduler(kubeconfig, tmp_path) as log:
+    with KubeScheduler(kubeconfig, tmp_path, dev_cluster.versions) as log:
         api = ClusterApi.from_kubeconfig(kubeconfig)
-        result = follow_the_cluster(Runner(api, log), api).run(scenario)
+        result = Runner(api, log, reference_features(dev_cluster.versions)).run(scenario)
     (judged,) = result.pods
     assert judged.reference.node == f"{run}n1"  # scored by the containers' 100m
     assert judged.verdict.full, describe(result, judged)

@@ -21,7 +21,6 @@ from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, n
 from policy_scheduler.devcluster.procs import Component, log_tail, pid_runs, spawn, terminate
 from policy_scheduler.devcluster.status import ClusterStatus, ComponentStatus
 from policy_scheduler.devcluster.versions import (
-    CORE_MODEL_KUBERNETES_VERSION,
     DEFAULT_KUBERNETES_VERSION,
     KUBERNETES_VERSION_ENV,
     SUPPORTED,
@@ -250,7 +249,6 @@ def test_supported_versions_pair_etcd_and_kwok() -> None:
     by_version = {v.kubernetes: v for v in SUPPORTED}
     assert set(by_version) == {"v1.35.4", "v1.36.3", "v1.37.2"}
     assert DEFAULT_KUBERNETES_VERSION in by_version
-    assert CORE_MODEL_KUBERNETES_VERSION in by_version
     assert by_version["v1.37.2"].etcd.startswith("v3.7.")
     assert by_version["v1.36.3"].etcd.startswith("v3.6.")
     assert by_version["v1.35.4"].etcd.startswith("v3.6.")

@@ -14,9 +14,6 @@ from pathlib import Path
 
 KUBERNETES_VERSION_ENV = "POLICY_SCHEDULER_K8S_VERSION"
 DEFAULT_KUBERNETES_VERSION = "v1.37.2"
-# The release whose kube-scheduler our scheduling core re-implements: the reference that the
-# tests requiring full parity run against (docs/parity.md, "Versions").
-CORE_MODEL_KUBERNETES_VERSION = "v1.35.4"
 
 GOMOD_DIR = Path(__file__).parent / "gomod"
 

@@ -25,6 +25,7 @@ from policy_scheduler.devcluster.versions import (
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.generator import generate
 from policy_scheduler.parity.kubesched import KubeScheduler
+from policy_scheduler.parity.profiles import reference_features
 from policy_scheduler.parity.report import Tally, as_json, describe
 from policy_scheduler.parity.runner import HarnessError, Runner
 from policy_scheduler.parity.shrink import frozen, same_kind, shrink
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         KubeScheduler(kubeconfig, workdir, versions) as log,
     ):
         api = ClusterApi.from_kubeconfig(kubeconfig)
-        runner = Runner(api, log)
+        runner = Runner(api, log, reference_features(versions))
         print(f"reference: kube-scheduler {versions.kubernetes}", flush=True)
         print(f"kube-scheduler log: {workdir / 'kube-scheduler.log'}", flush=True)
         for k in range(args.count):
