@@ -1,5 +1,6 @@
-"""The parity harness's side of a decision (parity/ours.py) writes the unschedulable message as
-the scheduling cycle does, per release."""
+"""The parity harness: our side of a decision (parity/ours.py) writes the unschedulable message
+as the scheduling cycle does, per release, and the judge (parity/compare.py) reads a tied
+nomination's message for the node kube-scheduler chose."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from policy_scheduler.parity.ours import evaluate
+from policy_scheduler.parity.compare import Reference, judge
+from policy_scheduler.parity.ours import Decision, evaluate
 from policy_scheduler.parity.profiles import resolved_profiles
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
@@ -55,3 +57,26 @@ def test_a_preemptor_message_is_the_releases(version: KubernetesVersion, post_fi
     assert decision.outcome == "preempt"
     assert decision.victims == {"n1": ["ns/low"]}
     assert decision.message == FILTER_REASONS + post_filter
+
+
+def _placement(node: str) -> str:
+    return f"{FILTER_REASONS} preemption: found a potential placement for pod on node {node}, preempting 1 victims"
+
+
+@pytest.mark.parametrize(
+    ("kube_node", "nominees", "agrees"),
+    [
+        ("n2", {"n1", "n2"}, True),  # a tie: which node is cache order, the message follows it
+        ("n2", {"n1"}, False),  # not a tie: the message names another node
+    ],
+)
+def test_a_tied_nomination_is_judged_by_the_references_node(
+    kube_node: str, nominees: set[str], agrees: bool
+) -> None:
+    ref = Reference("preempt", node=kube_node, message=_placement(kube_node), victims=["ns/b"])
+    ours = Decision(
+        "preempt", message=_placement("n1"), nominees=nominees, victims={"n1": ["ns/a"], "n2": ["ns/b"]}
+    )
+    verdict = judge(ref, ours)
+    assert verdict.decision is agrees
+    assert verdict.message is agrees
