@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,33 @@ def test_a_gate_the_release_lacks_is_refused(
         assert f"Kubernetes {release} does not have it" in message, accepted
     finally:
         kubectl.delete("schedulingprofile", name)
+
+
+def test_run_refuses_a_gate_the_clusters_release_lacks(kubeconfig: Path) -> None:
+    """--feature-gates is checked against the API server's release once it is read: the operator
+    stops at start with one line naming the gate and the releases that have it."""
+    _, release = _release(kubeconfig)
+    if release < KubernetesVersion(1, 36):
+        pytest.skip("v1.35 still has CSIMigrationPortworx")
+    cmd = [
+        sys.executable,
+        "-m",
+        "policy_scheduler",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-leader-elect",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        "0",
+        "--feature-gates",
+        "CSIMigrationPortworx=true",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"error: --feature-gates: unrecognized feature gate: CSIMigrationPortworx "
+        f"(Kubernetes {release} does not have it; v1.35 has it)"
+    ), done.stderr[-2000:]
