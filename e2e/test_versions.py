@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fixtures_operator import ISOLATED_LABEL, OperatorProcess
-from kubectl import Kubectl, condition, namespace, profile
+from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.generator import KWOK_ANNOTATION
@@ -53,21 +53,10 @@ def _node(name: str, run: str, cpu: str, memory: str) -> dict[str, Any]:
 def _pod(
     name: str, ns: str, run: str, scheduler: str, cpu: str, memory: str, node: str = ""
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "terminationGracePeriodSeconds": 0,
-        "nodeSelector": {"versions-e2e": run},  # never the session's other nodes
-        "containers": [
-            {
-                "name": "c",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": cpu, "memory": memory}},
-            }
-        ],
-    }
+    extra: dict[str, Any] = {"nodeSelector": {"versions-e2e": run}}  # never the session's other nodes
     if node:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+        extra["nodeName"] = node
+    return pod(name, ns, scheduler, cpu=cpu, memory=memory, extra_spec=extra)
 
 
 def _release(kubeconfig: Path) -> tuple[str, KubernetesVersion]:
@@ -84,10 +73,10 @@ def _node_of(kubectl: Kubectl, name: str, ns: str) -> str | None:
     return node
 
 
-def _placed(kubectl: Kubectl, pod: dict[str, Any]) -> str:
-    """Create `pod`, wait until it is bound, delete it (so the next pod sees the same nodes)."""
-    name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
-    kubectl.create(pod)
+def _placed(kubectl: Kubectl, obj: dict[str, Any]) -> str:
+    """Create the pod `obj`, wait until it is bound, delete it (so the next pod sees the same nodes)."""
+    name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+    kubectl.create(obj)
     node = wait_until(f"{name} bound", functools.partial(_node_of, kubectl, name, ns), timeout=60)
     kubectl.delete("pod", name, ns, wait=True)
     return node
