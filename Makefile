@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit e2e soak lint typecheck bench bench-e2e controlplane crds clean
+.PHONY: demo test unit e2e soak lint typecheck bench bench-e2e controlplane parity-versions crds clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok once
-# (cached under ~/.cache/policy-scheduler; a rerun returns in seconds).
+# (cached under ~/.cache/policy-scheduler, a folder per version; a rerun returns in seconds).
+# POLICY_SCHEDULER_K8S_VERSION=v1.36.3 chooses another supported version here, for `make demo`
+# and for the e2e suite (devcluster/versions.py lists them).
 controlplane: $(STAMP)
 	@PATH="$$(scripts/ensure-go.sh):$$PATH" $(BIN)/policy-scheduler dev-cluster build
 
@@ -52,6 +54,19 @@ bench: $(STAMP)
 # (docs/benchmarks.md). Long; not part of `make test`. Options: BENCH_E2E_ARGS="--nodes 1000 ...".
 bench-e2e: controlplane
 	$(BIN)/python -m policy_scheduler.bench_e2e $(BENCH_E2E_ARGS)
+
+# The parity harness (docs/parity.md) against each supported version's kube-scheduler, with that
+# version's defaults: builds each version's control plane (one build at a time), then runs
+# PARITY_ARGS on a cluster of that version. Long; not part of `make test`.
+PARITY_ARGS ?= --count 30 --seed 4 --no-shrink --show 3
+PARITY_VERSIONS ?= $(shell $(BIN)/python -c 'from policy_scheduler.devcluster.versions import supported_kubernetes_versions as s; print(*s())')
+parity-versions: $(STAMP)
+	@failed=""; for version in $(PARITY_VERSIONS); do \
+	  echo "== parity against kube-scheduler $$version"; \
+	  PATH="$$(scripts/ensure-go.sh):$$PATH" $(BIN)/policy-scheduler dev-cluster build --kubernetes-version $$version || exit 1; \
+	  $(BIN)/python -m policy_scheduler.parity run --kubernetes-version $$version $(PARITY_ARGS) || failed="$$failed $$version"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "parity: disagreements or harness errors on:$$failed"; exit 1; fi
 
 # The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/test_helm_chart.py).
 crds: $(STAMP)

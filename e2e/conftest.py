@@ -2,7 +2,9 @@
 
 Set POLICY_SCHEDULER_KUBECONFIG to run against a cluster that is already up (for example
 `policy-scheduler dev-cluster up`, whose kubeconfig sits next to its state file) instead of
-starting one. Further fixtures belong in e2e/fixtures_*.py, not here.
+starting one. POLICY_SCHEDULER_K8S_VERSION chooses the Kubernetes version of the clusters the
+suite starts and of the reference kube-scheduler (devcluster/versions.py lists them).
+Further fixtures belong in e2e/fixtures_*.py, not here.
 """
 
 from __future__ import annotations
@@ -13,12 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from policy_scheduler.devcluster.build import build_all, missing_binaries
+from controlplane import build_if_needed
 from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.devcluster.versions import UnsupportedVersionError, control_plane
 
 KUBECONFIG_ENV = "POLICY_SCHEDULER_KUBECONFIG"
 E2E_DIR = Path(__file__).parent
 DEV_CLUSTER_NODES = 10
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        control_plane()
+    except UnsupportedVersionError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"control plane: {control_plane().summary()}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -30,15 +44,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _external_kubeconfig() -> Path | None:
     value = os.environ.get(KUBECONFIG_ENV)
     return Path(value).expanduser() if value else None
-
-
-def _build_if_needed(config: pytest.Config) -> None:
-    if not missing_binaries():
-        return
-    # The first build takes many minutes: show its progress instead of capturing it.
-    capture = config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        build_all()
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +58,7 @@ def dev_cluster(
             pytest.skip(f"{KUBECONFIG_ENV}={external} was not started by `dev-cluster up`; cannot manage it")
         yield attached  # someone else's cluster: never stopped here
         return
-    _build_if_needed(pytestconfig)
+    build_if_needed(pytestconfig)
     cluster = DevCluster(tmp_path_factory.mktemp("dev-cluster"), nodes=DEV_CLUSTER_NODES)
     cluster.start()
     try:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import invariants
+from controlplane import build_if_needed
 from faultproxy import FaultProxy
 from fixtures_operator import (
     SA_NAMESPACE,
@@ -31,7 +32,6 @@ from fixtures_operator import (
     service_account_kubeconfig,
 )
 from kubectl import Kubectl, condition, namespace, pod, profile, wait_for
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.kubeapi import ApiError, KubeApi
 
@@ -96,9 +96,7 @@ class FaultEnv:
 
 @pytest.fixture(scope="session")
 def faults(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[FaultEnv]:
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
+    build_if_needed(pytestconfig)
     workdir = tmp_path_factory.mktemp("fault-cluster")
     cluster = DevCluster(workdir / "cluster", nodes=0, node_lifecycle=True)
     cluster.start()

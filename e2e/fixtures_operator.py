@@ -19,8 +19,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from controlplane import build_if_needed
 from kubectl import Kubectl
-from policy_scheduler.devcluster.build import build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.policy.crdgen import render_crds
 from polling import wait_until
@@ -192,9 +192,7 @@ def private_cluster(
     """A cluster of a module's own: on the shared one, the session's operator (admin, no leader
     election) would serve the same profiles and could do the work of an operator under test.
     `apiserver_flags(workdir)`: more kube-apiserver flags, given the cluster's directory."""
-    if missing_binaries():
-        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
-            build_all()
+    build_if_needed(pytestconfig)
     workdir = tmp_path_factory.mktemp(name)
     dev = DevCluster(workdir, nodes=nodes, apiserver_flags=apiserver_flags(workdir))
     dev.start()

@@ -12,7 +12,7 @@ import pytest_asyncio
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from policy_scheduler.devcluster.versions import KUBERNETES_VERSION
+from policy_scheduler.devcluster.cluster import DevCluster
 from polling import wait_until_async
 
 # No scheduler has this name, so only the test decides where its pods go.
@@ -72,9 +72,9 @@ async def pod_running(api: client.ApiClient, namespace: str, name: str) -> bool:
     return bool(pod.status.phase == "Running" and ready)
 
 
-async def test_api_server_reports_pinned_version(api: client.ApiClient) -> None:
+async def test_api_server_reports_pinned_version(api: client.ApiClient, dev_cluster: DevCluster) -> None:
     version = await client.VersionApi(api).get_code()
-    assert version.git_version == KUBERNETES_VERSION
+    assert version.git_version == dev_cluster.versions.kubernetes
 
 
 async def test_nodes_are_ready_with_allocatable(api: client.ApiClient) -> None:

@@ -19,7 +19,7 @@ from policy_scheduler.apiobjects.convert_cluster import node_from_api
 from policy_scheduler.apiobjects.decode import decode_list
 from policy_scheduler.apiobjects.node_protobuf import MAGIC, SCHEMA, decode_node_list
 from policy_scheduler.devcluster.kwokstages import go_module_cache
-from policy_scheduler.devcluster.versions import GOMOD_DIR, KUBERNETES_VERSION
+from policy_scheduler.devcluster.versions import control_plane
 from policy_scheduler.kube import informer as inf
 from policy_scheduler.kube.client import call, make_api_client, request, request_ok
 from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
@@ -28,7 +28,8 @@ from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler import model
 from polling import wait_until_async
 
-STAGING_VERSION = "v0" + KUBERNETES_VERSION[2:]  # k8s.io/api v0.35.4 goes with kubernetes v1.35.4
+CONTROL_PLANE = control_plane()
+STAGING_VERSION = CONTROL_PLANE.staging
 PROTO_FILES = (
     f"k8s.io/api@{STAGING_VERSION}/core/v1/generated.proto",
     f"k8s.io/apimachinery@{STAGING_VERSION}/pkg/apis/meta/v1/generated.proto",
@@ -45,7 +46,7 @@ def _upstream_proto_files() -> list[Path]:
     paths = [cache / name for name in PROTO_FILES]
     if not all(p.is_file() for p in paths):
         modules = [f"k8s.io/api@{STAGING_VERSION}", f"k8s.io/apimachinery@{STAGING_VERSION}"]
-        subprocess.run(["go", "mod", "download", *modules], cwd=GOMOD_DIR / "kubernetes", check=True)
+        subprocess.run(["go", "mod", "download", *modules], cwd=CONTROL_PLANE.gomod("kubernetes"), check=True)
     return paths
 
 

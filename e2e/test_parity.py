@@ -1,6 +1,8 @@
 """Issue 4's differential tests on the real control plane.
 
-1. Random scenarios, pod by pod, against kube-scheduler v1.35.4 itself: every decision agrees.
+1. Random scenarios, pod by pod, against the kube-scheduler of the session cluster's release
+   (v1.37.2 by default): every decision agrees, our core deciding for that release as the
+   operator does on that cluster.
 2. `policy-scheduler simulate` predicts what the operator (`policy-scheduler run`) does.
 """
 
@@ -22,23 +24,29 @@ from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.cli import scenario_seed
 from policy_scheduler.parity.generator import KWOK_ANNOTATION, Scenario, generate
 from policy_scheduler.parity.kubesched import KubeScheduler
+from policy_scheduler.parity.profiles import reference_features
 from policy_scheduler.parity.report import Tally, describe
 from policy_scheduler.parity.runner import Runner
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
 SCENARIOS = 30
 SEED = 4
 
 
-def test_random_scenarios_agree_with_kube_scheduler(
-    dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path
-) -> None:
+def cluster_release(api: ClusterApi) -> KubernetesVersion:
+    """The dev cluster's Kubernetes release: the operator decides as its kube-scheduler does."""
+    return KubernetesVersion.parse(str(api.api.get("/version")["gitVersion"]))
+
+
+def test_random_scenarios_agree_with_kube_scheduler(dev_cluster: DevCluster, tmp_path: Path) -> None:
     run_id = f"e{secrets.token_hex(2)}"
     tally = Tally()
     with_dra = 0
+    kubeconfig = dev_cluster.kubeconfig
     api = ClusterApi.from_kubeconfig(kubeconfig)
-    with KubeScheduler(kubeconfig, tmp_path) as log:
-        runner = Runner(api, log)
+    with KubeScheduler(kubeconfig, tmp_path, dev_cluster.versions) as log:
+        runner = Runner(api, log, reference_features(dev_cluster.versions))
         for k in range(SCENARIOS):
             scenario = generate(scenario_seed(SEED, k), f"{run_id}-{k}-")
             with_dra += bool(scenario.dra)
@@ -72,8 +80,9 @@ def _bare_node(name: str, cpu: str, memory: str, label: str) -> dict[str, Any]:
 
 
 def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Path, tmp_path: Path) -> None:
-    """The first disagreement the harness found (docs/parity.md): v1.35.4's NodeResourcesFit
-    scores the containers' requests even when pod-level requests are set."""
+    """The first disagreement the harness found (docs/parity.md): NodeResourcesFit scores the
+    containers' requests even when pod-level requests are set (v1.35.4 to v1.37.2 alike), so it
+    runs against the session cluster's release."""
     label = f"pl{secrets.token_hex(2)}"
     run, ns = f"{label}-", f"{label}-ns"
     pod = {
@@ -102,10 +111,11 @@ def test_pod_level_requests_in_fit_score(dev_cluster: DevCluster, kubeconfig: Pa
         nodes=[_bare_node(f"{run}n1", "4", "64Gi", label), _bare_node(f"{run}n2", "8", "4Gi", label)],
         pending=[pod],
     )
-    with KubeScheduler(kubeconfig, tmp_path) as log:
-        result = Runner(ClusterApi.from_kubeconfig(kubeconfig), log).run(scenario)
+    with KubeScheduler(kubeconfig, tmp_path, dev_cluster.versions) as log:
+        api = ClusterApi.from_kubeconfig(kubeconfig)
+        result = Runner(api, log, reference_features(dev_cluster.versions)).run(scenario)
     (judged,) = result.pods
-    assert judged.reference.node == f"{run}n1"  # v1.35.4 scores the containers' 100m
+    assert judged.reference.node == f"{run}n1"  # scored by the containers' 100m
     assert judged.verdict.full, describe(result, judged)
 
 
@@ -224,7 +234,7 @@ def _scenario(run: str, ns: str, scheduler: str) -> tuple[list[dict[str, Any]], 
     return nodes, pods
 
 
-def _simulate(path: Path, seed: int) -> dict[str, str | None]:
+def _simulate(path: Path, seed: int, release: KubernetesVersion) -> dict[str, str | None]:
     cmd = [
         sys.executable,
         "-m",
@@ -235,12 +245,17 @@ def _simulate(path: Path, seed: int) -> dict[str, str | None]:
         "json",
         "--seed",
         str(seed),
+        "--kubernetes-version",  # the operator follows the cluster's release
+        str(release),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
     return {p["name"]: p["node"] for p in json.loads(out)["pods"]}
 
 
-def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl, tmp_path: Path) -> None:
+def test_simulate_predicts_the_operator(
+    operator_process: Any, kubectl: Kubectl, kubeconfig: Path, tmp_path: Path
+) -> None:
+    release = cluster_release(ClusterApi.from_kubeconfig(kubeconfig))
     run = f"pe{secrets.token_hex(3)}"
     ns, scheduler = run, f"{run}-scheduler"
     nodes, pods = _scenario(run, ns, scheduler)
@@ -248,7 +263,7 @@ def test_simulate_predicts_the_operator(operator_process: Any, kubectl: Kubectl,
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(yaml.safe_dump_all([namespace(ns), prof, *nodes, *pods], sort_keys=False))
 
-    predictions = [_simulate(scenario_file, seed) for seed in range(6)]
+    predictions = [_simulate(scenario_file, seed, release) for seed in range(6)]
     assert all(p == predictions[0] for p in predictions), (
         f"ties: the scenario is not seed-free: {predictions}"
     )

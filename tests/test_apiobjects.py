@@ -17,6 +17,7 @@ from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list, decod
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.resources import canonical
+from policy_scheduler.scheduler.storage.volumes import IMAGE, Volume
 
 T0 = "2024-05-01T12:00:00Z"
 T0_EPOCH = 1714564800.0
@@ -137,6 +138,46 @@ POD_FIELDS: list[tuple[str, dict[str, Any], dict[str, Any], str, Any]] = [
         {},
         "pod_requests",
         {"cpu": 1000, "memory": 1 << 30},
+    ),
+    ("host network", {"hostNetwork": True}, {}, "host_network", True),
+    ("host users unset", {}, {}, "host_users", None),
+    ("host users", {"hostUsers": False}, {}, "host_users", False),
+    (
+        "restart rules",
+        {
+            "containers": [
+                {
+                    "name": "c",
+                    "restartPolicyRules": [
+                        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+                    ],
+                }
+            ]
+        },
+        {},
+        "containers",
+        (model.Container("c", restart_rule_actions=("RestartAllContainers",)),),
+    ),
+    (
+        "bind mount options",
+        {
+            "initContainers": [
+                {
+                    "name": "i",
+                    "volumeMounts": [{"name": "v", "mountPath": "/v", "bindMountOptions": ["nosuid"]}],
+                }
+            ]
+        },
+        {},
+        "init_containers",
+        (model.Container("i", bind_mount_options=True),),
+    ),
+    (
+        "image volume",
+        {"volumes": [{"name": "models", "image": {"reference": "registry.example/models:v1"}}]},
+        {},
+        "volumes",
+        (Volume("models", IMAGE, source_id="registry.example/models:v1"),),
     ),
     ("phase default", {}, {}, "phase", "Pending"),
     ("phase", {}, {"status": {"phase": "Running"}}, "phase", "Running"),

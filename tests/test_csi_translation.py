@@ -59,16 +59,23 @@ def test_names() -> None:
     assert csi_name_from_in_tree_name("kubernetes.io/hostpath") == ""
 
 
-def test_migration_is_on_per_csinode() -> None:
+@pytest.mark.parametrize("portworx_needs_annotation", [True, False], ids=["v1.35", "v1.36+"])
+def test_migration_is_on_per_csinode(portworx_needs_annotation: bool) -> None:
+    """isCSIMigrationOn (nodevolumelimits/utils.go): v1.35 wants Portworx in the CSINode's
+    migrated-plugins annotation (its gate locked on); v1.36 removed the gate and the check."""
     px, ebs = "kubernetes.io/portworx-volume", "kubernetes.io/aws-ebs"
-    assert not is_csi_migration_on(None, ebs)
-    assert is_csi_migration_on(CSINode("n"), ebs)
-    assert not is_csi_migration_on(CSINode("n"), px)
-    assert is_csi_migration_on(CSINode("n", annotations={ANN_MIGRATED_PLUGINS: f"{ebs},{px}"}), px)
-    assert not is_csi_migration_on(CSINode("n", annotations={ANN_MIGRATED_PLUGINS: px}), px, portworx=False)
+
+    def on(csi_node: CSINode | None, plugin: str) -> bool:
+        return is_csi_migration_on(csi_node, plugin, portworx_needs_annotation=portworx_needs_annotation)
+
+    assert not on(None, ebs)
+    assert on(CSINode("n"), ebs)
+    assert on(CSINode("n"), px) is not portworx_needs_annotation
+    assert on(CSINode("n", annotations={ANN_MIGRATED_PLUGINS: f"{ebs},{px}"}), px)
+    assert not on(None, px)
     # Azure File and vSphere are not migrated for the scheduler's limits, annotation or not.
     azure_file = in_tree_plugin_name(AZURE_FILE)
-    assert not is_csi_migration_on(CSINode("n", annotations={ANN_MIGRATED_PLUGINS: azure_file}), azure_file)
+    assert not on(CSINode("n", annotations={ANN_MIGRATED_PLUGINS: azure_file}), azure_file)
 
 
 def test_pv_in_tree_source_is_decoded() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from policy_scheduler.app.commands import Deferred
-from policy_scheduler.devcluster import arguments, cli, hostnet
+from policy_scheduler.devcluster import arguments, build, cli, hostnet
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
 from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
@@ -19,6 +20,16 @@ from policy_scheduler.devcluster.kwokstages import STAGE_FILES, install_stages
 from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, node_ip, node_manifest
 from policy_scheduler.devcluster.procs import Component, log_tail, pid_runs, spawn, terminate
 from policy_scheduler.devcluster.status import ClusterStatus, ComponentStatus
+from policy_scheduler.devcluster.versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSION_ENV,
+    SUPPORTED,
+    ControlPlaneVersions,
+    UnsupportedVersionError,
+    bin_dir,
+    control_plane,
+)
+from policy_scheduler.parity import cli as parity_cli
 
 PORTS = Ports(etcd_client=1, etcd_peer=2, apiserver=3, controller_manager=4, kwok=5)
 
@@ -218,3 +229,171 @@ def test_module_entry_point_help() -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--help"])
     assert exc.value.code == 0
+
+
+# ---- control plane versions ------------------------------------------------------------------
+
+
+def test_version_selection_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KUBERNETES_VERSION_ENV, raising=False)
+    assert control_plane().kubernetes == DEFAULT_KUBERNETES_VERSION
+    monkeypatch.setenv(KUBERNETES_VERSION_ENV, "v1.36.3")
+    assert control_plane().kubernetes == "v1.36.3"
+    assert control_plane("v1.37.2").kubernetes == "v1.37.2"  # the flag wins over the environment
+    assert control_plane("1.35.4").kubernetes == "v1.35.4"
+    monkeypatch.setenv(KUBERNETES_VERSION_ENV, "")
+    assert control_plane().kubernetes == DEFAULT_KUBERNETES_VERSION
+
+
+def test_supported_versions_pair_etcd_and_kwok() -> None:
+    by_version = {v.kubernetes: v for v in SUPPORTED}
+    assert set(by_version) == {"v1.35.4", "v1.36.3", "v1.37.2"}
+    assert DEFAULT_KUBERNETES_VERSION in by_version
+    assert by_version["v1.37.2"].etcd.startswith("v3.7.")
+    assert by_version["v1.36.3"].etcd.startswith("v3.6.")
+    assert by_version["v1.35.4"].etcd.startswith("v3.6.")
+    assert by_version["v1.37.2"].staging == "v0.37.2"
+    assert by_version["v1.36.3"].minor == 36
+
+
+@pytest.mark.parametrize("requested", ["v1.34.0", "v1.37", "latest"])
+def test_unsupported_version_is_one_line_listing_the_supported(
+    requested: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(UnsupportedVersionError) as exc:
+        control_plane(requested)
+    message = str(exc.value)
+    assert "\n" not in message
+    assert requested in message
+    assert all(v in message for v in ("v1.35.4", "v1.36.3", "v1.37.2"))
+    monkeypatch.setenv(KUBERNETES_VERSION_ENV, requested)
+    with pytest.raises(UnsupportedVersionError, match=KUBERNETES_VERSION_ENV):
+        control_plane()
+
+
+def test_each_version_has_its_own_binaries(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("POLICY_SCHEDULER_CACHE", str(tmp_path))
+    dirs = {bin_dir(v) for v in SUPPORTED}
+    assert len(dirs) == len(SUPPORTED)
+    assert all(d.parent == tmp_path / "bin" for d in dirs)
+    assert bin_dir(control_plane("v1.37.2")).name == "k8s-v1.37.2_etcd-v3.7.3_kwok-v0.8.0"
+    monkeypatch.setenv(KUBERNETES_VERSION_ENV, "v1.36.3")
+    assert bin_dir() == bin_dir(control_plane("v1.36.3"))
+
+
+def _go_mod_lines(versions: ControlPlaneVersions, component: str) -> list[str]:
+    directory = versions.gomod(component)
+    assert (directory / "go.sum").is_file(), directory
+    return [line.strip() for line in (directory / "go.mod").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("versions", SUPPORTED, ids=lambda v: v.kubernetes)
+def test_wrapper_modules_pin_each_versions_sources(versions: ControlPlaneVersions) -> None:
+    kubernetes = _go_mod_lines(versions, "kubernetes")
+    assert any(line.startswith(f"k8s.io/kubernetes {versions.kubernetes}") for line in kubernetes)
+    replaced = [line for line in kubernetes if "=>" in line]
+    assert replaced
+    assert all(line.endswith(f" {versions.staging}") for line in replaced)
+    assert "k8s.io/kubernetes/cmd/kube-scheduler" in kubernetes
+    assert any(
+        line.startswith(f"go.etcd.io/etcd/server/v3 {versions.etcd}")
+        for line in _go_mod_lines(versions, "etcd")
+    )
+    assert any(
+        line.startswith(f"sigs.k8s.io/kwok {versions.kwok}") for line in _go_mod_lines(versions, "kwok")
+    )
+
+
+def test_build_targets_follow_the_version() -> None:
+    versions = control_plane("v1.37.2")
+    by_binary = {t.binary: t for t in build.targets(versions)}
+    assert set(by_binary) == set(build.BINARIES)
+    scheduler = by_binary["kube-scheduler"]
+    assert scheduler.module_dir == versions.gomod("kubernetes")
+    assert "gitVersion=v1.37.2" in scheduler.ldflags
+    assert "gitMinor=37" in scheduler.ldflags
+    assert by_binary["etcd"].module_dir == versions.gomod("etcd")
+    assert f"Version={versions.kwok}" in by_binary["kwok"].ldflags
+
+
+def test_missing_binaries_of_a_version(tmp_path: Path) -> None:
+    assert build.missing_binaries(tmp_path) == list(build.BINARIES)
+    for name in build.BINARIES[:-1]:
+        (tmp_path / name).write_text("")
+    assert build.missing_binaries(tmp_path) == [build.BINARIES[-1]]
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    arguments.add_parser(parser.add_subparsers())
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("action", ["build", "up"])
+def test_cli_rejects_an_unsupported_version_in_one_line(
+    action: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--workdir", str(tmp_path)] if action == "up" else []
+    args = _parse(["dev-cluster", action, "--kubernetes-version", "v1.30.0", *extra])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "v1.30.0 is not supported" in err
+    assert "v1.37.2, v1.36.3, v1.35.4" in err
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_cli_build_builds_the_requested_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[ControlPlaneVersions] = []
+
+    def fake_build(versions: ControlPlaneVersions, **_kwargs: object) -> Path:
+        built.append(versions)
+        return tmp_path
+
+    monkeypatch.setattr(cli, "build_all", fake_build)
+    monkeypatch.setenv(KUBERNETES_VERSION_ENV, "v1.35.4")
+    args = _parse(["dev-cluster", "build", "--kubernetes-version", "v1.36.3"])
+    assert args.func(args) == 0
+    args = _parse(["dev-cluster", "build"])
+    assert args.func(args) == 0
+    assert [v.kubernetes for v in built] == ["v1.36.3", "v1.35.4"]
+    assert "kubernetes v1.36.3" in capsys.readouterr().out
+
+
+def test_state_records_the_versions(tmp_path: Path) -> None:
+    versions = control_plane("v1.36.3")
+    cluster = DevCluster(tmp_path, versions=versions)
+    assert cluster.binaries == bin_dir(versions)
+    cluster._write_state()
+    again = DevCluster.from_state(tmp_path)
+    assert again is not None
+    assert again.versions == versions
+    # a state file from before versions were recorded: v1.35.4 was the only version then
+    state = json.loads(cluster.state_file.read_text())
+    del state["versions"]
+    cluster.state_file.write_text(json.dumps(state))
+    old = DevCluster.from_state(tmp_path)
+    assert old is not None
+    assert old.versions.kubernetes == "v1.35.4"
+
+
+def test_status_names_the_versions(tmp_path: Path) -> None:
+    comp = ComponentStatus("etcd", 1, True, tmp_path / "etcd.log")
+    status = ClusterStatus(
+        tmp_path, "https://127.0.0.1:1", tmp_path / "kubeconfig", (comp,), True, "kubernetes v1.37.2"
+    )
+    assert "versions:   kubernetes v1.37.2" in status.describe()
+
+
+def test_parity_rejects_an_unsupported_or_unbuilt_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert parity_cli.main(["run", "--kubernetes-version", "v1.99.0"]) == 2
+    assert "v1.99.0 is not supported" in capsys.readouterr().err
+    monkeypatch.setenv("POLICY_SCHEDULER_CACHE", str(tmp_path))  # nothing built here
+    assert parity_cli.main(["run", "--kubernetes-version", "v1.36.3", "--count", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "v1.36.3 control plane is not built" in err
+    assert "dev-cluster build --kubernetes-version v1.36.3" in err

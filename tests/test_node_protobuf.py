@@ -80,6 +80,7 @@ NODES: list[dict[str, Any]] = [
                 },
                 {"names": ["busybox:1.36"], "sizeBytes": 4000000},
             ],
+            "declaredFeatures": ["RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport"],
         },
     },
     {  # no allocatable: it defaults to capacity
@@ -192,6 +193,11 @@ def test_the_nodes_read_what_the_scheduler_needs() -> None:
         "registry.k8s.io/pause:3.10",
         "registry.k8s.io/pause@sha256:abc",
     )
+    assert tainted.declared_features == (
+        "RestartAllContainersOnContainerExits",
+        "UserNamespacesHostNetworkSupport",
+    )
+    assert by_name["plain"].declared_features == ()
     assert by_name["capacity-only"].allocatable["cpu"] == 2000
     assert by_name["capacity-only"].labels == {"a": ""}
     assert by_name["plain"].resource_version == "11"

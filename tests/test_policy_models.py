@@ -43,6 +43,8 @@ from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec, Sc
 from policy_scheduler.scheduler.config import PluginRef, PluginSet
 from policy_scheduler.scheduler.model import Requirement
 from policy_scheduler.scheduler.selectors import requirement_errors
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35
 
 # ---- field names are upstream's -----------------------------------------------------------------
 
@@ -66,7 +68,13 @@ def aliases(model: type[BaseModel]) -> set[str]:
     return {field.alias or name for name, field in model.model_fields.items()}
 
 
-OURS = {"podInitialBackoffSeconds", "podMaxBackoffSeconds", "evictionPolicyName", "pendingSummaryAnnotation"}
+OURS = {
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "evictionPolicyName",
+    "pendingSummaryAnnotation",
+    "featureGates",
+}
 ARGS_META = {"apiVersion", "kind"}
 SCHEDULER_TYPES = [
     ("types.go", "KubeSchedulerProfile", SchedulingProfileSpec, OURS),
@@ -362,7 +370,19 @@ ARGS_ERRORS: list[tuple[str, str, Any, str, str]] = [
         "NodeResourcesFit",
         {"scoringStrategy": RTCR},
         f"{ARGS}.scoringStrategy.requestedToCapacityRatio",
-        "required when type is RequestedToCapacityRatio",
+        "must be specified when type is RequestedToCapacityRatio",
+    ),
+    (
+        "ratio with another strategy",
+        "NodeResourcesFit",
+        {
+            "scoringStrategy": {
+                "type": "MostAllocated",
+                "requestedToCapacityRatio": {"shape": [{"utilization": 0}]},
+            }
+        },
+        f"{ARGS}.scoringStrategy.requestedToCapacityRatio",
+        "must be nil when type is not RequestedToCapacityRatio",
     ),
     (
         "unknown strategy",
@@ -576,6 +596,30 @@ def test_plugin_args_errors(name: str, args: Any, path: str, message: str) -> No
     assert any(p == path and message in m for p, m in pairs), pairs
 
 
+def test_v135_fit_args_check_a_ratio_shape_wherever_it_is() -> None:
+    """kube-scheduler v1.35 validated a requestedToCapacityRatio shape whatever the strategy and
+    (ours: it dereferenced a nil pointer) needs one for RequestedToCapacityRatio; v1.36 made the
+    ratio belong to its strategy (the cases above)."""
+    v135 = Features(V1_35)
+    shape = {"shape": [{"utilization": 0, "score": 1}]}
+    most = {
+        "pluginConfig": [
+            {
+                "name": "NodeResourcesFit",
+                "args": {"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": shape}},
+            }
+        ]
+    }
+    parse_profile_spec(most, features=v135)
+    with pytest.raises(PolicyError) as info:
+        parse_profile_spec(
+            {"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": RTCR}}]}, features=v135
+        )
+    assert info.value.pairs == [
+        (f"{ARGS}.scoringStrategy.requestedToCapacityRatio", "required when type is RequestedToCapacityRatio")
+    ]
+
+
 @pytest.mark.parametrize(
     ("value", "valid"),
     [("5", True), ("9223372036854775807", True), ("9223372036854775808", False), ("1.5", False)],
@@ -642,7 +686,11 @@ def test_compile_maps_every_field() -> None:
         {"name": "cpu", "weight": 3},
         {"name": "memory", "weight": 1},
     ]
-    assert config.plugin_config["VolumeBinding"] == {"bindTimeoutSeconds": 300}  # passed through
+    # Defaulted as v1.37 does: StorageCapacityScoring is on, so the shape has its default.
+    assert config.plugin_config["VolumeBinding"] == {
+        "bindTimeoutSeconds": 300,
+        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+    }
     assert config.plugin_config["NodeResourcesBalancedAllocation"]["resources"][0] == {
         "name": "cpu",
         "weight": 1,

@@ -14,11 +14,17 @@ from policy_scheduler.scheduler.config import EXTENSION_POINTS, PluginRef, Plugi
 from policy_scheduler.scheduler.framework.interfaces import implemented_points
 from policy_scheduler.scheduler.plugins.registry import in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import (
-    DEFAULT_PLUGINS,
     ProfileError,
+    default_plugins,
     effective_plugins,
     resolve_profile,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
+
+# The cases below encode kube-scheduler v1.35's default profile.
+V135 = Features(V1_35)
+DEFAULT_PLUGINS = default_plugins(V135)
 
 # Every in-tree plugin registered without alpha feature gates, as in a real kube-scheduler: the
 # plugins of upstream's default profile.
@@ -48,7 +54,7 @@ def plugins(**points: dict[str, list[Any]]) -> dict[str, PluginSet]:
 
 def resolve(implemented: frozenset[str] | None = None, **points: dict[str, list[Any]]) -> dict[str, Any]:
     """Resolved names per point, with (name, weight) pairs for score."""
-    resolved = resolve_profile(ProfileConfig(plugins=plugins(**points)), implemented)
+    resolved = resolve_profile(ProfileConfig(plugins=plugins(**points)), implemented, features=V135)
     out: dict[str, Any] = {p: [r.name for r in refs] for p, refs in resolved.points.items()}
     out["score"] = [(r.name, r.weight) for r in resolved.points["score"]]
     return out
@@ -118,10 +124,19 @@ def test_default_profile_drops_unimplemented_defaults() -> None:
 
 
 def test_default_profile_is_upstreams() -> None:
-    """policy-scheduler implements every plugin of upstream's default profile, and by default a
-    profile may use exactly those."""
-    assert IN_TREE == ALL_IN_TREE
+    """policy-scheduler implements every plugin of upstream's default profiles, and by default a
+    profile may use exactly those (NodeDeclaredFeatures is alpha in v1.35, a default from v1.36)."""
+    assert ALL_IN_TREE | {"NodeDeclaredFeatures"} == IN_TREE
+    assert {ref.name for ref in default_plugins(Features(V1_37))} == IN_TREE
     assert resolve() == UPSTREAM_DEFAULT
+
+
+def test_v137_nodename_has_a_prefilter() -> None:
+    config = ProfileConfig(plugins=plugins(score={"enabled": ["NodeName"]}))
+    with pytest.raises(ProfileError, match=r"it implements preFilter, filter\)"):
+        resolve_profile(config, features=Features(V1_37))
+    with pytest.raises(ProfileError, match=r"it implements filter\)"):
+        resolve_profile(config, features=Features(V1_36))
 
 
 def test_default_plugins_order_and_weights() -> None:
@@ -454,7 +469,7 @@ ERRORS: list[tuple[str, ProfileConfig, str, str]] = [
 @pytest.mark.parametrize(("config", "path", "message"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_errors(config: ProfileConfig, path: str, message: str) -> None:
     with pytest.raises(ProfileError) as info:
-        resolve_profile(config)
+        resolve_profile(config, features=V135)
     assert info.value.field_path == path
     assert message in info.value.message
     assert str(info.value).startswith(f"{path}: ")
@@ -479,15 +494,18 @@ def test_unimplemented_explicit_plugin_is_an_error_even_when_a_default() -> None
         resolve_profile(ProfileConfig(plugins=plugins(filter={"enabled": ["VolumeZone"]})), NO_STORAGE)
 
 
+@pytest.mark.parametrize("version", [V1_35, V1_36, V1_37])
 @pytest.mark.parametrize("name", sorted(IN_TREE))
-def test_validation_follows_the_plugin_class(name: str) -> None:
-    """A point is accepted for a plugin exactly when its registered class implements it, and the
-    error lists the points the class implements."""
-    implements = implemented_points(in_tree_registry()[name])
+def test_validation_follows_the_plugin_class(name: str, version: KubernetesVersion) -> None:
+    """A point is accepted for a plugin exactly when its registered class implements it in the
+    release, and the error lists the points the class implements there."""
+    features = Features(version)
+    plugin = in_tree_registry()[name]
+    implements = implemented_points(plugin) - plugin.points_absent_in(features)
     for point in EXTENSION_POINTS:
         config = ProfileConfig(plugins=plugins(**{point: {"enabled": [name], "disabled": ["*"]}}))
         try:
-            resolve_profile(config)
+            resolve_profile(config, features=features)
         except ProfileError as exc:
             messages = [message for _, message in exc.errors]
         else:
@@ -500,16 +518,20 @@ def test_validation_follows_the_plugin_class(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "point", "points"),
+    ("version", "name", "point", "points"),
     [
-        ("NodeDeclaredFeatures", "filter", "preFilter, filter"),
-        ("GangScheduling", "permit", "preEnqueue, reserve, permit"),
+        (V1_35, "GangScheduling", "permit", "preEnqueue, reserve, permit"),
+        (V1_37, "GangScheduling", "permit", "preEnqueue, permit"),
+        (V1_37, "DeferredPodScheduling", "filter", "preFilter, filter, permit"),
     ],
 )
-def test_upstream_alpha_plugins_are_known_but_not_supported(name: str, point: str, points: str) -> None:
+def test_upstream_alpha_plugins_are_known_but_not_supported(
+    version: KubernetesVersion, name: str, point: str, points: str
+) -> None:
+    features = Features(version)
     enabled = ProfileConfig(plugins=plugins(**{point: {"enabled": [name]}}))
     with pytest.raises(ProfileError) as info:
-        resolve_profile(enabled)
+        resolve_profile(enabled, features=features)
     assert info.value.errors == (
         (
             f"spec.plugins.{point}.enabled[0].name",
@@ -517,8 +539,15 @@ def test_upstream_alpha_plugins_are_known_but_not_supported(name: str, point: st
         ),
     )
     disabled = ProfileConfig(plugins=plugins(**{point: {"disabled": [name]}}))
-    assert resolve_profile(disabled) == resolve_profile(ProfileConfig())  # disabling one is fine
+    # disabling one is fine
+    assert resolve_profile(disabled, features=features) == resolve_profile(ProfileConfig(), features=features)
     # A registry that had one would place it at upstream's points.
     wrong_point = ProfileConfig(plugins=plugins(score={"enabled": [name]}))
     with pytest.raises(ProfileError, match=rf"it implements {points}\)"):
-        resolve_profile(wrong_point, IN_TREE | {name})
+        resolve_profile(wrong_point, IN_TREE | {name}, features=features)
+
+
+def test_plugins_upstream_added_later_are_unknown_before() -> None:
+    config = ProfileConfig(plugins=plugins(filter={"enabled": ["DeferredPodScheduling"]}))
+    with pytest.raises(ProfileError, match='unknown plugin "DeferredPodScheduling"'):
+        resolve_profile(config, features=Features(V1_36))

@@ -19,6 +19,8 @@ from policy_scheduler.app.cli import main
 from policy_scheduler.kube.paths import PODS
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
+from policy_scheduler.scheduler.versioning.version import V1_37
 from policy_scheduler.simulate import live_snapshot, whatif
 from policy_scheduler.simulate.diff import changes_json, changes_table, diff_outcomes
 from policy_scheduler.simulate.live_snapshot import SnapshotError, read_snapshot
@@ -127,7 +129,15 @@ PATHS = {
 class FakeApi:
     """GET only; `page` items a page; a continue token may be expired once (410)."""
 
-    def __init__(self, *objects: dict[str, Any], page: int = 2, crds: bool = True, expire_once: bool = False):
+    def __init__(
+        self,
+        *objects: dict[str, Any],
+        page: int = 2,
+        crds: bool = True,
+        expire_once: bool = False,
+        version: str | None = "v1.35.4",
+    ):
+        self.version = version  # the API server's gitVersion; None: /version fails
         self.collections: dict[str, list[dict[str, Any]]] = {}
         for obj in objects:
             self.collections.setdefault(PATHS[obj["kind"]], []).append(obj)
@@ -138,6 +148,10 @@ class FakeApi:
 
     async def get(self, path: str, query: dict[str, str | int | bool]) -> Answer:
         self.requests.append((path, dict(query)))
+        if path == "/version":
+            if self.version is None:
+                return Answer(503, b'{"kind":"Status","code":503}')
+            return Answer(200, msgspec.json.encode({"major": "1", "gitVersion": self.version}))
         if path.startswith(CR) and not self.crds:
             return Answer(404, b'{"kind":"Status","code":404}')
         items = self.collections.get(path, [])
@@ -174,6 +188,7 @@ def test_snapshot_pages_through_every_collection_and_converts_as_the_informers()
         expire_once=True,
     )
     scenario = snapshot(api)
+    assert scenario.server_version == "v1.35.4"  # the release the operator follows
     # Created last first: the queue meets them in creation order, as the operator did.
     assert [p.name for p in scenario.pods] == ["p4", "p3", "p2", "p1", "p0"]
     assert scenario.pods[0].requests["cpu"] == 1000
@@ -405,6 +420,7 @@ def test_from_cluster_reports_pending_pods_of_served_schedulers_and_victims(
     ]
     assert main(["simulate", "--from-cluster", "-o", "json"]) == 0
     out, err = capsys.readouterr()
+    assert "note: deciding as kube-scheduler v1.35 does (API server v1.35.4)" in err
     pods = {p["name"]: p for p in json.loads(out)["pods"]}
     assert set(pods) == {"vip", "low"}, "only our pending pods and their victims"
     assert pods["vip"]["node"] == "n1"
@@ -453,3 +469,10 @@ def test_from_cluster_bad_apply_exits_2(
 def test_apply_and_diff_need_from_cluster(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--diff"]) == 2
     assert "--from-cluster" in capsys.readouterr().err
+
+
+def test_snapshot_of_an_unreadable_version_follows_the_newest_release() -> None:
+    scenario = snapshot(FakeApi(node("n1"), version=None))
+    assert scenario.server_version is None
+    semantics = command_semantics(None, scenario.server_version, from_cluster=True)
+    assert (semantics.features.version, semantics.reason) == (V1_37, "ServerVersionUnknown")

@@ -43,6 +43,8 @@ from policy_scheduler.scheduler.plugins.dynamicresources.plugin import compute_s
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu"
@@ -115,7 +117,7 @@ class WatchingBinder:
 
 
 class World:
-    def __init__(self, nodes: int = 2) -> None:
+    def __init__(self, nodes: int = 2, features: Features | None = None) -> None:
         self.store = DraStore()
         self.store.upsert_class(DeviceClass(GPU_CLASS, (f'device.driver == "{DRIVER}"',)))
         self.hooks, self.binder = Hooks(), WatchingBinder()
@@ -123,7 +125,7 @@ class World:
         self.engine = Engine(hooks=self.hooks, binder=self.binder, seed=7, services=services)
         self.binder.engine = self.engine
         profile = resolve_profile(
-            ProfileConfig(scheduler_name="default-scheduler"), implemented_plugin_names()
+            ProfileConfig(scheduler_name="default-scheduler"), implemented_plugin_names(), features=features
         )
         self.engine.set_profiles((profile,))
         for i in range(nodes):
@@ -284,11 +286,25 @@ def test_unsupported_cel_function_is_reported_not_passed() -> None:
     assert "unsupported CEL function(s) for device selectors: lowerAscii" in w.failure("p")
 
 
-def test_pod_without_claims_gets_upstreams_post_filter_text() -> None:
-    w = World()
+_NO_NEW_CLAIMS = "no new claims to deallocate, "
+
+
+@pytest.mark.parametrize(
+    ("version", "post_filter_text"),
+    # v1.37's PostFilter returns Unschedulable without a reason when the pod has no claims: the
+    # FitError message goes straight to preemption's.
+    [(V1_35, _NO_NEW_CLAIMS), (V1_36, _NO_NEW_CLAIMS), (V1_37, "")],
+)
+def test_pod_without_claims_gets_upstreams_post_filter_text(
+    version: KubernetesVersion, post_filter_text: str
+) -> None:
+    w = World(features=Features(version))
     w.engine.pod_added(Pod("big", uid="big", containers=(Container("c", requests={"cpu": 99000}),)))
     w.run()
-    assert "no new claims to deallocate" in w.failure("big")
+    assert w.failure("big") == (
+        f"0/2 nodes are available: 2 Insufficient cpu. {post_filter_text}preemption: 0/2 nodes "
+        "are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 def test_post_filter_deallocates_a_claim_pinned_to_an_unusable_node() -> None:
@@ -458,9 +474,38 @@ def test_args_default_filter_timeout_and_reject_binding_timeout() -> None:
     from policy_scheduler.scheduler.field_errors import ArgsError
     from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 
-    assert DynamicResourcesArgs.from_json({}).to_json() == {"filterTimeout": "10s"}
-    assert DynamicResourcesArgs.from_json({"filterTimeout": "0s"}).filter_timeout == 0
+    # v1.35: DRADeviceBindingConditions is off, so bindingTimeout is refused.
+    v135 = Features(V1_35)
+    assert DynamicResourcesArgs.from_json({}, v135).to_json() == {"filterTimeout": "10s"}
+    assert DynamicResourcesArgs.from_json({"filterTimeout": "0s"}, v135).filter_timeout == 0
     with pytest.raises(ArgsError, match=r"filterTimeout: Invalid value: .*must be zero or positive"):
-        DynamicResourcesArgs.from_json({"filterTimeout": "-1s"})
+        DynamicResourcesArgs.from_json({"filterTimeout": "-1s"}, v135)
     with pytest.raises(ArgsError, match="bindingTimeout: Forbidden: DRADeviceBindingConditions"):
-        DynamicResourcesArgs.from_json({"bindingTimeout": "5m"})
+        DynamicResourcesArgs.from_json({"bindingTimeout": "5m"}, v135)
+
+
+@pytest.mark.parametrize("version", [V1_36, V1_37])
+def test_args_default_binding_timeout_from_v136(version: KubernetesVersion) -> None:
+    """DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on from v1.36:
+    SetDefaults_DynamicResourcesArgs sets bindingTimeout, validation wants at least 1s."""
+    from policy_scheduler.scheduler.field_errors import ArgsError
+    from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+
+    features = Features(version)
+    assert DynamicResourcesArgs.from_json({}, features).to_json() == {
+        "filterTimeout": "10s",
+        "bindingTimeout": "10m0s",
+    }
+    assert DynamicResourcesArgs.from_json({"bindingTimeout": "5m"}, features).binding_timeout == 300
+    with pytest.raises(ArgsError, match=r"bindingTimeout: Invalid value: .*must be at least 1 second"):
+        DynamicResourcesArgs.from_json({"bindingTimeout": "500ms"}, features)
+
+
+def test_args_without_filter_timeout_gate_refuse_it() -> None:
+    from policy_scheduler.scheduler.field_errors import ArgsError
+    from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
+
+    off = Features(V1_35, (("DRASchedulerFilterTimeout", False),))
+    assert DynamicResourcesArgs.from_json({}, off).filter_timeout is None
+    with pytest.raises(ArgsError, match="filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate"):
+        DynamicResourcesArgs.from_json({"filterTimeout": "5s"}, off)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from policy_scheduler.apiobjects.dra import store_from_manifests
 from policy_scheduler.parity.dra_scenarios import DRA_PRIORITY, wants_dra
 from policy_scheduler.parity.generator import Scenario, generate
 from policy_scheduler.parity.ours import evaluate
 from policy_scheduler.parity.profiles import kube_scheduler_config, resolved_profiles
+from policy_scheduler.scheduler.versioning.features import Features, default_features
+from policy_scheduler.scheduler.versioning.version import SUPPORTED_VERSIONS, KubernetesVersion
 
 SEEDS = range(200)
 
@@ -73,16 +77,17 @@ def test_renamed_scenarios_rename_dra_objects() -> None:
     assert len(other.dra) == len(s.dra)
 
 
-def test_profiles_run_dynamic_resources_on_both_sides() -> None:
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_profiles_run_dynamic_resources_on_both_sides(version: KubernetesVersion) -> None:
     config = kube_scheduler_config("/dev/null")
     assert all("multiPoint" not in p.get("plugins", {}) for p in config["profiles"])
-    for profile in resolved_profiles().values():
+    for profile in resolved_profiles(Features(version)).values():
         assert "DynamicResources" in {ref.name for ref in profile.points["filter"]}
 
 
 def test_our_side_allocates_from_the_scenario_objects() -> None:
     """Every claim shape is decoded and judged: some DRA pods bind, some cannot allocate."""
-    profiles = resolved_profiles()
+    profiles = resolved_profiles(default_features())
     outcomes: set[str] = set()
     for s in _dra_scenarios()[:30]:
         store = store_from_manifests(s.dra)

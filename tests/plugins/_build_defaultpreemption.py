@@ -46,6 +46,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreempti
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run_preemption
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names, in_tree_registry
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": 100, "memory": 100}
@@ -215,8 +216,10 @@ def build(
     extra_filters: Sequence[str] = (),
     extra_pre_filters: Sequence[str] = (),
     services: Mapping[str, Any] | None = None,
+    features: Features | None = None,
 ) -> Env:
-    """The default profile with the real in-tree plugins (plus optional test plugins)."""
+    """The default profile with the real in-tree plugins (plus optional test plugins), of
+    `features`' release (None: the default one)."""
     table = NodeTable()
     for n in nodes:
         table.set_node(n)
@@ -224,7 +227,7 @@ def build(
         if p.node_name:
             table.add_pod(p, table.row(p.node_name))
     config = ProfileConfig(plugin_config={"DefaultPreemption": dict(args)} if args is not None else {})
-    profile = resolve_profile(config, implemented_plugin_names())
+    profile = resolve_profile(config, implemented_plugin_names(), features=features)
     if extra_filters or extra_pre_filters:
         points = dict(profile.points)
         points["filter"] = (*points["filter"], *(PluginRef(n) for n in extra_filters))

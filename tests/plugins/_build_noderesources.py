@@ -14,6 +14,7 @@ from policy_scheduler.scheduler.framework.status import Status
 from policy_scheduler.scheduler.model import Container, ContainerImage, Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.resources import canonical_list
+from policy_scheduler.scheduler.versioning.features import Features
 
 _names = itertools.count()
 
@@ -77,8 +78,15 @@ def make_table(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> NodeTable:
     return table
 
 
-def plugin(cls: type[Plugin], table: NodeTable, args: Mapping[str, Any] | None = None) -> Any:
-    return cls.from_profile(Handle(table), dict(args or {}))
+def plugin(
+    cls: type[Plugin],
+    table: NodeTable,
+    args: Mapping[str, Any] | None = None,
+    features: Features | None = None,
+) -> Any:
+    """The plugin as a profile of `features`' release builds it (None: the default release)."""
+    handle = Handle(table) if features is None else Handle(table, features=features)
+    return cls.from_profile(handle, dict(args or {}))
 
 
 def all_rows(table: NodeTable) -> np.ndarray[Any, np.dtype[np.intp]]:

@@ -11,6 +11,8 @@ from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.status import Code
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import EvictionPolicyConfig
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 from ._build_defaultpreemption import (
     BEST_EFFORT,
@@ -175,18 +177,29 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("version", [V1_35, V1_36, V1_37])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_post_filter(case: Case) -> None:
+def test_post_filter(case: Case, version: KubernetesVersion) -> None:
+    """TestPostFilter of v1.35.4 and, with success messages, of v1.37.2: from v1.37 a successful
+    preemption says where it found room and how many victims it evicts."""
     env = build(
         case.nodes,
         case.pods,
         pdbs=case.pdbs,
         policy=case.policy,
         extra_pre_filters=case.extra_pre_filters,
+        features=Features(version),
     )
     result, status = post_filter(env, case.preemptor, case.diagnosis)
     assert status.code == case.want_code
-    assert status.message == case.want_message
+    want = case.want_message
+    if case.want_code == Code.SUCCESS and version == V1_37:
+        assert result is not None
+        want = (
+            f"preemption: found a potential placement for pod on node {result.nominated_node_name}, "
+            f"preempting {len(result.victims)} victims"
+        )
+    assert status.message == want
     if case.want_node is None:
         assert result is None
     else:
@@ -244,8 +257,14 @@ def test_errors_are_aggregated_when_every_node_fails() -> None:
     )
 
 
-def test_framework_run_post_filter_appends_message_and_plugin_name() -> None:
-    env = build([node("node1", ONE_POD)], [pod("p1", "node1", HIGH)])
+@pytest.mark.parametrize(
+    ("version", "dynamic_resources"),
+    [(V1_35, "no new claims to deallocate, "), (V1_36, "no new claims to deallocate, "), (V1_37, "")],
+)
+def test_framework_run_post_filter_appends_message_and_plugin_name(
+    version: KubernetesVersion, dynamic_resources: str
+) -> None:
+    env = build([node("node1", ONE_POD)], [pod("p1", "node1", HIGH)], features=Features(version))
     preemptor = pod("p", priority=HIGH)
     from policy_scheduler.scheduler.framework.cycle_state import CycleState
 
@@ -254,9 +273,9 @@ def test_framework_run_post_filter_appends_message_and_plugin_name() -> None:
     result, status = env.framework.run_post_filter(state, preemptor, statuses({"node1": U}))
     assert result is None
     assert status.code == U
-    # Upstream's RunPostFilterPlugins: reasons of every rejecting plugin, the first one named.
+    # Upstream's RunPostFilterPlugins: reasons of every rejecting plugin, the first one named
+    # (v1.37's DynamicResources rejects without a reason).
     assert status.plugin == "DynamicResources"
     assert status.message == (
-        "no new claims to deallocate, "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        f"{dynamic_resources}preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )

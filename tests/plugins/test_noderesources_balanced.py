@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation: balanced_allocation_test.go (v1.35.4) and a bit-exactness check."""
+"""NodeResourcesBalancedAllocation: balanced_allocation_test.go of v1.35.4 (the balance with the
+pod) and of v1.36.3/v1.37.2 (the improvement the pod brings), and a bit-exactness check."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import
     NodeResourcesBalancedAllocation,
     balanced_general,
     balanced_resource_scorer,
+    improvement_score,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 from ._build_noderesources import all_rows, make_node, make_pod, make_table, plugin, score_all
 
@@ -44,8 +48,14 @@ def cpu_and_memory(node: str = "") -> Pod:
     return make_pod({"cpu": 1000, "memory": 2000}, {"cpu": 2000, "memory": 3000}, node_name=node)
 
 
-# (name, pod, nodes, existing, resources, expected, run PreScore)
-CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int], bool]] = [
+# balanced_allocation_test.go of v1.35.4 (the balance with the pod) and of v1.36.3/v1.37.2 (the
+# improvement it brings: 50 + (50 + with - without) / 2), merged where they share a case:
+# (name, pod, nodes, existing, resources, want in v1.35, want from v1.36, run PreScore); None
+# where that release's table has no such case. The DRA-backed extended resource cases of
+# v1.36/v1.37 need DRAExtendedResource, which the core does not implement.
+CASES: list[
+    tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int] | None, list[int] | None, bool]
+] = [
     (
         "nothing scheduled, resources requested, differently sized nodes",
         cpu_and_memory(),
@@ -53,6 +63,7 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [],
         DEFAULT,
         [87, 100],
+        [68, 75],
         True,
     ),
     (
@@ -62,6 +73,7 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [cpu_only("node1"), cpu_and_memory("node2")],
         DEFAULT,
         [82, 95],
+        [73, 74],
         True,
     ),
     (
@@ -71,6 +83,17 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [cpu_only("node1"), cpu_and_memory("node2")],
         DEFAULT,
         [82, 80],
+        [73, 70],
+        True,
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        make_pod({"memory": 2000}, {"memory": 3000}),
+        [mk("node1", 3000, 5000), mk("node2", 3000, 5000)],
+        [cpu_only("node1")],
+        DEFAULT,
+        None,
+        [100, 50],
         True,
     ),
     (
@@ -80,15 +103,17 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [cpu_only("node1"), cpu_and_memory("node2")],
         DEFAULT,
         [50, 75],
+        [62, 62],
         True,
     ),
     (
         "include scalar resource on a node for balanced resource allocation",
-        make_pod({"memory": 0, GPU: 1}),
+        make_pod({"cpu": 0, "memory": 0, GPU: 1}),
         [mk("node1", 3500, 40000, {GPU: 8}), mk("node2", 3500, 40000, {GPU: 8})],
         [cpu_and_memory("node2"), cpu_and_memory_and_gpu("node1")],
         WITH_GPU,
         [70, 65],
+        [75, 76],
         True,
     ),
     (
@@ -98,6 +123,7 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [],
         WITH_GPU,
         [63, 63],
+        [56, 56],
         True,
     ),
     (
@@ -107,17 +133,25 @@ CASES: list[tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[in
         [cpu_only("node1"), cpu_and_memory("node2")],
         DEFAULT,
         [82, 95],
+        [73, 74],
         False,
     ),
+]
+PER_RELEASE = [
+    (version, name, pod, nodes, existing, resources, v135 if version == V1_35 else v136, pre_score)
+    for name, pod, nodes, existing, resources, v135, v136, pre_score in CASES
+    for version in (V1_35, V1_36, V1_37)
+    if (v135 if version == V1_35 else v136) is not None
 ]
 
 
 @pytest.mark.parametrize(
-    ("pod", "nodes", "existing", "resources", "want", "pre_score"),
-    [c[1:] for c in CASES],
-    ids=[c[0] for c in CASES],
+    ("version", "pod", "nodes", "existing", "resources", "want", "pre_score"),
+    [(c[0], *c[2:]) for c in PER_RELEASE],
+    ids=[f"{c[0]}: {c[1]}" for c in PER_RELEASE],
 )
 def test_balanced_allocation(
+    version: KubernetesVersion,
     pod: Pod,
     nodes: list[Node],
     existing: list[Pod],
@@ -126,8 +160,29 @@ def test_balanced_allocation(
     pre_score: bool,
 ) -> None:
     table = make_table(nodes, existing)
-    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources})
+    balanced = plugin(NodeResourcesBalancedAllocation, table, {"resources": resources}, Features(version))
     assert score_all(balanced, pod, table, pre_score) == want
+
+
+@given(
+    st.lists(st.integers(0, 100), min_size=2, max_size=2),
+    st.lists(st.integers(0, 100), min_size=2, max_size=2),
+    st.integers(1, 10),
+)
+def test_improvement_stays_between_50_and_100_and_75_means_unchanged(
+    used: list[int], pod: list[int], scale: int
+) -> None:
+    """balanced_allocation.go: the two balances lie in [50, 100], so the score does too; a pod
+    that leaves the node's balance as it was scores 75."""
+    allocatable = np.full((2, 1), 100 * scale, dtype=np.int64)
+    before = np.array([[u * scale] for u in used], dtype=np.int64)
+    after = before + np.array([[p * scale] for p in pod], dtype=np.int64)
+    with_pod = balanced_resource_scorer(after, allocatable)
+    without = balanced_resource_scorer(before, allocatable)
+    score = int(improvement_score(with_pod, without)[0])
+    assert 50 <= score <= 100
+    if int(with_pod[0]) == int(without[0]):
+        assert score == 75
 
 
 def test_best_effort_pod_is_skipped_in_pre_score() -> None:
@@ -139,12 +194,14 @@ def test_best_effort_pod_is_skipped_in_pre_score() -> None:
     assert balanced.score(CycleState(), make_pod({}), all_rows(table)).tolist() == [0, 0]
 
 
-def test_uses_actual_requests_not_non_zero_defaults() -> None:
-    """useRequested: an existing pod without requests adds nothing (Fit would count 100m/200Mi)."""
+@pytest.mark.parametrize(("version", "want"), [(V1_35, 75), (V1_36, 62), (V1_37, 62)])
+def test_uses_actual_requests_not_non_zero_defaults(version: KubernetesVersion, want: int) -> None:
+    """useRequested: an existing pod without requests adds nothing (Fit would count 100m/200Mi).
+    cpu 0 → 500/1000, memory 0/1000: balance 100 → 75 (std 0.25); from v1.36 50 + (50 + 75 -
+    100) / 2 = 62."""
     table = make_table([mk("n", 1000, 1000)], [make_pod({}, node_name="n")])
-    balanced = plugin(NodeResourcesBalancedAllocation, table)
-    # cpu 500/1000, memory 0/1000: std 0.25 → 75
-    assert score_all(balanced, make_pod({"cpu": 500}), table) == [75]
+    balanced = plugin(NodeResourcesBalancedAllocation, table, features=Features(version))
+    assert score_all(balanced, make_pod({"cpu": 500}), table) == [want]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
+from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.noderesources.fit import (
@@ -20,6 +21,8 @@ from policy_scheduler.scheduler.plugins.noderesources.fit import (
     after_node_change,
     after_pod_event,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35
 
 from ._build_noderesources import all_rows, make_node, make_pod, make_table, plugin, q, score_all, statuses
 
@@ -500,7 +503,12 @@ SUPPORTED_TYPES = 'supported values: "LeastAllocated", "MostAllocated", "Request
         ({"scoringStrategy": {}}, f'scoringStrategy.type: Unsupported value: "": {SUPPORTED_TYPES}'),
         (
             {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
-            "scoringStrategy.requestedToCapacityRatio: Required value: required when type is RequestedToCapacityRatio",
+            "scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is "
+            "RequestedToCapacityRatio",
+        ),
+        (
+            {"scoringStrategy": {"type": "LeastAllocated", "requestedToCapacityRatio": {"shape": []}}},
+            "scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio",
         ),
         (
             {
@@ -518,8 +526,29 @@ SUPPORTED_TYPES = 'supported values: "LeastAllocated", "MostAllocated", "Request
     ],
 )
 def test_invalid_args(args: dict[str, Any], message: str) -> None:
+    """ValidateNodeResourcesFitArgs of v1.36 and later (the default release)."""
     with pytest.raises(ArgsError, match=re.escape(message)):
         plugin(NodeResourcesFit, make_table([]), args)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
+            "scoringStrategy.requestedToCapacityRatio: Required value: required when type is RequestedToCapacityRatio",
+        ),
+        (
+            {"scoringStrategy": {"type": "LeastAllocated", "requestedToCapacityRatio": {"shape": []}}},
+            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",
+        ),
+    ],
+)
+def test_v135_invalid_ratio_args(args: dict[str, Any], message: str) -> None:
+    """v1.35 validated a ratio's shape whatever the strategy; for RequestedToCapacityRatio without
+    one it dereferenced a nil pointer (ours: Required)."""
+    with pytest.raises(ArgsError, match=re.escape(message)):
+        NodeResourcesFit.from_profile(Handle(make_table([]), features=Features(V1_35)), args)
 
 
 def test_default_args() -> None:

@@ -19,6 +19,7 @@ from policy_scheduler.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from policy_scheduler.scheduler.storage.lister import StorageObject, StorageObjects
 from policy_scheduler.scheduler.storage.types import (
     ANN_MIGRATED_PLUGINS,
+    CSIDriver,
     CSINode,
     CSINodeDriver,
     OwnerRef,
@@ -36,6 +37,8 @@ from policy_scheduler.scheduler.storage.volumes import (
     PVC,
     Volume,
 )
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -360,8 +363,12 @@ def test_csi_limits_with_in_tree_migration(case: Case) -> None:
     assert plugin.filter(state, case.new, np.array([0])).status_of(0) == case.want
 
 
-def test_migrated_volumes_count_only_on_nodes_whose_csinode_has_migration_on() -> None:
-    # Portworx counts where the CSINode lists it as migrated; EBS wherever a CSINode exists.
+@pytest.mark.parametrize(("version", "on_b"), [(V1_35, True), (V1_36, False), (V1_37, False)])
+def test_migrated_volumes_count_only_on_nodes_whose_csinode_has_migration_on(
+    version: KubernetesVersion, on_b: bool
+) -> None:
+    """v1.35 counts Portworx where the CSINode lists it as migrated (its gate is locked on); v1.36
+    removed the gate and the annotation check: wherever a CSINode exists, as EBS."""
     px_driver, px_plugin = "pxd.portworx.com", "kubernetes.io/portworx-volume"
     table = NodeTable()
     for name in ("a", "b"):
@@ -376,9 +383,11 @@ def test_migrated_volumes_count_only_on_nodes_whose_csinode_has_migration_on() -
     ]
     table.add_pod(pod("px"), 0)
     table.add_pod(pod("px"), 1)
-    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects)), {})
+    plugin = NodeVolumeLimits(
+        Handle(table=table, storage=StorageObjects(objects), features=Features(version)), {}
+    )
     result = plugin.filter(CycleState(), pod("px-new"), np.arange(2))
-    assert result.passed.tolist() == [False, True]
+    assert result.passed.tolist() == [False, on_b]
     migrated_new = plugin.filter(CycleState(), pod("px"), np.arange(2))
     assert migrated_new.passed.tolist() == [True, True]  # already on a; not counted on b
 
@@ -472,3 +481,82 @@ def test_inline_azure_disks_count_under_their_csi_driver(new: Pod, existing: lis
     state = CycleState()
     assert plugin.pre_filter(state, new)[1] == SUCCESS
     assert plugin.filter(state, new, np.array([0])).status_of(0) == want
+
+
+# TestVolumeLimitScalingGate (csi_test.go): with VolumeLimitScaling a node whose CSINode lacks the
+# driver of the pod's new volume is refused; v1.35 whenever a CSIDriver object exists for it,
+# from v1.36 only when that CSIDriver sets preventPodSchedulingIfMissing.
+NOT_INSTALLED = Status(Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",))
+
+
+def limit_scaling(version: KubernetesVersion, on: bool) -> Features:
+    return Features(version, (("VolumeLimitScaling", on),))
+
+
+@pytest.mark.parametrize(
+    ("features", "driver", "limit_source", "want"),
+    [
+        # v1.35.4's table
+        (limit_scaling(V1_35, True), CSIDriver(EBS), "no-csi-driver", NOT_INSTALLED),
+        (limit_scaling(V1_35, False), CSIDriver(EBS), "no-csi-driver", SUCCESS),
+        (limit_scaling(V1_35, True), CSIDriver(EBS), "csinode", SUCCESS),
+        (limit_scaling(V1_35, True), None, "no-csi-driver", SUCCESS),
+        # v1.36.3's and v1.37.2's table (the gate is on by default from v1.37)
+        (limit_scaling(V1_36, True), CSIDriver(EBS), "no-csi-driver", SUCCESS),
+        (Features(V1_37), CSIDriver(EBS), "no-csi-driver", SUCCESS),
+        (
+            limit_scaling(V1_36, True),
+            CSIDriver(EBS, prevent_pod_scheduling_if_missing=True),
+            "no-csi-driver",
+            NOT_INSTALLED,
+        ),
+        (
+            Features(V1_37),
+            CSIDriver(EBS, prevent_pod_scheduling_if_missing=True),
+            "no-csi-driver",
+            NOT_INSTALLED,
+        ),
+        (
+            limit_scaling(V1_37, False),
+            CSIDriver(EBS, prevent_pod_scheduling_if_missing=True),
+            "no-csi-driver",
+            SUCCESS,
+        ),
+        (Features(V1_37), CSIDriver(EBS, prevent_pod_scheduling_if_missing=True), "csinode", SUCCESS),
+        (Features(V1_37), None, "no-csi-driver", SUCCESS),
+    ],
+)
+def test_volume_limit_scaling_gate(
+    features: Features, driver: CSIDriver | None, limit_source: str, want: Status
+) -> None:
+    table = NodeTable()
+    table.set_node(Node(NODE))
+    drivers = (CSINodeDriver(EBS, NODE, 2),) if limit_source == "csinode" else ()
+    objects: list[StorageObject] = [*storage_objects(EBS), CSINode(NODE, drivers)]
+    if driver is not None:
+        objects.append(driver)
+    plugin = NodeVolumeLimits(Handle(table=table, storage=StorageObjects(objects), features=features), {})
+    state = CycleState()
+    assert plugin.pre_filter(state, EBS_ONE)[1] == SUCCESS
+    assert plugin.filter(state, EBS_ONE, np.array([0])).status_of(0) == want
+
+
+def test_a_missing_driver_is_reported_before_the_limit() -> None:
+    """checkCSIDriverOnNode runs before the limits are counted: a row without the driver gets
+    that reason even where the limit is exceeded; the others keep theirs."""
+    table = NodeTable()
+    for name in ("full", "missing", "room"):
+        table.set_node(Node(name))
+    table.add_pod(EBS_TWO, 0)
+    objects: list[StorageObject] = [
+        *storage_objects(EBS),
+        CSIDriver(EBS, prevent_pod_scheduling_if_missing=True),
+        CSINode("full", (CSINodeDriver(EBS, "full", 2),)),
+        CSINode("missing", ()),
+        CSINode("room", (CSINodeDriver(EBS, "room", 2),)),
+    ]
+    plugin = NodeVolumeLimits(
+        Handle(table=table, storage=StorageObjects(objects), features=Features(V1_37)), {}
+    )
+    result = plugin.filter(CycleState(), EBS_ONE, np.arange(3))
+    assert [result.status_of(i) for i in range(3)] == [EXCEEDED, NOT_INSTALLED, SUCCESS]

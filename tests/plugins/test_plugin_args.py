@@ -12,6 +12,7 @@ from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption
 from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
 from policy_scheduler.scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
 from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinityArgs
@@ -25,6 +26,7 @@ from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import ResourceSpec
 from policy_scheduler.scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from policy_scheduler.scheduler.plugins.registry import shipped_registry
+from policy_scheduler.scheduler.plugins.volumebinding.args import VolumeBindingArgs
 
 CORE_ARGS: list[tuple[str, Any]] = [
     ("DefaultPreemption", DefaultPreemptionArgs),
@@ -33,6 +35,8 @@ CORE_ARGS: list[tuple[str, Any]] = [
     ("NodeResourcesFit", NodeResourcesFitArgs),
     ("PodTopologySpread", PodTopologySpreadArgs),
     ("NodeAffinity", NodeAffinityArgs),
+    ("VolumeBinding", VolumeBindingArgs),
+    ("DynamicResources", DynamicResourcesArgs),
 ]
 
 
@@ -46,12 +50,11 @@ def test_policy_defaults_are_the_plugins(plugin: str, core: Any) -> None:
 
 def test_every_plugin_args_type_has_its_cr_model() -> None:
     """A shipped plugin with an args type has a pluginConfig model (the CRD's schema) whose rules are
-    that type's; VolumeBinding's model validates on its own (its plugin reads its args as JSON)."""
+    that type's."""
     with_args = {name for name, plugin in shipped_registry().items() if plugin.args_type is not None}
-    assert with_args == set(policy_args.ARGS_MODELS) - {"VolumeBinding"}
+    assert with_args == set(policy_args.ARGS_MODELS)
     for name in with_args:
         assert policy_args.ARGS_MODELS[name].core_args() is shipped_registry()[name].args_type
-    assert policy_args.ARGS_MODELS["VolumeBinding"].core_args() is None
 
 
 def test_plugins_take_typed_args() -> None:

@@ -16,6 +16,9 @@ from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
 from policy_scheduler.scheduler.storage.lister import StorageObject, StorageObjects
 from policy_scheduler.scheduler.storage.types import ANN_SELECTED_NODE, CLAIM_LOST
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.gates import STORAGE_CAPACITY_SCORING
+from policy_scheduler.scheduler.versioning.version import V1_35
 
 from ._build_storage import (
     DRIVER_WITH_CAPACITY,
@@ -45,8 +48,9 @@ def U(*reasons: str) -> Status:
     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
 
 
-class ScoringVolumeBinding(VolumeBinding):
-    storage_capacity_scoring = True
+def scoring_features(scoring: bool) -> Features:
+    """The StorageCapacityScoring gate as upstream's cases set it (on by default from v1.37)."""
+    return Features(V1_35, ((STORAGE_CAPACITY_SCORING, scoring),))
 
 
 def setup(
@@ -63,8 +67,8 @@ def setup(
         **({"shape": DEFAULT_TEST_SHAPE} if scoring else {}),
         **(args or {}),
     }
-    cls = ScoringVolumeBinding if scoring else VolumeBinding
-    return cls(Handle(table=table, storage=storage), plugin_args), table, storage
+    handle = Handle(table=table, storage=storage, features=scoring_features(scoring))
+    return VolumeBinding.from_profile(handle, plugin_args), table, storage
 
 
 @dataclass

@@ -16,6 +16,7 @@ from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Node
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.volumebinding import VolumeBinding
+from policy_scheduler.scheduler.plugins.volumebinding.args import VolumeBindingArgs
 from policy_scheduler.scheduler.plugins.volumebinding.assume_cache import AssumeCache, AssumeError
 from policy_scheduler.scheduler.plugins.volumebinding.binder import VolumeBinder, bind_volume_to_claim
 from policy_scheduler.scheduler.plugins.volumebinding.claims import BinderError
@@ -143,7 +144,7 @@ def test_check_bindings() -> None:
 def hint(resource: Resource):  # type: ignore[no-untyped-def]
     table = NodeTable()
     table.set_node(Node("node1"))
-    plugin = VolumeBinding(Handle(table=table, storage=StorageObjects()), {})
+    plugin = VolumeBinding.from_profile(Handle(table=table, storage=StorageObjects()), {})
     return next(e.hint for e in plugin.events_to_register() if e.event.resource == resource)
 
 
@@ -221,7 +222,7 @@ def test_storage_class_without_binding_mode_is_an_error_at_pre_filter() -> None:
     table = NodeTable()
     table.set_node(Node("node1"))
     storage = StorageObjects([StorageClass("unset", volume_binding_mode=None), make_pvc("claim", "unset")])
-    plugin = VolumeBinding(Handle(table=table, storage=storage), {})
+    plugin = VolumeBinding.from_profile(Handle(table=table, storage=storage), {})
     _, status = plugin.pre_filter(CycleState(), make_pod("p", "claim"))
     assert status.code == Code.ERROR
     assert status.message == 'VolumeBindingMode not set for StorageClass "unset"'
@@ -258,7 +259,7 @@ def test_find_pod_volumes_with_csi_migration(csi_nodes: list[CSINode], zone: str
     table = NodeTable()
     table.set_node(Node("node1", labels={HOSTNAME: "node1", GKE_ZONE: zone}))
     storage = StorageObjects([WAIT_SC, pvc, migration_pv(pvc), *csi_nodes])
-    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    plugin = VolumeBinding.from_profile(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
     state, pod = CycleState(), make_pod("p", "claim")
     assert plugin.pre_filter(state, pod)[1] == SUCCESS
     status = plugin.filter(state, pod, np.array([0])).status_of(0)
@@ -274,7 +275,7 @@ def test_find_pod_volumes_translates_per_node() -> None:
     for name in ("node1", "node2"):
         table.set_node(Node(name, labels={HOSTNAME: name, GKE_ZONE: "us-east-2"}))
     storage = StorageObjects([WAIT_SC, pvc, migration_pv(pvc), CSI_NODE_MIGRATED, CSINode("node2")])
-    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    plugin = VolumeBinding.from_profile(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
     state, pod = CycleState(), make_pod("p", "claim")
     plugin.pre_filter(state, pod)
     assert plugin.filter(state, pod, np.array([0, 1])).passed.tolist() == [False, True]
@@ -286,7 +287,7 @@ def test_find_pod_volumes_translation_error_is_an_error() -> None:
     table = NodeTable()
     table.set_node(Node("node1", labels={HOSTNAME: "node1"}))
     storage = StorageObjects([WAIT_SC, pvc, pv, CSI_NODE_MIGRATED])
-    plugin = VolumeBinding(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
+    plugin = VolumeBinding.from_profile(Handle(table=table, storage=storage), {"bindTimeoutSeconds": 300})
     state, pod = CycleState(), make_pod("p", "claim")
     plugin.pre_filter(state, pod)
     assert plugin.filter(state, pod, np.array([0])).status_of(0).code == Code.ERROR
@@ -337,10 +338,10 @@ def test_profiles_over_one_table_share_its_assume_cache_and_another_table_has_it
     pv = make_pv("pv-1", WAIT_SC.name)
     storage = StorageObjects([pv])
     table = NodeTable()
-    one = VolumeBinding(Handle(table=table, storage=storage), {})
-    other_profile = VolumeBinding(Handle(table=table, storage=storage), {})
-    elsewhere = VolumeBinding(Handle(table=NodeTable(), storage=storage), {})
-    other_storage = VolumeBinding(Handle(table=table, storage=StorageObjects([pv])), {})
+    one = VolumeBinding(Handle(table=table, storage=storage), VolumeBindingArgs())
+    other_profile = VolumeBinding(Handle(table=table, storage=storage), VolumeBindingArgs())
+    elsewhere = VolumeBinding(Handle(table=NodeTable(), storage=storage), VolumeBindingArgs())
+    other_storage = VolumeBinding(Handle(table=table, storage=StorageObjects([pv])), VolumeBindingArgs())
     one.cache.assume_pv(pv)
     # What one profile assumed, the other profile over the same table sees: no PV assumed twice.
     assert other_profile.cache.assumed_pvs() == ["pv-1"]

@@ -151,6 +151,8 @@ def _container(c: structs.Container, path: str, errs: Errors) -> model.Container
             for p in c.ports or ()
         ),
         restart_policy=c.restart_policy,
+        restart_rule_actions=tuple(r.action for r in c.restart_policy_rules or ()),
+        bind_mount_options=any(m.bind_mount_options for m in c.volume_mounts or ()),
     )
 
 
@@ -200,6 +202,8 @@ def _volume(v: structs.Volume) -> Volume:
     for kind, source in in_tree.items():
         if source is not None:
             return Volume(v.name, kind, source_id=source.id, read_only=source.read_only)
+    if v.image is not None:
+        return Volume(v.name, volumes.IMAGE, source_id=v.image.reference)
     if v.rbd is not None:
         rbd = v.rbd
         return Volume(
@@ -272,6 +276,8 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
         pod_requests=_pod_level_requests(spec.resources, errs),
         overhead=quantities(spec.overhead, "spec.overhead", errs),
         node_selector=labels(spec.node_selector),
+        host_network=spec.host_network,
+        host_users=spec.host_users,
         affinity=_affinity(spec.affinity),
         tolerations=tuple(_toleration(t) for t in spec.tolerations or ()),
         topology_spread_constraints=tuple(_spread(c) for c in spec.topology_spread_constraints or ()),

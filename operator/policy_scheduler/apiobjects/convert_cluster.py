@@ -53,6 +53,7 @@ def _node(n: structs.Node, errs: Errors) -> model.Node:
         resource_version=meta.resource_version,
         memory_capacity=_memory_capacity(status.capacity, errs),
         pressure_conditions=_pressure_conditions(status.conditions),
+        declared_features=tuple(status.declared_features or ()),
     )
 
 

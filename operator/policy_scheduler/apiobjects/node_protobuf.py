@@ -58,6 +58,7 @@ SCHEMA: Schema = {
         ("allocatable", 2, "map:Quantity"),
         ("conditions", 4, "NodeCondition*"),
         ("images", 8, "ContainerImage*"),
+        ("declaredFeatures", 14, "string*"),
     ),
     "Node": (("metadata", 1, "ObjectMeta"), ("spec", 2, "NodeSpec"), ("status", 3, "NodeStatus")),
     "NodeList": (("metadata", 1, "ListMeta"), ("items", 2, "Node*")),
@@ -162,6 +163,7 @@ def _node(n: Any) -> structs.Node:
             ]
             if images
             else None,
+            declared_features=list(status.declaredFeatures) or None,
         ),
     )
 

@@ -168,6 +168,7 @@ def csi_driver_from_api(driver: st.CSIDriver) -> CSIDriver:
         name=driver.metadata.name,
         storage_capacity=driver.spec.storage_capacity,
         attach_required=driver.spec.attach_required,
+        prevent_pod_scheduling_if_missing=driver.spec.prevent_pod_scheduling_if_missing,
         resource_version=driver.metadata.resource_version,
     )
 

@@ -118,6 +118,7 @@ class CSINode(_Base):
 class CSIDriverSpec(_Base):
     storage_capacity: bool | None = None
     attach_required: bool | None = None
+    prevent_pod_scheduling_if_missing: bool | None = None
 
 
 class CSIDriver(_Base):

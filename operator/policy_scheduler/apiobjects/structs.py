@@ -142,12 +142,22 @@ class ResourceRequirements(_Base):
     limits: dict[str, Quantity] | None = None
 
 
+class ContainerRestartRule(_Base):
+    action: str = ""
+
+
+class VolumeMount(_Base):
+    bind_mount_options: list[str] | None = None
+
+
 class Container(_Base):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements | None = None
     ports: list[ContainerPort] | None = None
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] | None = None
+    volume_mounts: list[VolumeMount] | None = None
 
 
 class PodSchedulingGate(_Base):
@@ -208,6 +218,10 @@ class RBDVolumeSource(_Base):
     read_only: bool = False
 
 
+class ImageVolumeSource(_Base):
+    reference: str = ""
+
+
 class EmptyDirVolumeSource(_Base):
     medium: str = ""
 
@@ -218,6 +232,7 @@ class PresentSource(_Base):
 
 class Volume(_Base):
     name: str = ""
+    image: ImageVolumeSource | None = None
     # Sources the kubelet counts as the pod's local storage (localVolumeNames).
     empty_dir: EmptyDirVolumeSource | None = None
     host_path: PresentSource | None = None
@@ -259,6 +274,8 @@ class PodSpec(_Base):
     resources: ResourceRequirements | None = None
     overhead: dict[str, Quantity] | None = None
     node_selector: dict[str, str] | None = None
+    host_network: bool = False
+    host_users: bool | None = None
     affinity: Affinity | None = None
     tolerations: list[Toleration] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
@@ -321,6 +338,7 @@ class NodeStatus(_Base):
     capacity: dict[str, Quantity] | None = None
     conditions: list[NodeCondition] | None = None
     images: list[ContainerImage] | None = None
+    declared_features: list[str] | None = None
 
 
 class Node(_Base):

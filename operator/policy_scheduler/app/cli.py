@@ -8,8 +8,17 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from policy_scheduler.app.kubernetes_version import (
+    FROM_CLUSTER_DEFAULT,
+    NEWEST_DEFAULT,
+    add_kubernetes_version_argument,
+)
 from policy_scheduler.observability.logs import configure as configure_logging
+
+if TYPE_CHECKING:
+    from policy_scheduler.scheduler.versioning.features import Features
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -36,6 +45,12 @@ def _validate(args: argparse.Namespace) -> int:
     return validate_command(args)
 
 
+def _features(args: argparse.Namespace) -> Features:
+    from policy_scheduler.scheduler.versioning.semantics import command_semantics
+
+    return command_semantics(args.kubernetes_version).features
+
+
 def _import_config(args: argparse.Namespace) -> int:
     import yaml
 
@@ -43,7 +58,7 @@ def _import_config(args: argparse.Namespace) -> int:
 
     try:
         with open(args.file, encoding="utf-8") as handle:
-            manifests = import_config(handle.read())
+            manifests = import_config(handle.read(), features=_features(args))
     except (OSError, ValueError) as exc:
         print(f"error: {args.file}: {exc}", file=sys.stderr)
         return 2
@@ -161,6 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="event writes at once (default: kube-scheduler's clientConnection.burst)",
     )
+    run.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler's feature gates (e.g. NodeDeclaredFeatures=false), on top of the Kubernetes "
+        "release's defaults; repeatable. SchedulingProfiles can set more in spec.featureGates",
+    )
+    run.add_argument(
+        "--emulated-version",
+        metavar="[kube=]MAJOR.MINOR",
+        help="decide as kube-scheduler of this release (e.g. kube=1.36), not of the API server's",
+    )
     from policy_scheduler.kube.serving.arguments import add_serving_arguments
 
     add_serving_arguments(run)
@@ -193,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--profile-selector", default="", help="with --from-cluster: the operator's --profile-selector"
     )
+    add_kubernetes_version_argument(sim, FROM_CLUSTER_DEFAULT)
     sim.set_defaults(func=_simulate)
 
     val = sub.add_parser("validate", help="check policy manifests offline, as the server and operator do")
@@ -204,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="strict",
         help="unknown fields, as kubectl apply --validate: refused, or dropped with(out) a warning",
     )
+    add_kubernetes_version_argument(val, NEWEST_DEFAULT)
     val.set_defaults(func=_validate)
 
     from policy_scheduler.explain.arguments import add_parser as add_explain
@@ -216,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser("import-config", help="convert a KubeSchedulerConfiguration into SchedulingProfiles")
     imp.add_argument("file")
+    add_kubernetes_version_argument(imp, NEWEST_DEFAULT)
     imp.set_defaults(func=_import_config)
 
     crds = sub.add_parser("crds", help="print (or --write DIR) the CustomResourceDefinitions")

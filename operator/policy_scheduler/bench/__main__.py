@@ -19,15 +19,19 @@ import tracemalloc
 
 from policy_scheduler.bench.report import Report, Result
 from policy_scheduler.bench.workloads import Measurement, Workload, catalogue, prepare, quick, run_measured
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import NEWEST_SUPPORTED, parse_supported
 
 MEMORY_RUN_PODS = 200
 
 
-def measure(workload: Workload, repeat: int, seed: int) -> tuple[list[Measurement], float]:
+def measure(
+    workload: Workload, repeat: int, seed: int, features: Features | None = None
+) -> tuple[list[Measurement], float]:
     runs: list[Measurement] = []
     setup = 0.0
     for i in range(repeat):
-        prepared = prepare(workload, seed=seed + i)
+        prepared = prepare(workload, seed=seed + i, features=features)
         setup = prepared.setup_seconds
         gc.collect()
         runs.append(run_measured(prepared, limit=4 * workload.measured))
@@ -78,6 +82,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--profile", type=int, default=0, metavar="N", help="add a cProfile top-N per workload"
     )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument(
+        "--kubernetes-version",
+        type=parse_supported,
+        default=NEWEST_SUPPORTED,
+        metavar="vX.Y",
+        help=f"the release the profile decides like (default {NEWEST_SUPPORTED})",
+    )
     return parser.parse_args(argv)
 
 
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             workload = workload.scaled(workload.nodes, workload.existing, args.pods)
         if not args.json:
             print(f"running {name} ...", file=sys.stderr, flush=True)
-        runs, setup = measure(workload, repeat, args.seed)
+        runs, setup = measure(workload, repeat, args.seed, Features(args.kubernetes_version))
         memory = None if args.no_memory else measure_memory(workload, args.seed)
         text = profile(workload, args.seed, args.profile) if args.profile else ""
         report.results.append(Result(workload, runs, setup, memory, text))

@@ -30,6 +30,7 @@ from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, ZONE_LABEL
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.resource_names import CPU, MEMORY, PODS
+from policy_scheduler.scheduler.versioning.features import Features
 
 MI = 1024 * 1024
 GI = 1024 * MI
@@ -262,15 +263,16 @@ class Prepared:
     setup_seconds: float
 
 
-def prepare(workload: Workload, seed: int = 0) -> Prepared:
-    """Build the cluster and queue the measured pods (not timed)."""
+def prepare(workload: Workload, seed: int = 0, features: Features | None = None) -> Prepared:
+    """Build the cluster and queue the measured pods (not timed); the profile decides as
+    `features`' release (None: the newest)."""
     started = time.perf_counter()
     clock = FakeClock()
     binder = _MemoryBinder()
     engine = Engine(binder=binder, seed=seed, clock=clock)
     binder.engine = engine
     config = ProfileConfig(percentage_of_nodes_to_score=workload.percentage_of_nodes_to_score)
-    engine.set_profiles([resolve_profile(config, implemented_plugin_names())])
+    engine.set_profiles([resolve_profile(config, implemented_plugin_names(), features=features)])
     for i in range(workload.nodes):
         engine.node_added(make_node(i, workload.zones))
     for i in range(workload.existing):

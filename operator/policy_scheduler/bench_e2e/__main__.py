@@ -1,8 +1,8 @@
 """`python -m policy_scheduler.bench_e2e`: end-to-end scheduling throughput on the dev cluster.
 
 For each size a fresh dev cluster (kwok nodes of scheduler_perf's node-default shape) is
-started; every workload then runs once per contender (no-op binder, kube-scheduler v1.35.4,
-policy-scheduler), each in its own namespace with its own schedulerName. Writes
+started; every workload then runs once per contender (no-op binder, kube-scheduler of the
+selected Kubernetes version, policy-scheduler), each in its own namespace with its own schedulerName. Writes
 <out>/benchmarks-e2e.json, .md and .png and prints the Markdown table.
 """
 

@@ -1,8 +1,8 @@
 """The three contenders, each a child process started after its pods exist.
 
 - noop: `noop_binder`, binds round-robin without deciding anything: the API server's ceiling;
-- kube-scheduler: the v1.35.4 binary of the dev-cluster build, default profile, client QPS
-  raised as scheduler_perf does;
+- kube-scheduler: the binary of the dev-cluster build (the selected Kubernetes version, see
+  devcluster/versions.py), default profile, client QPS raised as scheduler_perf does;
 - policy-scheduler: `policy-scheduler run` serving one SchedulingProfile with the defaults.
 """
 

@@ -21,11 +21,14 @@ from policy_scheduler.policy.constants import (
     CONDITION_ACCEPTED,
     CONDITION_DEGRADED,
     CONDITION_EVICTION_POLICY,
+    CONDITION_KUBERNETES_VERSION,
     CONDITION_READY,
     CONDITION_STALLED,
 )
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.profile_resolution import effective_plugins
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.semantics import Semantics, choose_semantics
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,8 @@ class ProfileRecord:
         return self.last.error
 
 
-Compiler = Callable[[dict[str, Any]], ResolvedProfile]
+# A spec and the release semantics (with the operator's gates) -> the resolved profile.
+Compiler = Callable[[dict[str, Any], Features], ResolvedProfile]
 
 
 class ProfileStore:
@@ -72,8 +76,11 @@ class ProfileStore:
         eviction_policy_problem: Callable[[str], PolicyProblem] = lambda _: None,
         notify: Notify | None = None,
         on_preemption_restored: Callable[[str], None] = lambda _: None,
+        semantics: Semantics | None = None,
     ) -> None:
         self.compile_spec = compile_spec
+        # Which release profiles decide like; the operator sets it from the API server's version.
+        self.semantics = semantics if semantics is not None else choose_semantics(None)
         self.on_change = on_change
         self.eviction_policy_problem = eviction_policy_problem
         self.notify = notify
@@ -96,7 +103,7 @@ class ProfileStore:
         record = self.records.get(name)
         if record is None or record.uid != uid:
             record = self.records[name] = ProfileRecord(name, uid, generation, created)
-            if record.last.restore(status, self.compile_spec):
+            if record.last.restore(status, self._compile):
                 log.info(
                     "profile restored from its status",
                     extra={"profile": name, "generation": record.last.generation},
@@ -108,10 +115,33 @@ class ProfileStore:
         self._publish()
         return record
 
+    def _compile(self, raw: dict[str, Any]) -> ResolvedProfile:
+        return self.compile_spec(raw, self.semantics.features)
+
+    def set_semantics(self, semantics: Semantics) -> None:
+        """Follow another release (or other operator-wide gates): every profile is resolved again,
+        its accepted spec first (a spec the new release refuses keeps its old resolution in force
+        and is reported, as any rejected update)."""
+        if semantics == self.semantics:
+            return
+        self.semantics = semantics
+        for record in self.records.values():
+            if record.last.spec is not None and record.last.value is not None:
+                try:
+                    record.last.value = self._compile(record.last.spec)
+                except ValueError as exc:
+                    log.warning(
+                        "accepted profile does not resolve for the new release; it stays as it was",
+                        extra={"profile": record.name, "error": str(exc)},
+                    )
+            self._validate(record)
+            self._check_policy(record)
+        self._publish()
+
     def _validate(self, record: ProfileRecord) -> None:
         try:
             # Only a missing spec means {}: an empty list or string is not an object.
-            resolved = self.compile_spec({} if record.spec is None else record.spec)
+            resolved = self._compile({} if record.spec is None else record.spec)
         except ValueError as exc:
             if record.last.reject(str(exc)):
                 metrics.policy_reloads.labels(KIND, "rejected").inc()
@@ -225,10 +255,12 @@ class ProfileStore:
                 self._degraded_message(record, serving, accepted_ok, in_force),
             ),
         ]
+        conditions.append(self._version_condition(record))
         status: dict[str, Any] = {"observedGeneration": record.generation, "conditions": conditions}
         status.update(record.last.status_fields())
         if record.accepted is not None:
             status["effectivePlugins"] = effective_plugins(record.accepted)
+            status["kubernetesVersion"] = record.accepted.features.describe()
         if stats is not None:
             status.update(
                 scheduled=stats.scheduled,
@@ -241,6 +273,18 @@ class ProfileStore:
             if stats.last_scheduled is not None:
                 status["lastScheduledTime"] = _rfc3339(stats.last_scheduled)
         return status
+
+    def _version_condition(self, record: ProfileRecord) -> dict[str, Any]:
+        """Whether the profile decides like the cluster's own kube-scheduler, and which release."""
+        semantics = self.semantics
+        features = record.accepted.features if record.accepted is not None else None
+        return self._condition(
+            record,
+            CONDITION_KUBERNETES_VERSION,
+            semantics.matches_cluster,
+            semantics.reason,
+            semantics.describe(features),
+        )
 
     @staticmethod
     def _policy_name(record: ProfileRecord) -> str | None:
@@ -289,12 +333,13 @@ def _rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def compile_profile_spec(raw: dict[str, Any]) -> ResolvedProfile:
-    """Validate a SchedulingProfile spec (schema, semantics, plugin args) and resolve it."""
+def compile_profile_spec(raw: dict[str, Any], features: Features | None = None) -> ResolvedProfile:
+    """Validate a SchedulingProfile spec (schema, semantics, plugin args) and resolve it for
+    `features`' release and gates (None: the newest release's defaults)."""
     from policy_scheduler.policy.compile import resolve_spec
     from policy_scheduler.policy.errors import parse_model
     from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
     from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 
     spec = parse_model(SchedulingProfileSpec, raw, "spec")
-    return resolve_spec(spec, implemented_plugin_names())
+    return resolve_spec(spec, implemented_plugin_names(), features=features)

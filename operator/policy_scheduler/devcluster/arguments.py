@@ -2,7 +2,8 @@
 
 `up` leaves the components running after it returns (their PIDs are in
 <workdir>/state.json); `down` stops them. `up --foreground` instead keeps the cluster
-tied to the terminal until Ctrl-C.
+tied to the terminal until Ctrl-C. `build` and `up` take `--kubernetes-version` (or
+POLICY_SCHEDULER_K8S_VERSION); each version's binaries are cached in their own folder.
 """
 
 # The arguments only: the commands (and the build and cluster code) are imported when they run.
@@ -14,7 +15,12 @@ import sys
 from pathlib import Path
 
 from policy_scheduler.app.commands import Deferred
-from policy_scheduler.devcluster.versions import cache_root
+from policy_scheduler.devcluster.versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSION_ENV,
+    cache_root,
+    supported_kubernetes_versions,
+)
 
 _CLI = "policy_scheduler.devcluster.cli"
 
@@ -47,6 +53,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     build = actions.add_parser("build", help="build etcd, Kubernetes and kwok from source (cached)")
     build.set_defaults(func=Deferred(_CLI, "cmd_build"))
 
+    for action in (up, build):
+        action.add_argument(
+            "--kubernetes-version",
+            metavar="VERSION",
+            help=(
+                f"the control plane's Kubernetes version: {', '.join(supported_kubernetes_versions())} "
+                f"(default: ${KUBERNETES_VERSION_ENV}, else {DEFAULT_KUBERNETES_VERSION})"
+            ),
+        )
     for action in (up, down, status):
         action.add_argument(
             "--workdir", type=Path, default=default_workdir(), help="cluster state, logs and kubeconfig"

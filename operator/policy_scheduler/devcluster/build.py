@@ -17,13 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from policy_scheduler.devcluster.versions import (
-    ETCD_VERSION,
-    GOMOD_DIR,
-    KUBERNETES_VERSION,
-    KWOK_VERSION,
-    bin_dir,
-)
+from policy_scheduler.devcluster.versions import ControlPlaneVersions, bin_dir, control_plane
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +28,16 @@ class BuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class GoTarget:
-    module_dir: str
+    module_dir: Path
     package: str
     binary: str
     ldflags: str
 
 
-def _k8s_ldflags() -> str:
-    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+def _k8s_ldflags(kubernetes_version: str) -> str:
+    major, minor = kubernetes_version.lstrip("v").split(".")[:2]
     values = {
-        "gitVersion": KUBERNETES_VERSION,
+        "gitVersion": kubernetes_version,
         "gitMajor": major,
         "gitMinor": minor,
         "gitTreeState": "clean",
@@ -59,24 +53,36 @@ def _k8s_ldflags() -> str:
     return " ".join(["-s", "-w", *flags])
 
 
-TARGETS: tuple[GoTarget, ...] = (
-    GoTarget("etcd", "go.etcd.io/etcd/server/v3", "etcd", "-s -w"),
-    GoTarget(
-        "kwok",
-        "sigs.k8s.io/kwok/cmd/kwok",
-        "kwok",
-        f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={KWOK_VERSION}",
-    ),
-    *(
-        GoTarget("kubernetes", f"k8s.io/kubernetes/cmd/{name}", name, _k8s_ldflags())
-        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-    ),
-)
+KUBERNETES_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+BINARIES = ("etcd", "kwok", *KUBERNETES_BINARIES)
+
+
+def targets(versions: ControlPlaneVersions) -> tuple[GoTarget, ...]:
+    """What to build for `versions`, each from its own wrapper module under gomod/."""
+    return (
+        GoTarget(versions.gomod("etcd"), "go.etcd.io/etcd/server/v3", "etcd", "-s -w"),
+        GoTarget(
+            versions.gomod("kwok"),
+            "sigs.k8s.io/kwok/cmd/kwok",
+            "kwok",
+            f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={versions.kwok}",
+        ),
+        *(
+            GoTarget(
+                versions.gomod("kubernetes"),
+                f"k8s.io/kubernetes/cmd/{name}",
+                name,
+                _k8s_ldflags(versions.kubernetes),
+            )
+            for name in KUBERNETES_BINARIES
+        ),
+    )
 
 
 def missing_binaries(directory: Path | None = None) -> list[str]:
+    """The binaries not yet built in `directory` (default: the selected version's folder)."""
     directory = directory or bin_dir()
-    return [t.binary for t in TARGETS if not (directory / t.binary).is_file()]
+    return [name for name in BINARIES if not (directory / name).is_file()]
 
 
 def _find_go() -> str:
@@ -89,11 +95,15 @@ def _find_go() -> str:
     return go
 
 
-def build_all(directory: Path | None = None, *, out: TextIO | None = None) -> Path:
-    """Build every missing binary; return the directory that holds them all."""
-    directory = directory or bin_dir()
+def build_all(
+    versions: ControlPlaneVersions | None = None, *, directory: Path | None = None, out: TextIO | None = None
+) -> Path:
+    """Build every missing binary of `versions` (default: the selected version, see
+    `versions.control_plane`); return the directory that holds them all."""
+    versions = versions or control_plane()
+    directory = directory or bin_dir(versions)
     stream = out or sys.stderr
-    todo = [t for t in TARGETS if not (directory / t.binary).is_file()]
+    todo = [t for t in targets(versions) if not (directory / t.binary).is_file()]
     if not todo:
         return directory
     go = _find_go()
@@ -119,12 +129,12 @@ def build_all(directory: Path | None = None, *, out: TextIO | None = None) -> Pa
             str(tmp),
             target.package,
         ]
-        result = subprocess.run(cmd, cwd=GOMOD_DIR / target.module_dir, env=env, check=False)
+        result = subprocess.run(cmd, cwd=target.module_dir, env=env, check=False)
         if result.returncode != 0:
             tmp.unlink(missing_ok=True)
             raise BuildError(
                 f"building {target.binary} failed (exit {result.returncode}); command: "
-                f"(cd {GOMOD_DIR / target.module_dir} && {' '.join(cmd)})"
+                f"(cd {target.module_dir} && {' '.join(cmd)})"
             )
         tmp.replace(directory / target.binary)  # atomic: a half-written binary never counts
         print(
@@ -133,7 +143,3 @@ def build_all(directory: Path | None = None, *, out: TextIO | None = None) -> Pa
             flush=True,
         )
     return directory
-
-
-def versions_summary() -> str:
-    return f"kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, kwok {KWOK_VERSION}"

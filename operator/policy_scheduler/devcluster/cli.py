@@ -10,9 +10,10 @@ from pathlib import Path
 from types import FrameType
 
 from policy_scheduler.devcluster.arguments import add_parser, default_workdir
-from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries, versions_summary
+from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.errors import DevClusterError
+from policy_scheduler.devcluster.versions import ControlPlaneVersions, UnsupportedVersionError, control_plane
 
 PROG = "policy-scheduler dev-cluster"
 
@@ -27,29 +28,53 @@ def _handle_termination_signals() -> None:
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
 
 
-def cmd_build(_args: argparse.Namespace) -> int:
+def _selected_versions(args: argparse.Namespace) -> ControlPlaneVersions | None:
+    """The versions `--kubernetes-version` (or the environment) selects; None after printing
+    why the request is not supported."""
     try:
-        directory = build_all(out=sys.stderr)
+        return control_plane(args.kubernetes_version)
+    except UnsupportedVersionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    versions = _selected_versions(args)
+    if versions is None:
+        return 2
+    try:
+        directory = build_all(versions, out=sys.stderr)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"{versions_summary()} ready in {directory}")
+    print(f"{versions.summary()} ready in {directory}")
     return 0
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     workdir: Path = args.workdir
+    versions = _selected_versions(args)
+    if versions is None:
+        return 2
     try:
         running = DevCluster.from_state(workdir)
         if running is not None and running.status().running:
-            print(f"dev cluster already running in {workdir}")
+            if running.versions != versions:
+                print(
+                    f"error: a Kubernetes {running.versions.kubernetes} dev cluster is already running in "
+                    f"{workdir}; stop it with `{PROG} down --workdir {workdir}` first "
+                    f"to start {versions.kubernetes}",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"dev cluster already running in {workdir} ({running.versions.summary()})")
             _print_hints(running, detached=True)
             return 0
-        if missing_binaries():
-            build_all(out=sys.stderr)
-        cluster = DevCluster(workdir, args.nodes, die_with_parent=args.foreground)
+        cluster = DevCluster(workdir, args.nodes, die_with_parent=args.foreground, versions=versions)
+        if missing_binaries(cluster.binaries):
+            build_all(versions, out=sys.stderr)
         print(
-            f"starting dev cluster ({versions_summary()}, {args.nodes} nodes) in {workdir} ...",
+            f"starting dev cluster ({versions.summary()}, {args.nodes} nodes) in {workdir} ...",
             file=sys.stderr,
         )
         _handle_termination_signals()

@@ -56,12 +56,13 @@ from policy_scheduler.devcluster.nodes import (
 )
 from policy_scheduler.devcluster.procs import Component, spawn, terminate, wait_until
 from policy_scheduler.devcluster.status import ClusterStatus, ComponentStatus
-from policy_scheduler.devcluster.versions import bin_dir
+from policy_scheduler.devcluster.versions import ControlPlaneVersions, bin_dir, control_plane
 
 log = logging.getLogger(__name__)
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 STATE_FILE = "state.json"
+UNVERSIONED_STATE_KUBERNETES = "v1.35.4"
 
 
 class DevCluster:
@@ -81,15 +82,19 @@ class DevCluster:
         timeout: float = 120.0,
         node_lifecycle: bool = False,
         apiserver_flags: Sequence[str] = (),
+        versions: ControlPlaneVersions | None = None,
     ) -> None:
         """`die_with_parent`: components get SIGTERM from the kernel if this process dies,
         even by SIGKILL. Turn it off to leave the cluster running after exit (CLI `up`).
         `node_lifecycle`: run the node lifecycle controller and TaintNodesByCondition, so node
         conditions become taints as in a real cluster (fault tests). `apiserver_flags`: more
-        kube-apiserver flags (e.g. --runtime-config, --egress-selector-config-file)."""
+        kube-apiserver flags (e.g. --runtime-config, --egress-selector-config-file).
+        `versions`: what to run (default: the selected version, see `versions.control_plane`);
+        `binaries`: where its binaries are (default: that version's cache folder)."""
         self.workdir = Path(workdir).expanduser().absolute()
         self.nodes = nodes
-        self.binaries = binaries or bin_dir()
+        self.versions = versions or control_plane()
+        self.binaries = binaries or bin_dir(self.versions)
         self.die_with_parent = die_with_parent
         self.timeout = timeout
         self.node_lifecycle = node_lifecycle
@@ -156,7 +161,13 @@ class DevCluster:
             return None
         except (OSError, ValueError) as exc:
             raise DevClusterError(f"unreadable dev cluster state {path}: {exc}") from exc
-        cluster = cls(workdir, int(data["nodes"]), binaries=Path(data["binaries"]), die_with_parent=False)
+        cluster = cls(
+            workdir,
+            int(data["nodes"]),
+            binaries=Path(data["binaries"]),
+            die_with_parent=False,
+            versions=_recorded_versions(data),
+        )
         cluster._components = [Component.from_json(c) for c in data["components"]]
         cluster._server = data.get("server")
         cluster._token = data.get("token")
@@ -169,7 +180,7 @@ class DevCluster:
         if missing:
             raise DevClusterError(
                 f"missing binaries in {self.binaries}: {', '.join(missing)}; build them with "
-                "`policy-scheduler dev-cluster build`"
+                f"`policy-scheduler dev-cluster build --kubernetes-version {self.versions.kubernetes}`"
             )
         self._clear_previous()
         started = time.monotonic()
@@ -205,7 +216,9 @@ class DevCluster:
     def status(self) -> ClusterStatus:
         components = tuple(ComponentStatus(c.name, c.pid, c.alive(), c.log_path) for c in self._components)
         ready = self._server is not None and probe(f"{self._server}/readyz", token=self._token)
-        return ClusterStatus(self.workdir, self._server, self.kubeconfig, components, ready)
+        return ClusterStatus(
+            self.workdir, self._server, self.kubeconfig, components, ready, self.versions.summary()
+        )
 
     def __enter__(self) -> DevCluster:
         self.start()
@@ -346,7 +359,7 @@ class DevCluster:
         self._token = secrets.token_urlsafe(32)
         write_token_file(self.pki_dir, self._token)
         ensure_service_account_keys(self.pki_dir)
-        stages = install_stages(self.workdir / "kwok" / "stages")
+        stages = install_stages(self.workdir / "kwok" / "stages", self.versions)
         advertise = advertise_address()
 
         etcd = self._spawn("etcd", etcd_args(self.binaries / "etcd", self.workdir / "etcd", ports))
@@ -397,6 +410,11 @@ class DevCluster:
             "workdir": str(self.workdir),
             "nodes": self.nodes,
             "binaries": str(self.binaries),
+            "versions": {
+                "kubernetes": self.versions.kubernetes,
+                "etcd": self.versions.etcd,
+                "kwok": self.versions.kwok,
+            },
             "server": self._server,
             "token": self._token,
             "kubeconfig": str(self.kubeconfig),
@@ -418,3 +436,12 @@ class DevCluster:
 
     def _wait_until(self, component: Component | None, check: Callable[[], bool], what: str) -> None:
         wait_until(component, check, what, self.timeout)
+
+
+def _recorded_versions(state: Mapping[str, Any]) -> ControlPlaneVersions:
+    """The versions a state file records; files written before it recorded them are v1.35.4's,
+    the only version then."""
+    recorded = state.get("versions")
+    if not isinstance(recorded, Mapping):
+        return control_plane(UNVERSIONED_STATE_KUBERNETES)
+    return ControlPlaneVersions(str(recorded["kubernetes"]), str(recorded["etcd"]), str(recorded["kwok"]))

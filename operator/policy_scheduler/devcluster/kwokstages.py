@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from policy_scheduler.devcluster.versions import GOMOD_DIR, KWOK_VERSION
+from policy_scheduler.devcluster.versions import ControlPlaneVersions, control_plane
 
 KWOK_MODULE = "sigs.k8s.io/kwok"
 
@@ -50,10 +50,10 @@ def go_module_cache() -> Path:
     return _gomodcache(_go())
 
 
-def kwok_module_dir() -> Path:
+def kwok_module_dir(versions: ControlPlaneVersions) -> Path:
     """The kwok source tree in the Go module cache, downloading it if needed."""
     go = _go()
-    module_dir = _gomodcache(go) / f"{KWOK_MODULE}@{KWOK_VERSION}"
+    module_dir = _gomodcache(go) / f"{KWOK_MODULE}@{versions.kwok}"
     if (module_dir / "kustomize" / "stage").is_dir():
         return module_dir
     if go is None:
@@ -62,7 +62,7 @@ def kwok_module_dir() -> Path:
         )
     result = subprocess.run(
         [go, "mod", "download", KWOK_MODULE],
-        cwd=GOMOD_DIR / "kwok",
+        cwd=versions.gomod("kwok"),
         env=dict(os.environ, GOFLAGS="-mod=mod"),
         capture_output=True,
         text=True,
@@ -73,12 +73,15 @@ def kwok_module_dir() -> Path:
     return module_dir
 
 
-def install_stages(destination: Path) -> list[Path]:
-    """Copy the stage files into `destination` (once) and return their paths in order."""
+def install_stages(destination: Path, versions: ControlPlaneVersions | None = None) -> list[Path]:
+    """Copy the stage files of `versions`' kwok (default: the selected version's) into
+    `destination`/<kwok version> (once) and return their paths in order."""
+    versions = versions or control_plane()
+    destination = destination / versions.kwok
     targets = [destination / Path(name).name for name in STAGE_FILES]
     if all(target.is_file() for target in targets):
         return targets
-    source = kwok_module_dir() / "kustomize" / "stage"
+    source = kwok_module_dir(versions) / "kustomize" / "stage"
     destination.mkdir(parents=True, exist_ok=True)
     for name, target in zip(STAGE_FILES, targets, strict=True):
         shutil.copyfile(source / name, target)

@@ -48,6 +48,7 @@ from policy_scheduler.devcluster.kwokstages import kwok_module_dir
 from policy_scheduler.devcluster.nodes import NodeShape, node_manifest
 from policy_scheduler.devcluster.procs import Component, spawn, terminate, wait_until
 from policy_scheduler.devcluster.tools import ensure_tool
+from policy_scheduler.devcluster.versions import GOMOD_DIR, ControlPlaneVersions, control_plane
 from policy_scheduler.kube.serving.certificates import (
     cert_pem,
     certificate,
@@ -74,7 +75,7 @@ KWOK_USAGE_FILES = (
 
 def metrics_server_target() -> GoTarget:
     return GoTarget(
-        "metrics-server",
+        GOMOD_DIR / "metrics-server",
         "sigs.k8s.io/metrics-server/cmd/metrics-server",
         "metrics-server",
         f"-s -w -X k8s.io/client-go/pkg/version.gitVersion={METRICS_SERVER_VERSION}",
@@ -86,9 +87,10 @@ def ensure_metrics_server() -> Path:
     return ensure_tool(metrics_server_target(), METRICS_SERVER_VERSION)
 
 
-def install_kwok_usage(workdir: Path) -> Path:
-    """kwok's simulated usage in the configuration file the cluster's kwok reads at start."""
-    source = kwok_module_dir()
+def install_kwok_usage(workdir: Path, versions: ControlPlaneVersions | None = None) -> Path:
+    """kwok's simulated usage in the configuration file the cluster's kwok reads at start
+    (`versions`: the cluster's; the default control plane's if not given)."""
+    source = kwok_module_dir(versions or control_plane())
     target = workdir / "kwok" / "kwok.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
     documents = [(source / name).read_text(encoding="utf-8").strip() for name in KWOK_USAGE_FILES]

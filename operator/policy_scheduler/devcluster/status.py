@@ -21,6 +21,7 @@ class ClusterStatus:
     kubeconfig: Path
     components: tuple[ComponentStatus, ...]
     api_ready: bool
+    versions: str = ""
 
     @property
     def running(self) -> bool:
@@ -36,6 +37,8 @@ class ClusterStatus:
             f"  server:     {self.server} ({'ready' if self.api_ready else 'not ready'})",
             f"  kubeconfig: {self.kubeconfig}",
         ]
+        if self.versions:
+            lines.append(f"  versions:   {self.versions}")
         for c in self.components:
             lines.append(f"  {c.name:<24} pid {c.pid:<8} {'up' if c.alive else 'DEAD':<5} log {c.log}")
         return "\n".join(lines)

@@ -38,7 +38,7 @@ def _helm_target() -> GoTarget:
             for part, value in (("Major", "1"), ("Minor", match.group(1)))
         ),
     ]
-    return GoTarget("helm", "helm.sh/helm/v3/cmd/helm", "helm", " ".join(flags))
+    return GoTarget(GOMOD_DIR / "helm", "helm.sh/helm/v3/cmd/helm", "helm", " ".join(flags))
 
 
 def tool_path(binary: str, version: str) -> Path:

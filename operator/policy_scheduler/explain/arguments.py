@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from policy_scheduler.app.commands import Deferred
+from policy_scheduler.app.kubernetes_version import CLUSTER_DEFAULT, add_kubernetes_version_argument
 
 
 def add_parser(sub: Any) -> None:
@@ -35,4 +36,5 @@ def add_parser(sub: Any) -> None:
         default=True,
         help="when the operator has no answer, recompute one from a live snapshot (default: on)",
     )
+    add_kubernetes_version_argument(p, CLUSTER_DEFAULT)
     p.set_defaults(func=Deferred("policy_scheduler.explain.command", "explain_command"))

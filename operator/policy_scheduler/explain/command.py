@@ -16,6 +16,7 @@ from policy_scheduler.explain.recompute import NotExplainable, recompute
 from policy_scheduler.kube.client import authorization
 from policy_scheduler.pressure.live import live_standing
 from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, Explanation
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
 
 
@@ -74,10 +75,13 @@ async def _explain(args: argparse.Namespace) -> int:
                 api = await make_api_client(args.kubeconfig)
             get = api_get(api)
             scenario, _ = await read_snapshot(get, namespaces=[namespace])
-            note += "; recomputed from a live snapshot of the cluster"
+            semantics = command_semantics(
+                getattr(args, "kubernetes_version", None), scenario.server_version, from_cluster=True
+            )
+            note += f"; recomputed from a live snapshot of the cluster, {semantics.describe()}"
             pressure = await live_standing(get, scenario, namespace, name)
             try:
-                explanation = recompute(scenario, namespace, name)
+                explanation = recompute(scenario, namespace, name, semantics)
             except NotExplainable as exc:
                 if pressure is None:
                     raise

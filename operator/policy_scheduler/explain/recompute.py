@@ -14,6 +14,7 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Explanation
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.versioning.semantics import Semantics, command_semantics
 from policy_scheduler.simulate.policy_in_force import policy_in_force
 from policy_scheduler.simulate.scenario import Scenario
 
@@ -22,12 +23,17 @@ class NotExplainable(LookupError):
     """The pod is not in the snapshot, or no profile serves it."""
 
 
-def recompute(scenario: Scenario, namespace: str, name: str) -> Explanation:
+def recompute(
+    scenario: Scenario, namespace: str, name: str, semantics: Semantics | None = None
+) -> Explanation:
+    """`semantics`: the release to decide like (None: the cluster's, as the operator follows it)."""
     key = f"{namespace}/{name}"
     target = next((p for p in scenario.pods if p.key == key), None)
     if target is None:
         raise NotExplainable(f"pod {key} not found (or it has finished)")
-    policy = policy_in_force(scenario.profiles, scenario.eviction_policies)
+    if semantics is None:
+        semantics = command_semantics(None, scenario.server_version, from_cluster=True)
+    policy = policy_in_force(scenario.profiles, scenario.eviction_policies, semantics=semantics)
     recorder = DiagnosisRecorder()
     services = ClusterServices(
         list_pdbs=lambda: list(scenario.pdbs),

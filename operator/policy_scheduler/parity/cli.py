@@ -1,4 +1,4 @@
-"""`python -m policy_scheduler.parity run --count N --seed S [--kubeconfig K]`."""
+"""`python -m policy_scheduler.parity run --count N --seed S [--kubeconfig K] [--kubernetes-version V]`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,20 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from policy_scheduler.devcluster.build import missing_binaries
+from policy_scheduler.devcluster.versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSION_ENV,
+    ControlPlaneVersions,
+    UnsupportedVersionError,
+    bin_dir,
+    control_plane,
+    supported_kubernetes_versions,
+)
 from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.generator import generate
 from policy_scheduler.parity.kubesched import KubeScheduler
+from policy_scheduler.parity.profiles import reference_features
 from policy_scheduler.parity.report import Tally, as_json, describe
 from policy_scheduler.parity.runner import HarnessError, Runner
 from policy_scheduler.parity.shrink import frozen, same_kind, shrink
@@ -28,10 +39,19 @@ def scenario_seed(seed: int, index: int) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m policy_scheduler.parity", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="compare random scenarios against kube-scheduler v1.35.4")
+    run = sub.add_parser("run", help="compare random scenarios against kube-scheduler")
     run.add_argument("--count", type=int, default=100, help="scenarios to run (default 100)")
     run.add_argument("--seed", type=int, default=1, help="run seed; scenario k uses seed*100000+k")
     run.add_argument("--kubeconfig", type=Path, help="a running (dev) cluster; default: start one")
+    run.add_argument(
+        "--kubernetes-version",
+        metavar="VERSION",
+        help=(
+            f"the reference kube-scheduler's version, and the started cluster's: "
+            f"{', '.join(supported_kubernetes_versions())} "
+            f"(default: ${KUBERNETES_VERSION_ENV}, else {DEFAULT_KUBERNETES_VERSION})"
+        ),
+    )
     run.add_argument("--workdir", type=Path, help="logs and the started cluster (default: a temp dir)")
     run.add_argument("--report", type=Path, help="write every disagreement as JSON here")
     run.add_argument("--no-shrink", action="store_true", help="print the first disagreement unshrunk")
@@ -46,26 +66,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def _cluster(kubeconfig: Path | None, workdir: Path) -> Iterator[Path]:
+def _cluster(kubeconfig: Path | None, workdir: Path, versions: ControlPlaneVersions) -> Iterator[Path]:
     if kubeconfig is not None:
         yield kubeconfig
         return
     from policy_scheduler.devcluster.cluster import DevCluster
 
-    cluster = DevCluster(workdir / "cluster", nodes=0)
+    cluster = DevCluster(workdir / "cluster", nodes=0, versions=versions)
     print(f"starting a dev cluster in {cluster.workdir} ...", flush=True)
     with cluster:
         yield cluster.kubeconfig
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        versions = control_plane(args.kubernetes_version)
+    except UnsupportedVersionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    missing = missing_binaries(bin_dir(versions))
+    if missing:
+        print(
+            f"error: the {versions.kubernetes} control plane is not built (missing {', '.join(missing)}); "
+            f"build it with `policy-scheduler dev-cluster build --kubernetes-version {versions.kubernetes}`",
+            file=sys.stderr,
+        )
+        return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="parity-"))
     run_id = f"q{secrets.token_hex(2)}"
     tally = Tally()
     started = time.monotonic()
-    with _cluster(args.kubeconfig, workdir) as kubeconfig, KubeScheduler(kubeconfig, workdir) as log:
+    with (
+        _cluster(args.kubeconfig, workdir, versions) as kubeconfig,
+        KubeScheduler(kubeconfig, workdir, versions) as log,
+    ):
         api = ClusterApi.from_kubeconfig(kubeconfig)
-        runner = Runner(api, log)
+        runner = Runner(api, log, reference_features(versions))
+        print(f"reference: kube-scheduler {versions.kubernetes}", flush=True)
         print(f"kube-scheduler log: {workdir / 'kube-scheduler.log'}", flush=True)
         for k in range(args.count):
             seed = scenario_seed(args.seed, k)

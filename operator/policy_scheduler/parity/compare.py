@@ -8,9 +8,13 @@ stricter secondary criteria.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from policy_scheduler.parity.ours import Decision
+
+# A successful preemption's message names the node it chose (from v1.37).
+_PLACEMENT = re.compile(r"found a potential placement for pod on node \S+, preempting \d+ victims$")
 
 
 @dataclass(slots=True)
@@ -110,7 +114,16 @@ def _judge_preempt(ref: Reference, ours: Decision) -> Verdict:
     if sorted(ref.victims) != ours_victims:
         verdict.decision = False
         verdict.notes.append(f"victims on {ref.node}: kube {sorted(ref.victims)}; ours {ours_victims}")
-    verdict.message = ours.message == ref.message
+    message = _nominating(ours, ref.node) if verdict.decision else ours.message
+    verdict.message = message == ref.message
     if not verdict.message:
         verdict.notes.append(f"message:\n  kube: {ref.message}\n  ours: {ours.message}")
     return verdict
+
+
+def _nominating(ours: Decision, node: str) -> str:
+    """Our message had we nominated `node`, one of the nodes we tie for (which one is cache
+    order, docs/parity.md): a successful preemption's message names the node and its victims."""
+    victims = len(ours.victims.get(node, []))
+    placement = f"found a potential placement for pod on node {node}, preempting {victims} victims"
+    return _PLACEMENT.sub(placement, ours.message)

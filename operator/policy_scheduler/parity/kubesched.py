@@ -1,4 +1,5 @@
-"""The reference: kube-scheduler v1.35.4 as a child process, all parity profiles, verbose log."""
+"""The reference: kube-scheduler of the selected version as a child process, all parity
+profiles, verbose log."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 from policy_scheduler.devcluster.hostnet import LOOPBACK, free_ports
 from policy_scheduler.devcluster.kubeapi import probe
 from policy_scheduler.devcluster.procs import Component, log_tail, spawn, terminate
-from policy_scheduler.devcluster.versions import bin_dir
+from policy_scheduler.devcluster.versions import ControlPlaneVersions, bin_dir, control_plane
 from policy_scheduler.parity.profiles import kube_scheduler_config
 from policy_scheduler.parity.schedlog import SchedulerLog
 
@@ -23,10 +24,12 @@ class ReferenceError(RuntimeError):
 
 
 class KubeScheduler:
-    def __init__(self, kubeconfig: Path, workdir: Path, binary: Path | None = None) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, versions: ControlPlaneVersions | None = None) -> None:
+        """`versions`: whose kube-scheduler (default: the selected version, see `control_plane`)."""
         self.kubeconfig = kubeconfig
         self.workdir = workdir
-        self.binary = binary or bin_dir() / "kube-scheduler"
+        self.versions = versions or control_plane()
+        self.binary = bin_dir(self.versions) / "kube-scheduler"
         self.component: Component | None = None
         self.log: SchedulerLog | None = None
 
@@ -35,6 +38,11 @@ class KubeScheduler:
         return self.workdir / "kube-scheduler.log"
 
     def start(self, timeout: float = 60.0) -> SchedulerLog:
+        if not self.binary.is_file():
+            raise ReferenceError(
+                f"{self.binary} is missing; build it with "
+                f"`policy-scheduler dev-cluster build --kubernetes-version {self.versions.kubernetes}`"
+            )
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "kube-scheduler-config.yaml"
         config.write_text(yaml.safe_dump(kube_scheduler_config(str(self.kubeconfig)), sort_keys=False))

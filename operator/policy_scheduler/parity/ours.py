@@ -113,7 +113,7 @@ def _unschedulable(
     result, status = (
         framework.run_post_filter(state, pod, diagnosis) if framework.points.post_filter else (None, None)
     )
-    if status is not None and not status.is_success and status.reasons:
+    if status is not None and status.reasons:  # as schedule_one: a successful preemption has one from v1.37
         diagnosis.post_filter_msg = status.message
     decision = Decision("unschedulable", message=str(fit))
     if result is not None and result.nominated_node_name:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from policy_scheduler.devcluster.versions import ControlPlaneVersions
 from policy_scheduler.policy.compile import compile_profile_objects
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 
 GPU = "example.com/gpu"
 
@@ -133,8 +136,16 @@ def kube_scheduler_config(kubeconfig: str) -> dict[str, Any]:
     }
 
 
-def resolved_profiles() -> dict[str, ResolvedProfile]:
-    """Our resolved profiles, by schedulerName (compiled as the operator compiles CRs)."""
+def resolved_profiles(features: Features) -> dict[str, ResolvedProfile]:
+    """Our resolved profiles, by schedulerName, for the reference's release (compiled as the
+    operator compiles CRs on a cluster of that release)."""
     implemented = implemented_plugin_names()
-    configs = compile_profile_objects([scheduling_profile(name) for name in SCHEDULER_NAMES])
-    return {c.scheduler_name: resolve_profile(c, implemented) for c in configs}
+    configs = compile_profile_objects(
+        [scheduling_profile(name) for name in SCHEDULER_NAMES], features=features
+    )
+    return {c.scheduler_name: resolve_profile(c, implemented, features=features) for c in configs}
+
+
+def reference_features(versions: ControlPlaneVersions) -> Features:
+    """The release semantics of the reference kube-scheduler `versions` names, with its defaults."""
+    return Features(KubernetesVersion.parse(versions.kubernetes))

@@ -24,6 +24,7 @@ from policy_scheduler.parity.pdbsync import settled
 from policy_scheduler.parity.profiles import resolved_profiles
 from policy_scheduler.parity.schedlog import SchedulerLog
 from policy_scheduler.parity.storage import CLUSTER_SCOPED
+from policy_scheduler.scheduler.versioning.features import Features
 
 POLL = 0.005
 PDB_INFORMER_DELAY = 0.05
@@ -79,11 +80,18 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 class Runner:
-    def __init__(self, api: ClusterApi, log: SchedulerLog, alive: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        api: ClusterApi,
+        log: SchedulerLog,
+        features: Features,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """`features`: the reference kube-scheduler's release; our side decides as it does."""
         self.api = api
         self.log = log
         self.alive = alive
-        self.profiles = resolved_profiles()
+        self.profiles = resolved_profiles(features)
         self.order = CacheOrder()
         self._created: set[str] = set()
         for pc in priority_class_manifests():

@@ -18,7 +18,8 @@ from policy_scheduler.policy.plugin_args import default_plugin_args
 from policy_scheduler.policy.scheduling_profile import PluginSet, SchedulingProfileSpec
 from policy_scheduler.scheduler import config as core
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.profile_resolution import ProfileError, resolve_profile
+from policy_scheduler.scheduler.profile_resolution import ProfileError, profile_features, resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
 
 # Plugins fields in the order of the upstream Plugins struct, by attribute name.
 _POINT_ATTRS: dict[str, str] = {
@@ -39,22 +40,37 @@ _POINT_ATTRS: dict[str, str] = {
 
 
 def parse_profile_spec(
-    raw: Any, *, implemented: frozenset[str] | None = None, path: str = "spec"
+    raw: Any,
+    *,
+    implemented: frozenset[str] | None = None,
+    path: str = "spec",
+    features: Features | None = None,
 ) -> SchedulingProfileSpec:
-    """Validate a SchedulingProfile spec completely (layers 1-3) or raise PolicyError."""
+    """Validate a SchedulingProfile spec completely (layers 1-3) or raise PolicyError.
+
+    `features`: the release and operator-wide gates it is checked for (None: the newest
+    release's defaults); the spec's own featureGates apply on top."""
     spec = parse_model(SchedulingProfileSpec, raw, path)
-    resolve_spec(spec, implemented, path=path)
+    resolve_spec(spec, implemented, path=path, features=features)
     return spec
 
 
-def compile_profile(spec: SchedulingProfileSpec, *, path: str = "spec") -> core.ProfileConfig:
-    """The core's ProfileConfig; plugin args validated and defaulted. Raises PolicyError."""
+def compile_profile(
+    spec: SchedulingProfileSpec, *, path: str = "spec", features: Features | None = None
+) -> core.ProfileConfig:
+    """The core's ProfileConfig; plugin args validated and defaulted as `features`' release (with
+    the spec's featureGates) does. Raises PolicyError."""
+    gates = tuple((spec.feature_gates or {}).items())
+    try:
+        own = profile_features(core.ProfileConfig(feature_gates=gates), features, path)
+    except ProfileError as exc:
+        raise PolicyError(FieldError(p, m) for p, m in exc.errors) from None
     errors: list[FieldError] = []
     plugin_config: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(spec.plugin_config):
         try:
             plugin_config[entry.name] = default_plugin_args(
-                entry.name, entry.args, join_path(path, "pluginConfig", i, "args")
+                entry.name, entry.args, join_path(path, "pluginConfig", i, "args"), own
             )
         except PolicyError as exc:
             errors.extend(exc.errors)
@@ -69,16 +85,22 @@ def compile_profile(spec: SchedulingProfileSpec, *, path: str = "spec") -> core.
         pod_max_backoff_seconds=float(spec.pod_max_backoff_seconds),
         eviction_policy_name=spec.eviction_policy_name,
         pending_summary_annotation=spec.pending_summary_annotation,
+        feature_gates=gates,
     )
 
 
 def resolve_spec(
-    spec: SchedulingProfileSpec, implemented: frozenset[str] | None = None, *, path: str = "spec"
+    spec: SchedulingProfileSpec,
+    implemented: frozenset[str] | None = None,
+    *,
+    path: str = "spec",
+    features: Features | None = None,
 ) -> core.ResolvedProfile:
-    """compile_profile + the core's resolve_profile, errors as PolicyError (`implemented` as there)."""
-    config = compile_profile(spec, path=path)
+    """compile_profile + the core's resolve_profile, errors as PolicyError (`implemented` and
+    `features` as there)."""
+    config = compile_profile(spec, path=path, features=features)
     try:
-        return resolve_profile(config, implemented, path=path)
+        return resolve_profile(config, implemented, path=path, features=features)
     except ProfileError as exc:
         raise PolicyError(FieldError(p, m) for p, m in exc.errors) from None
 
@@ -103,6 +125,7 @@ def validate_profiles(
     eviction_policy_names: Collection[str] | None = None,
     implemented: frozenset[str] | None = None,
     path: str = "spec",
+    features: Features | None = None,
 ) -> dict[str, PolicyError]:
     """Checks across SchedulingProfiles, by object name; only objects with errors are returned.
 
@@ -122,7 +145,7 @@ def validate_profiles(
             errors[name].append(
                 FieldError(join_path(path, "evictionPolicyName"), f'EvictionPolicy "{policy}" not found')
             )
-        queue_sort = _queue_sort(spec, implemented)
+        queue_sort = _queue_sort(spec, implemented, features)
         if queue_sort is None:
             continue  # invalid on its own; its own errors are reported elsewhere
         if queue_sort_owner is None:
@@ -137,11 +160,11 @@ def validate_profiles(
 
 
 def _queue_sort(
-    spec: SchedulingProfileSpec, implemented: frozenset[str] | None
+    spec: SchedulingProfileSpec, implemented: frozenset[str] | None, features: Features | None
 ) -> tuple[str, dict[str, Any]] | None:
     """The effective queueSort plugin and its args, or None if the profile does not resolve."""
     try:
-        resolved = resolve_spec(spec, implemented)
+        resolved = resolve_spec(spec, implemented, features=features)
     except PolicyError:
         return None
     name = resolved.points["queueSort"][0].name
@@ -153,8 +176,10 @@ def compile_profile_objects(
     *,
     implemented: frozenset[str] | None = None,
     eviction_policy_names: Collection[str] | None = None,
+    features: Features | None = None,
 ) -> list[core.ProfileConfig]:
-    """SchedulingProfile objects (whole manifests) -> ProfileConfigs, fully validated.
+    """SchedulingProfile objects (whole manifests) -> ProfileConfigs, fully validated for
+    `features`' release (None: the newest); resolve them with the same `features`.
 
     `implemented` defaults to every registered plugin (out-of-tree ones included).
     Raises PolicyError whose paths start with the object (`SchedulingProfile "fast": spec...`).
@@ -176,17 +201,21 @@ def compile_profile_objects(
             )
             continue
         try:
-            specs[name] = parse_profile_spec(obj.get("spec"), implemented=implemented, path=where)
+            specs[name] = parse_profile_spec(
+                obj.get("spec"), implemented=implemented, path=where, features=features
+            )
         except PolicyError as exc:
             errors.extend(exc.errors)
-    cross = validate_profiles(specs, eviction_policy_names=eviction_policy_names, implemented=implemented)
+    cross = validate_profiles(
+        specs, eviction_policy_names=eviction_policy_names, implemented=implemented, features=features
+    )
     for name, problem in cross.items():
         errors.extend(
             FieldError(f'{SCHEDULING_PROFILE_KIND} "{name}": {e.path}', e.message) for e in problem.errors
         )
     if errors:
         raise PolicyError(errors)
-    return [compile_profile(spec) for spec in specs.values()]
+    return [compile_profile(spec, features=features) for spec in specs.values()]
 
 
 def _object_name(obj: Mapping[str, Any], index: int) -> str:

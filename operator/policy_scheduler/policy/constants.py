@@ -31,6 +31,9 @@ CONDITION_SYNCED = "Synced"
 CONDITION_STALLED = "Stalled"
 # SchedulingProfile: whether the EvictionPolicy it names is usable (if not, it preempts nothing).
 CONDITION_EVICTION_POLICY = "EvictionPolicyResolved"
+# SchedulingProfile: whether it decides like the cluster's own kube-scheduler release (False when
+# the API server's version is unsupported or unknown and the nearest supported release is used).
+CONDITION_KUBERNETES_VERSION = "KubernetesVersion"
 
 # kube-scheduler's apiVersion, for import-config and typed plugin args.
 KUBE_SCHEDULER_CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"

@@ -124,6 +124,13 @@ RESOURCES: tuple[Resource, ...] = (
             Column(
                 "EvictionPolicy", "string", ".spec.evictionPolicyName", "EvictionPolicy used.", priority=1
             ),
+            Column(
+                "Kubernetes",
+                "string",
+                ".status.kubernetesVersion",
+                "The kube-scheduler release (and gates) it decides like.",
+                priority=1,
+            ),
             _AGE,
         ),
     ),

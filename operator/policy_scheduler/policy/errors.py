@@ -126,13 +126,16 @@ def _message(detail: ErrorDetails, ctx: Mapping[str, Any]) -> str:
     return detail["msg"].removeprefix("Value error, ")
 
 
-def parse_model(model: type[M], raw: Any, prefix: str = "spec") -> M:
-    """Validate `raw` (a JSON-shaped document) as `model`, or raise PolicyError."""
+def parse_model(
+    model: type[M], raw: Any, prefix: str = "spec", context: Mapping[str, Any] | None = None
+) -> M:
+    """Validate `raw` (a JSON-shaped document) as `model`, or raise PolicyError. `context` reaches
+    the model's validators (ValidationInfo.context)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise PolicyError([FieldError(prefix, f"must be an object, got {type(raw).__name__}")])
     try:
-        return model.model_validate(dict(raw))
+        return model.model_validate(dict(raw), context=context)
     except ValidationError as exc:
         raise PolicyError(errors_from_validation(exc, prefix)) from None

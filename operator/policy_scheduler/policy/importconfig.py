@@ -27,6 +27,7 @@ from policy_scheduler.policy.errors import FieldError, PolicyError, field_error,
 from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
+from policy_scheduler.scheduler.versioning.features import Features
 
 CARRIED_FIELDS = ("percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds")
 IGNORED_FIELDS = (
@@ -60,10 +61,13 @@ class _TopLevel(BaseModel):
         return self
 
 
-def import_config(text: str, *, implemented: frozenset[str] | None = None) -> list[dict[str, Any]]:
+def import_config(
+    text: str, *, implemented: frozenset[str] | None = None, features: Features | None = None
+) -> list[dict[str, Any]]:
     """SchedulingProfile manifests for the profiles of a KubeSchedulerConfiguration YAML.
 
     `implemented` defaults to every registered plugin (Coscheduling, installed out-of-tree ones).
+    `features`: the release the profiles are checked for (None: the newest supported).
 
     Raises PolicyError (a ValueError) naming the offending field, e.g. `profiles[0].plugins...`.
     """
@@ -85,13 +89,13 @@ def import_config(text: str, *, implemented: frozenset[str] | None = None) -> li
         path = join_path("profiles", i)
         try:
             raw = _profile_with_defaults(profile, carried, path, single=len(profiles) == 1)
-            spec = parse_profile_spec(raw, implemented=implemented, path=path)
+            spec = parse_profile_spec(raw, implemented=implemented, path=path, features=features)
         except PolicyError as exc:
             errors.extend(exc.errors)
             continue
         specs[_unique_name(object_name(spec.scheduler_name), specs)] = spec
     index = {name: i for i, name in enumerate(specs)}
-    for name, problem in validate_profiles(specs, implemented=implemented).items():
+    for name, problem in validate_profiles(specs, implemented=implemented, features=features).items():
         prefix = join_path("profiles", index[name])
         errors.extend(FieldError(prefix + e.path.removeprefix("spec"), e.message) for e in problem.errors)
     if errors:

@@ -4,7 +4,9 @@ The fields give the CRD schema and the type and range checks. Defaults (SetDefau
 the plugins' validation rules (Validate*Args) are the core's: the plugin class's `args_type`
 (`core_args`), the same code the framework decodes the plugin's args with, so the two cannot
 disagree.
-Deliberate differences (in the core):
+Plugin args are checked for the release (and feature gates) a profile follows: the Features
+reach the models' validators through pydantic's validation context.
+Deliberate differences from kube-scheduler v1.35 (in the core; v1.36 made upstream agree):
 - the shape path is `scoringStrategy.requestedToCapacityRatio.shape[i]` (upstream reports
   `scoringStrategy.shape[i]`, which is not where the field is);
 - RequestedToCapacityRatio requires `requestedToCapacityRatio.shape` (upstream dereferences a
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from policy_scheduler.policy.base import SpecModel
 from policy_scheduler.policy.constants import KUBE_SCHEDULER_CONFIG_API_VERSION
@@ -26,8 +28,27 @@ from policy_scheduler.policy.kube_types import (
     TopologySpreadConstraint,
 )
 from policy_scheduler.scheduler.field_errors import ArgsError
-from policy_scheduler.scheduler.framework.plugin_args import ArgsType
+from policy_scheduler.scheduler.framework.plugin_args import ArgsType, PluginArgs
 from policy_scheduler.scheduler.plugins.registry import out_of_tree_registry, shipped_registry
+from policy_scheduler.scheduler.versioning.features import Features, default_features
+
+# The key of the Features a plugin's args are checked for, in pydantic's validation context.
+FEATURES_CONTEXT = "features"
+
+
+def context_features(info: ValidationInfo) -> Features:
+    """The release and gates the args are checked for (default: the newest release's)."""
+    context = info.context
+    found = context.get(FEATURES_CONTEXT) if isinstance(context, dict) else None
+    return found if isinstance(found, Features) else default_features()
+
+
+def core_defaulted(core_args: type[ArgsType], raw: dict[str, Any], features: Features) -> ArgsType:
+    """The core's defaulting of `raw`, as `features`' release does it."""
+    if issubclass(core_args, PluginArgs):
+        return core_args.defaulted_for(raw, features)
+    return core_args.defaulted(raw)
+
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 MAX_RESOURCE_WEIGHT = 100
@@ -50,10 +71,13 @@ class ArgsModel(SpecModel):
         return self.model_dump(mode="json", exclude={"api_version", "kind"}, exclude_none=True)
 
     @model_validator(mode="after")
-    def _core_rules(self) -> Self:
+    def _core_rules(self, info: ValidationInfo) -> Self:
         core_args = self.core_args()
         if core_args is not None:
-            for problem in core_args.defaulted(self.json_args()).problems():
+            features = context_features(info)
+            typed = core_defaulted(core_args, self.json_args(), features)
+            problems = typed.problems_for(features) if isinstance(typed, PluginArgs) else typed.problems()
+            for problem in problems:
                 raise field_error(problem.path, problem.message)
         return self
 
@@ -205,23 +229,10 @@ class VolumeBindingArgs(ArgsModel):
     )
     shape: list[dict[str, Any]] | None = Field(
         None,
-        description="Storage capacity scoring shape; needs the StorageCapacityScoring feature gate (off).",
+        description="Storage capacity scoring shape (utilization 0-100, score 0-10); needs the "
+        "StorageCapacityScoring feature gate (on by default from Kubernetes v1.37, where it defaults to "
+        "[{utilization: 0, score: 10}, {utilization: 100, score: 0}]).",
     )
-
-    @model_validator(mode="after")
-    def _validate(self) -> VolumeBindingArgs:
-        if self.bind_timeout_seconds < 0:
-            raise field_error(
-                "bindTimeoutSeconds",
-                f"Invalid value: {self.bind_timeout_seconds}: "
-                "invalid BindTimeoutSeconds, should not be a negative value",
-            )
-        if self.shape is not None:  # the StorageCapacityScoring gate is off in v1.35
-            raise field_error(
-                "shape",
-                "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
-            )
-        return self
 
 
 class DynamicResourcesArgs(ArgsModel):
@@ -232,7 +243,10 @@ class DynamicResourcesArgs(ArgsModel):
         description="Longest search of one node's devices in Filter (Go duration, default 10s; 0: none).",
     )
     binding_timeout: str | None = Field(
-        None, description="Needs the DRADeviceBindingConditions feature gate (off in v1.35)."
+        None,
+        description="How long PreBind waits for a device's binding conditions (Go duration, default 10m, at "
+        "least 1s); needs the DRADeviceBindingConditions and DRAResourceClaimDeviceStatus feature gates "
+        "(on by default from Kubernetes v1.36).",
     )
 
 
@@ -281,21 +295,23 @@ ARGS_MODELS: dict[str, type[ArgsModel]] = {
 }
 
 
-def default_plugin_args(name: str, args: Any, path: str) -> dict[str, Any]:
-    """Validate `args` of plugin `name` and return them with upstream defaults applied.
+def default_plugin_args(name: str, args: Any, path: str, features: Features | None = None) -> dict[str, Any]:
+    """Validate `args` of plugin `name` and return them with upstream defaults applied, as
+    `features`' release does (None: the newest release's defaults).
 
     Plugins without typed args (out-of-tree or not implemented) get their args back unchanged.
     Raises PolicyError with paths below `path`.
     """
+    features = default_features() if features is None else features
     model = ARGS_MODELS.get(name)
     if model is None:
         if args is not None and not isinstance(args, dict):
             raise PolicyError([FieldError(path, "must be an object")])
         return _out_of_tree_args(name, dict(args or {}), path)
-    parsed = parse_model(model, args, path)
+    parsed = parse_model(model, args, path, {FEATURES_CONTEXT: features})
     core_args = model.core_args()
     if core_args is not None:
-        return core_args.defaulted(parsed.json_args()).to_json()  # the plugin's own defaulting
+        return core_defaulted(core_args, parsed.json_args(), features).to_json()  # the plugin's own
     return parsed.json_args()
 
 

@@ -190,6 +190,16 @@ class SchedulingProfileSpec(SpecModel):
         "(protection, disruption budgets, rate limits, dry run). Unset: victims are deleted as "
         "kube-scheduler does.",
     )
+    feature_gates: dict[str, bool] | None = Field(
+        None,
+        max_length=64,
+        description="Feature gates this profile sets, as kube-scheduler's --feature-gates "
+        "(e.g. {NodeDeclaredFeatures: false}), on top of the defaults of the Kubernetes release the "
+        "operator follows (the API server's, or --emulated-version) and the operator's own "
+        "--feature-gates. A gate the release does not have, a locked gate, a gate whose dependencies "
+        "are off, or a value policy-scheduler does not implement rejects the profile. They can change "
+        "the default plugins (e.g. NodeDeclaredFeatures).",
+    )
     pending_summary_annotation: bool = Field(
         False,
         description="Write a compact summary of why each pending pod of this profile does not fit "
@@ -230,11 +240,19 @@ class SchedulingProfileStatus(StatusModel):
     conditions: Conditions = Field(
         default_factory=list,
         description="Accepted: the spec is valid and was loaded. Ready: pods are being scheduled with this "
-        "profile. Degraded: the profile is in use but something needs attention.",
+        "profile. Degraded: the profile is in use but something needs attention. KubernetesVersion: "
+        "whether it decides like the cluster's own kube-scheduler release (False when the API server's "
+        "version is not supported: the nearest supported release is used).",
         json_schema_extra=CONDITIONS_LIST,
     )
     last_accepted_generation: LastAcceptedGeneration = None
     last_accepted_spec: LastAcceptedSpec = None
+    kubernetes_version: str | None = Field(
+        None,
+        description="The Kubernetes release whose kube-scheduler this profile decides like, with the "
+        "feature gates it sets (e.g. v1.37 or v1.36 with NodeDeclaredFeatures=false); the "
+        "KubernetesVersion condition says why.",
+    )
     effective_plugins: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Plugins in effect per extension point, in call order, after merging with the defaults "

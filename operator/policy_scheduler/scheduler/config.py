@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from policy_scheduler.scheduler.versioning.features import Features, default_features
+
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 # Extension points with a plugin set, in KubeSchedulerConfiguration's field names.
@@ -59,6 +61,9 @@ class ProfileConfig:
     eviction_policy_name: str | None = None
     # Write a compact "why pending" annotation on the profile's pending pods.
     pending_summary_annotation: bool = False
+    # Feature gates this profile sets on top of the release's (and the operator's), in order:
+    # kube-scheduler's --feature-gates, per profile.
+    feature_gates: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +78,5 @@ class ResolvedProfile:
     pod_max_backoff_seconds: float
     eviction_policy_name: str | None
     pending_summary_annotation: bool = False
+    # The release semantics and feature gates the profile's plugins follow (through the Handle).
+    features: Features = field(default_factory=default_features)

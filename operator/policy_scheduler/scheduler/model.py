@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from policy_scheduler.scheduler.resources import pod_non_zero_requests, pod_requests
-from policy_scheduler.scheduler.storage.volumes import PodResourceClaim, Volume
+from policy_scheduler.scheduler.storage.volumes import IMAGE, PodResourceClaim, Volume
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 EMPTY_LABELS: dict[str, str] = {}
@@ -135,6 +135,10 @@ class Container:
     requests: dict[str, int] = field(default_factory=dict)
     ports: tuple[ContainerPort, ...] = ()
     restart_policy: str | None = None  # "Always" marks a sidecar (restartable init container)
+    # restartPolicyRules[].action, and whether a volumeMount sets bindMountOptions: the node
+    # features a pod needs are inferred from them (NodeDeclaredFeatures).
+    restart_rule_actions: tuple[str, ...] = ()
+    bind_mount_options: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +167,8 @@ class Pod:
     pod_requests: dict[str, int] | None = None  # spec.resources.requests (pod-level resources)
     overhead: dict[str, int] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)
+    host_network: bool = False
+    host_users: bool | None = None  # spec.hostUsers; None when unset
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
@@ -237,6 +243,10 @@ class Pod:
     def images(self) -> list[str]:
         return [c.image for c in (*self.init_containers, *self.containers) if c.image]
 
+    def image_volume_references(self) -> list[str]:
+        """spec.volumes[].image.reference: OCI images mounted as volumes."""
+        return [v.source_id for v in self.volumes if v.kind == IMAGE]
+
 
 @dataclass(frozen=True, slots=True)
 class ContainerImage:
@@ -260,6 +270,8 @@ class Node:
     # The node conditions among MemoryPressure, DiskPressure and PIDPressure whose status is
     # True, in that order (the kubelet's eviction reports them).
     pressure_conditions: tuple[str, ...] = ()
+    # status.declaredFeatures: the features the kubelet says the node has (NodeDeclaredFeatures).
+    declared_features: tuple[str, ...] = ()
 
 
 def same_but_version(a: Pod, b: Pod) -> bool:

@@ -1,10 +1,12 @@
-"""Profile resolution: kube-scheduler v1.35's plugin defaulting, merging and multiPoint expansion.
+"""Profile resolution: kube-scheduler's plugin defaulting, merging and multiPoint expansion.
 
 `resolve_profile` turns what a user wrote (`ProfileConfig`) into the ordered plugin list of every
-extension point (`ResolvedProfile`), in three steps that mirror upstream:
+extension point (`ResolvedProfile`), for the release and feature gates of its `Features`, in
+three steps that mirror upstream:
 
-1. v1 defaulting (pkg/scheduler/apis/config/v1/default_plugins.go): the default plugins are
-   multiPoint plugins; `mergePluginSet` merges the user's set of every point into the defaults.
+1. v1 defaulting (pkg/scheduler/apis/config/v1/default_plugins.go): the default plugins of the
+   release with its gates applied (`default_plugins`) are multiPoint plugins; `mergePluginSet`
+   merges the user's set of every point into the defaults.
    Disabling "*" drops every default of that point, disabling a name drops that default, a
    re-enabled default keeps its default position but takes the user's entry (and weight), other
    enabled plugins are appended in the user's order.
@@ -41,6 +43,11 @@ from policy_scheduler.scheduler.config import (
     ResolvedProfile,
 )
 from policy_scheduler.scheduler.plugins.registry import extension_points, in_tree_registry, plugin_registry
+from policy_scheduler.scheduler.versioning import gates
+from policy_scheduler.scheduler.versioning.features import FeatureGateError, Features, default_features
+from policy_scheduler.scheduler.versioning.gates import GANG_SCHEDULING as GANG_GATE
+from policy_scheduler.scheduler.versioning.gates import GENERIC_WORKLOAD
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 # Names as in pkg/scheduler/framework/plugins/names/names.go.
 SCHEDULING_GATES = "SchedulingGates"
@@ -65,38 +72,74 @@ DEFAULT_BINDER = "DefaultBinder"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 GANG_SCHEDULING = "GangScheduling"
 
-# getDefaultPlugins() with v1.35's default feature gates: DynamicResourceAllocation is GA and
-# locked on (DynamicResources goes right before DefaultPreemption); NodeDeclaredFeatures and
-# GangScheduling are alpha and off.
-DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
-    PluginRef(SCHEDULING_GATES),
-    PluginRef(PRIORITY_SORT),
-    PluginRef(NODE_UNSCHEDULABLE),
-    PluginRef(NODE_NAME),
-    PluginRef(TAINT_TOLERATION, 3),
-    PluginRef(NODE_AFFINITY, 2),
-    PluginRef(NODE_PORTS),
-    PluginRef(NODE_RESOURCES_FIT, 1),
-    PluginRef(VOLUME_RESTRICTIONS),
-    PluginRef(NODE_VOLUME_LIMITS),
-    PluginRef(VOLUME_BINDING),
-    PluginRef(VOLUME_ZONE),
-    PluginRef(POD_TOPOLOGY_SPREAD, 2),
-    PluginRef(INTER_POD_AFFINITY, 2),
-    PluginRef(DYNAMIC_RESOURCES, 2),
-    PluginRef(DEFAULT_PREEMPTION),
-    PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
-    PluginRef(IMAGE_LOCALITY, 1),
-    PluginRef(DEFAULT_BINDER),
-)
+TOPOLOGY_PLACEMENT_GENERATOR = "TopologyPlacementGenerator"
+POD_GROUP_PODS_COUNT = "PodGroupPodsCount"
+DEFERRED_POD_SCHEDULING = "DeferredPodScheduling"
 
-# Upstream plugins policy-scheduler does not implement (alpha in v1.35, their feature gates off),
-# with the extension points upstream's types implement: a profile enabling one is told it is not
-# supported rather than that it is unknown. Every other plugin's points come from its class.
-UNIMPLEMENTED_UPSTREAM_PLUGINS: Mapping[str, frozenset[str]] = MappingProxyType(
+
+def default_plugins(features: Features) -> tuple[PluginRef, ...]:
+    """getDefaultPlugins() then applyFeatureGates() of `features`' release
+    (pkg/scheduler/apis/config/v1/default_plugins.go): the default multiPoint plugins in order."""
+    first, second = (NODE_NAME, NODE_UNSCHEDULABLE)
+    if not features.behaviour.node_name_before_node_unschedulable:
+        first, second = second, first
+    plugins = [
+        PluginRef(SCHEDULING_GATES),
+        PluginRef(PRIORITY_SORT),
+        PluginRef(first),
+        PluginRef(second),
+        PluginRef(TAINT_TOLERATION, 3),
+        PluginRef(NODE_AFFINITY, 2),
+        PluginRef(NODE_PORTS),
+        PluginRef(NODE_RESOURCES_FIT, 1),
+        PluginRef(VOLUME_RESTRICTIONS),
+        PluginRef(NODE_VOLUME_LIMITS),
+        PluginRef(VOLUME_BINDING),
+        PluginRef(VOLUME_ZONE),
+        PluginRef(POD_TOPOLOGY_SPREAD, 2),
+        PluginRef(INTER_POD_AFFINITY, 2),
+        PluginRef(DEFAULT_PREEMPTION),
+        PluginRef(NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+        PluginRef(IMAGE_LOCALITY, 1),
+        PluginRef(DEFAULT_BINDER),
+    ]
+    if features.enabled(gates.NODE_DECLARED_FEATURES):
+        plugins.append(PluginRef(NODE_DECLARED_FEATURES))
+    if features.enabled(gates.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
+        fit = [ref.name for ref in plugins].index(NODE_RESOURCES_FIT)
+        plugins.insert(fit, PluginRef(DEFERRED_POD_SCHEDULING))
+    if features.enabled(gates.DYNAMIC_RESOURCE_ALLOCATION):
+        # Before DefaultPreemption: deallocating an idle claim beats evicting a working pod.
+        preemption = [ref.name for ref in plugins].index(DEFAULT_PREEMPTION)
+        plugins.insert(preemption, PluginRef(DYNAMIC_RESOURCES, 2))
+    gang_gate = GENERIC_WORKLOAD if features.behaviour.gang_scheduling_follows_generic_workload else GANG_GATE
+    if features.enabled(gang_gate):
+        plugins.append(PluginRef(GANG_SCHEDULING))
+    if features.enabled(gates.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        plugins.append(PluginRef(TOPOLOGY_PLACEMENT_GENERATOR))
+        plugins.append(PluginRef(POD_GROUP_PODS_COUNT, 1))
+    return tuple(plugins)
+
+
+# Upstream plugins policy-scheduler does not implement (their feature gates are off by default),
+# by the release whose registry (framework/plugins/registry.go) has them, with the extension
+# points upstream's types implement: a profile enabling one is told it is not supported rather
+# than that it is unknown. Every other plugin's points come from its class.
+_PLACEMENT: Mapping[str, frozenset[str]] = {
+    TOPOLOGY_PLACEMENT_GENERATOR: frozenset({"placementGenerate"}),
+    POD_GROUP_PODS_COUNT: frozenset({"placementScore"}),
+}
+UNIMPLEMENTED_UPSTREAM_PLUGINS: Mapping[KubernetesVersion, Mapping[str, frozenset[str]]] = MappingProxyType(
     {
-        NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"}),
-        GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
+        V1_35: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"})}),
+        V1_36: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}), **_PLACEMENT}),
+        V1_37: MappingProxyType(
+            {
+                GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}),
+                **_PLACEMENT,
+                DEFERRED_POD_SCHEDULING: frozenset({"preFilter", "filter", "permit"}),
+            }
+        ),
     }
 )
 
@@ -133,16 +176,16 @@ class _Plugins:
     upstream: frozenset[str]
 
     @staticmethod
-    def read(implemented: frozenset[str] | None, named: Iterable[str]) -> _Plugins:
+    def read(implemented: frozenset[str] | None, named: Iterable[str], features: Features) -> _Plugins:
         """`named`: the plugins a profile names; the others it may use are in-tree (defaults)."""
-        in_tree = extension_points(in_tree_registry())
-        points = {**UNIMPLEMENTED_UPSTREAM_PLUGINS, **in_tree}
+        in_tree = extension_points(in_tree_registry(), features)
+        points = {**UNIMPLEMENTED_UPSTREAM_PLUGINS[features.version], **in_tree}
         upstream = frozenset(points)
         if implemented is None:
             implemented = frozenset(in_tree)
         others = implemented.intersection(named) - upstream
         if others:  # bundled or installed: reading the entry points is slow, so only then
-            registered = extension_points(plugin_registry())
+            registered = extension_points(plugin_registry(), features)
             points.update((name, registered.get(name, frozenset())) for name in others)
         return _Plugins(implemented, points, upstream)
 
@@ -163,21 +206,27 @@ def resolve_profile(
     implemented: frozenset[str] | None = None,
     *,
     path: str = "spec",
+    features: Features | None = None,
 ) -> ResolvedProfile:
     """Merge `profile` with the defaults and expand multiPoint; raise ProfileError if invalid.
 
     `implemented`: the plugin names a profile may use (None: the in-tree plugins).
     `path` prefixes field paths in errors (`spec` for a SchedulingProfile).
+    `features`: the release and feature gates before the profile's own `feature_gates` (None:
+    the newest supported release's defaults); they choose the default plugins.
     """
+    features = profile_features(profile, features, path)
     named = (ref.name for plugin_set in profile.plugins.values() for ref in plugin_set.enabled)
-    plugins = _Plugins.read(implemented, named)
+    plugins = _Plugins.read(implemented, named, features)
     errors: list[tuple[str, str]] = []
     errors.extend(_check_scalars(profile, path))
     errors.extend(_check_plugin_sets(profile.plugins, plugins, f"{path}.plugins"))
     if errors:
         raise ProfileError(*errors[0], more=errors[1:])
 
-    defaults = tuple(_Entry(ref, None) for ref in DEFAULT_PLUGINS if ref.name in plugins.implemented)
+    defaults = tuple(
+        _Entry(ref, None) for ref in default_plugins(features) if ref.name in plugins.implemented
+    )
     multi = _merge(defaults, profile.plugins.get(MULTI_POINT, PluginSet()))
     points = {
         point: _expand(point, profile.plugins.get(point, PluginSet()), multi, plugins)
@@ -198,7 +247,23 @@ def resolve_profile(
         pod_max_backoff_seconds=profile.pod_max_backoff_seconds,
         eviction_policy_name=profile.eviction_policy_name,
         pending_summary_annotation=profile.pending_summary_annotation,
+        features=features,
     )
+
+
+def profile_features(profile: ProfileConfig, features: Features | None, path: str = "spec") -> Features:
+    """`features` (None: the newest release's defaults) with the profile's own feature gates;
+    ProfileError at `path`.featureGates.<gate> for a setting the release refuses."""
+    base = default_features() if features is None else features
+    try:
+        return base.with_settings(profile.feature_gates)
+    except FeatureGateError as exc:
+        own = dict(profile.feature_gates)
+        errors = [
+            (f"{path}.featureGates.{gate}" if gate in own else f"{path}.featureGates", m)
+            for gate, m in exc.problems
+        ]
+        raise ProfileError(*errors[0], more=errors[1:]) from None
 
 
 def effective_plugins(resolved: ResolvedProfile) -> dict[str, list[str]]:

@@ -175,7 +175,7 @@ class ScheduleOne:
         framework.timed("PostFilter", started, status)
         if status.code == Code.ERROR:
             log.error("post filter failed", extra={"pod": pod.key, "error": status.message})
-        elif not status.is_success and status.reasons:
+        elif status.reasons:  # a successful preemption has one from v1.37
             diagnosis.post_filter_msg = status.message
         if result is None:
             return None  # upstream's ModeNoop: a nomination stays as it is

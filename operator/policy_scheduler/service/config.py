@@ -12,6 +12,9 @@ from policy_scheduler.kube.pressure.options import PressureOptions
 from policy_scheduler.kube.serving.arguments import serving_options
 from policy_scheduler.kube.serving.options import ServingOptions
 from policy_scheduler.kube.timings import AdapterTimings, EventTimings, LeaderTimings
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.flags import FlagError, parse_emulated_version, parse_feature_gates
+from policy_scheduler.scheduler.versioning.version import SUPPORTED_VERSIONS, KubernetesVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +30,19 @@ class OperatorConfig:
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
     pressure: PressureOptions = field(default_factory=PressureOptions)
+    # --feature-gates, in order; --emulated-version (None: follow the API server's release).
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+    emulated_version: KubernetesVersion | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OperatorConfig:
         """From `policy-scheduler run`'s options (app.cli defines them); ValueError names the
-        options that do not go together."""
+        options that do not go together, or a --feature-gates or --emulated-version
+        kube-scheduler would refuse."""
+        gates, emulated = _kubernetes_options(args)
         return cls(
+            feature_gates=gates,
+            emulated_version=emulated,
             kubeconfig=args.kubeconfig,
             install_crds=args.install_crds,
             serving=serving_options(args),
@@ -44,6 +54,29 @@ class OperatorConfig:
             timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
             pressure=pressure_options(args),
         )
+
+
+def _kubernetes_options(
+    args: argparse.Namespace,
+) -> tuple[tuple[tuple[str, bool], ...], KubernetesVersion | None]:
+    """The gates and emulated release, checked as far as is known before the API server answers:
+    against the emulated release, else against every supported one (the API server's is one of
+    them, or the nearest is used)."""
+    try:
+        gates = parse_feature_gates(getattr(args, "feature_gates", None) or ())
+        raw = getattr(args, "emulated_version", None)
+        emulated = parse_emulated_version(raw) if raw else None
+    except FlagError as exc:
+        raise ValueError(f"--feature-gates/--emulated-version: {exc}") from None
+    for version in (emulated,) if emulated is not None else SUPPORTED_VERSIONS:
+        try:
+            Features(version, gates)
+        except ValueError as exc:
+            if emulated is not None or version == SUPPORTED_VERSIONS[-1]:
+                raise ValueError(f"--feature-gates: {exc}") from None
+            continue
+        break
+    return gates, emulated
 
 
 def _leader_timings(args: argparse.Namespace) -> LeaderTimings:

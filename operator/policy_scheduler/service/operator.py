@@ -63,6 +63,7 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.service.config import OperatorConfig
+from policy_scheduler.service.kubernetes_version import KubernetesSemantics
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +202,10 @@ class Operator:
             on_preemption_restored=self.engine.retry_pending,
         )
         self.policies.profiles = self.profiles
+        # Which Kubernetes release the profiles decide like: the API server's, re-read while running.
+        self.kubernetes = KubernetesSemantics(
+            api, self.profiles, emulated=config.emulated_version, feature_gates=config.feature_gates
+        )
         self.profile_selector = parse_selector(config.profile_selector)
         self.policy_informers = PolicyInformers(
             api,
@@ -311,6 +316,9 @@ class Operator:
     async def start(self) -> None:
         """The server, the writers, every informer and leader election. Raises ServingError if
         the server cannot listen."""
+        # The release's semantics first: every profile is resolved for it.
+        await self.kubernetes.start()
+        self._spawn(self.kubernetes.run(), "kubernetes-version")
         self._unregister = register_engine(self.engine)
         await self.server.start()
         self.events.start()

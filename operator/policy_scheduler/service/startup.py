@@ -23,6 +23,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.kube.serving.options import ServingError
+from policy_scheduler.scheduler.versioning.features import FeatureGateError
 from policy_scheduler.service.collector import RESUME_DEADLINE, StartupCollector
 from policy_scheduler.service.config import OperatorConfig
 
@@ -43,6 +44,9 @@ class Startup:
         except ServingError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        except FeatureGateError as exc:
+            print(f"error: --feature-gates: {exc}", file=sys.stderr)
+            return 2
 
     async def _main(self) -> int:
         from policy_scheduler.kube.client import make_api_client

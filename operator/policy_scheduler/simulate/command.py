@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from policy_scheduler.pressure.inputs import usage_store
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.progress import ProgressLine, summary_line, wants_progress
 from policy_scheduler.simulate.run import PodOutcome, simulate
@@ -82,7 +83,8 @@ def simulate_command(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(args.files)
-        profiles = resolve_scenario_profiles(scenario)
+        semantics = command_semantics(getattr(args, "kubernetes_version", None))
+        profiles = resolve_scenario_profiles(scenario, semantics.features)
         node_usage = usage_store(scenario) if scenario.usage_documents else None
     except (ScenarioError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -36,6 +36,7 @@ from policy_scheduler.kube.paths import (
     PRIORITY_CLASSES,
 )
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
+from policy_scheduler.kube.server_version import VERSION_PATH, git_version
 from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
@@ -219,7 +220,8 @@ async def read_snapshot(
     stats = SnapshotStats()
     cols = list(sources if sources is not None else collections())
     # Collections are read side by side; their objects are added in a fixed order.
-    listed = await asyncio.gather(*(_list(get, col, stats) for col in cols))
+    version, *listed = await asyncio.gather(get(VERSION_PATH, {}), *(_list(get, col, stats) for col in cols))
+    scenario.server_version = git_version(version.body) if 200 <= version.status < 300 else None
     for col, (items, failures) in zip(cols, listed, strict=True):
         for item in items:
             try:

@@ -19,6 +19,7 @@ from policy_scheduler.controllers.profile_store import ProfileStore, compile_pro
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
+from policy_scheduler.scheduler.versioning.semantics import Semantics
 
 
 @dataclass(slots=True)
@@ -56,22 +57,25 @@ def policy_in_force(
     profiles: Sequence[Mapping[str, Any]],
     eviction_policies: Sequence[Mapping[str, Any]],
     profile_selector: str = "",
+    semantics: Semantics | None = None,
 ) -> PolicyInForce:
+    """`semantics`: the release the operator would follow (None: the newest supported)."""
     with _quiet_stores():
-        return _policy_in_force(profiles, eviction_policies, profile_selector)
+        return _policy_in_force(profiles, eviction_policies, profile_selector, semantics)
 
 
 def _policy_in_force(
     profiles: Sequence[Mapping[str, Any]],
     eviction_policies: Sequence[Mapping[str, Any]],
     profile_selector: str,
+    semantics: Semantics | None,
 ) -> PolicyInForce:
     served: list[ResolvedProfile] = []
 
     def publish(resolved: list[ResolvedProfile]) -> None:
         served[:] = resolved
 
-    store = ProfileStore(compile_profile_spec, publish)
+    store = ProfileStore(compile_profile_spec, publish, semantics=semantics)
     policies = EvictionPolicyStore(profiles=store)
     store.eviction_policy_problem = policies.problem
     for obj in eviction_policies:

@@ -10,6 +10,7 @@ from policy_scheduler.scheduler.config import ProfileConfig, ResolvedProfile
 from policy_scheduler.scheduler.plugins.defaultpreemption import EvictionPolicyConfig
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.simulate.scenario import Scenario, ScenarioError
 
 PolicyLookup = Callable[[str], EvictionPolicyConfig | None]
@@ -19,15 +20,16 @@ def _name(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def resolve_scenario_profiles(scenario: Scenario) -> list[ResolvedProfile]:
+def resolve_scenario_profiles(scenario: Scenario, features: Features | None = None) -> list[ResolvedProfile]:
+    """The scenario's profiles (the default one if none) for `features`' release (None: the newest)."""
     implemented = implemented_plugin_names()
     if not scenario.profiles:
-        return [resolve_profile(ProfileConfig(), implemented)]
+        return [resolve_profile(ProfileConfig(), implemented, features=features)]
     from policy_scheduler.policy.compile import compile_profile_objects
 
     known = {_name(p) for p in scenario.eviction_policies}
-    configs = compile_profile_objects(scenario.profiles, eviction_policy_names=known)
-    return [resolve_profile(config, implemented) for config in configs]
+    configs = compile_profile_objects(scenario.profiles, eviction_policy_names=known, features=features)
+    return [resolve_profile(config, implemented, features=features) for config in configs]
 
 
 def eviction_policy_lookup(scenario: Scenario, profiles: list[ResolvedProfile]) -> PolicyLookup:

@@ -70,6 +70,8 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     # scheduler-plugins PodGroups (gang scheduling).
     pod_groups: list[PodGroup] = field(default_factory=list)
+    # The API server's gitVersion (e.g. v1.37.2) when read from a cluster; None from files.
+    server_version: str | None = None
     # Node-pressure inputs (issue 35): NodeMetrics and PodMetrics (metrics.k8s.io), and
     # KubeletConfiguration documents, kept as read; apiobjects/usage.py converts them.
     usage_documents: list[Document] = field(default_factory=list)

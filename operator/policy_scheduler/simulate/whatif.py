@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.budget_probe import explain_budget_blocks
 from policy_scheduler.simulate.diff import changes_json, changes_table, diff_outcomes
 from policy_scheduler.simulate.live_snapshot import SnapshotError, SnapshotStats, api_get, read_snapshot
@@ -85,6 +86,10 @@ def whatif_command(args: argparse.Namespace) -> int:
         print(f"error: reading the cluster: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     _note_snapshot(stats, scenario)
+    semantics = command_semantics(
+        getattr(args, "kubernetes_version", None), scenario.server_version, from_cluster=True
+    )
+    print(f"note: {semantics.describe()}", file=sys.stderr)
     try:
         known = [str((p.get("metadata") or {}).get("name", "")) for p in scenario.eviction_policies]
         overrides = load_overrides(args.apply or [], known)
@@ -99,12 +104,12 @@ def whatif_command(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     selector = args.profile_selector or ""
     changed = with_overrides(scenario, overrides)
-    after_policy = policy_in_force(changed.profiles, changed.eviction_policies, selector)
+    after_policy = policy_in_force(changed.profiles, changed.eviction_policies, selector, semantics)
     for note in after_policy.notes:
         print(f"note: {note}", file=sys.stderr)
     after = _run(changed, after_policy, args)
     if args.diff:
-        before_policy = policy_in_force(scenario.profiles, scenario.eviction_policies, selector)
+        before_policy = policy_in_force(scenario.profiles, scenario.eviction_policies, selector, semantics)
         schedulers = before_policy.scheduler_names | after_policy.scheduler_names
         before, after = reported(scenario, [_run(scenario, before_policy, args), after], schedulers)
         changes = diff_outcomes(before, after)

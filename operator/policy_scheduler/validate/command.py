@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from policy_scheduler.policy import constants as c
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.scenario import Document, ScenarioError, parse_documents, read_documents
 from policy_scheduler.validate.crossref import cross_checks
 from policy_scheduler.validate.objects import POLICY_KINDS, STRICT, Checked, check_object
@@ -51,7 +53,10 @@ def _ident(doc: Document) -> str:
     return f"{doc.body.get('kind', '?')}/{name or '?'}"
 
 
-def validate_paths(paths: Iterable[str], field_validation: str = STRICT) -> Report:
+def validate_paths(
+    paths: Iterable[str], field_validation: str = STRICT, features: Features | None = None
+) -> Report:
+    """`features`: the release (and gates) the operator's checks follow (None: the newest)."""
     report = Report()
     checked: list[tuple[str, Checked]] = []
     for name in expand(paths):
@@ -74,7 +79,7 @@ def validate_paths(paths: Iterable[str], field_validation: str = STRICT) -> Repo
                 message = f"version {api_version!r} is not served: use {c.API_VERSION}"
                 report.problems.append(Problem(doc.file, _ident(doc), "apiVersion", message, INPUT))
                 continue
-            obj = check_object(kind, doc.body, field_validation)
+            obj = check_object(kind, doc.body, field_validation, features)
             checked.append((doc.file, obj))
             ident = _ident(doc)
             report.problems += [Problem(doc.file, ident, f, m, s, WARNING) for f, m, s in obj.warnings]
@@ -97,8 +102,12 @@ def _note_skipped(report: Report) -> None:
         report.notes.append(f"note: {file}: skipped {count} object(s) that are not policy kinds: {shown}")
 
 
+def _features(args: argparse.Namespace) -> Features:
+    return command_semantics(getattr(args, "kubernetes_version", None)).features
+
+
 def validate_command(args: argparse.Namespace) -> int:
-    report = validate_paths(args.paths, args.validate)
+    report = validate_paths(args.paths, args.validate, _features(args))
     if args.output == "json":
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:

@@ -11,6 +11,7 @@ from typing import Any
 from policy_scheduler.policy import constants as c
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import ResolvedProfile
+from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.validate import schema as structural
 from policy_scheduler.validate.cel import check_rules
 from policy_scheduler.validate.report import CEL, OPERATOR, SCHEMA, SERVER_STAGES
@@ -28,6 +29,8 @@ class Checked:
     errors: list[tuple[str, str, str]]  # (field, message, stage)
     warnings: list[tuple[str, str, str]] = field(default_factory=list)
     profile: ResolvedProfile | None = None  # a SchedulingProfile the operator accepts
+    # The release (and gates) the operator checks are made for; None: the newest release's.
+    features: Features | None = None
 
     @property
     def stored(self) -> bool:
@@ -51,9 +54,12 @@ def crd_schemas() -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def check_object(kind: str, body: Mapping[str, Any], field_validation: str = STRICT) -> Checked:
+def check_object(
+    kind: str, body: Mapping[str, Any], field_validation: str = STRICT, features: Features | None = None
+) -> Checked:
     """`field_validation` as kubectl's --validate: strict refuses unknown fields, warn drops
-    them with a warning, ignore drops them silently."""
+    them with a warning, ignore drops them silently. `features`: the release the operator's
+    checks follow (None: the newest)."""
     obj = {k: v for k, v in body.items() if k != "status"}
     meta = obj.get("metadata")
     name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
@@ -67,7 +73,9 @@ def check_object(kind: str, body: Mapping[str, Any], field_validation: str = STR
         warnings = [(path, "unknown field: the API server drops it", SCHEMA) for path in unknown]
     stored = structural.apply_defaults(pruned, schema)
     found += structural.validate(stored, schema, "")
-    checked = Checked(kind, name, stored, [(e.path, e.message, SCHEMA) for e in found], warnings)
+    checked = Checked(
+        kind, name, stored, [(e.path, e.message, SCHEMA) for e in found], warnings, features=features
+    )
     if any(e.blocking for e in found):
         return checked  # the server skips CEL rules then, and never stores the object
     checked.errors += [(e.path, e.message, CEL) for e in check_rules(stored, schema)]
@@ -90,7 +98,7 @@ def _operator_checks(checked: Checked) -> None:
 def _profile(checked: Checked, spec: dict[str, Any]) -> None:
     from policy_scheduler.controllers.profile_store import compile_profile_spec
 
-    checked.profile = compile_profile_spec(spec)
+    checked.profile = compile_profile_spec(spec, checked.features)
 
 
 def _eviction_policy(checked: Checked, spec: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.storage.api import VolumeBindingAPI
 from policy_scheduler.scheduler.storage.lister import StorageLister, StorageObjects
+from policy_scheduler.scheduler.versioning.features import Features, default_features
 
 if TYPE_CHECKING:
     from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
@@ -226,6 +227,8 @@ class Handle:
     volume_api: VolumeBindingAPI | None = None  # VolumeBinding's PreBind writes
     # The profile's framework: Framework puts itself here in the copy it gives its plugins.
     framework: FrameworkHandle | None = None
+    # The release and feature gates the plugins follow: Framework puts its profile's here.
+    features: Features = field(default_factory=default_features)
 
 
 # ---- plugin bases ------------------------------------------------------------------------------
@@ -252,7 +255,7 @@ class Plugin:
         into `args_type` once, here; ArgsError or ValueError when they are invalid."""
         if cls.args_type is None:
             return cls(handle, raw_args)
-        return cls(handle, decode_args(cls.args_type, {} if raw_args is None else raw_args))
+        return cls(handle, decode_args(cls.args_type, {} if raw_args is None else raw_args, handle.features))
 
     @property
     def table(self) -> NodeTable:
@@ -261,6 +264,12 @@ class Plugin:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
         return []
+
+    @classmethod
+    def points_absent_in(cls, features: Features) -> frozenset[str]:
+        """Extension points this class implements that the plugin does not have in `features`'
+        release (upstream added them later): profile resolution leaves them out there."""
+        return frozenset()
 
     # SignPlugin (opportunistic batching, KEP-5598): a profile batches only when every PreFilter,
     # Filter, PreScore and Score plugin signs pods.

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, Self, TypeVar, cast
 
 from policy_scheduler.scheduler.field_errors import Problem, raise_problems
+from policy_scheduler.scheduler.versioning.features import Features, default_features
 
 
 def int_arg(raw: Mapping[str, Any], key: str, default: int) -> int:
@@ -52,9 +53,16 @@ class ArgsType(Protocol):
 ArgsT = TypeVar("ArgsT", bound=ArgsType)
 
 
-def decode_args(args_type: type[ArgsT], raw: Mapping[str, Any]) -> ArgsT:
-    """The typed args of `raw`, defaulted and validated; ArgsError (upstream's aggregate message)
-    when validation finds problems."""
+def decode_args(args_type: type[ArgsT], raw: Mapping[str, Any], features: Features | None = None) -> ArgsT:
+    """The typed args of `raw`, defaulted and validated as `features`' release does (None: the
+    newest release's defaults); ArgsError (upstream's aggregate message) when validation finds
+    problems. In-tree args whose defaults or rules changed between releases are PluginArgs and
+    override `defaulted_for`/`problems_for`; other args types follow the plain protocol."""
+    if isinstance(args_type, type) and issubclass(args_type, PluginArgs):
+        versioned = default_features() if features is None else features
+        typed = args_type.defaulted_for(raw, versioned)
+        raise_problems(typed.problems_for(versioned))
+        return cast(ArgsT, typed)
     args = args_type.defaulted(raw)
     raise_problems(args.problems())
     return args
@@ -74,12 +82,21 @@ class PluginArgs:
         """Validate*Args, as structured problems."""
         raise NotImplementedError
 
+    @classmethod
+    def defaulted_for(cls, raw: Mapping[str, Any], features: Features) -> Self:
+        """SetDefaults_*Args of `features`' release, where a release or a gate changed them."""
+        return cls.defaulted(raw)
+
+    def problems_for(self, features: Features) -> list[Problem]:
+        """Validate*Args of `features`' release, where a release or a gate changed them."""
+        return self.problems()
+
     def to_json(self) -> dict[str, Any]:
         raise NotImplementedError
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> Self:
-        return decode_args(cls, raw)
+    def from_json(cls, raw: Mapping[str, Any], features: Features | None = None) -> Self:
+        return decode_args(cls, raw, features)
 
 
 def json_name(field_name: str) -> str:

@@ -40,6 +40,7 @@ from policy_scheduler.scheduler.framework.waiting_pod import MAX_PERMIT_WAIT_SEC
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
 from policy_scheduler.scheduler.plugins.nodepressure import NodePressure
+from policy_scheduler.scheduler.versioning.gates import OPPORTUNISTIC_BATCHING
 
 _CODE_NAMES = {
     Code.SUCCESS: "Success",
@@ -71,8 +72,9 @@ class Framework:
         handle: Handle,
     ) -> None:
         self.profile = profile
-        # The plugins' handle is a copy that points back here (the caller's stays untouched).
-        self.handle = dataclasses.replace(handle, framework=self)
+        # The plugins' handle is a copy that points back here (the caller's stays untouched) and
+        # carries the profile's release semantics and feature gates.
+        self.handle = dataclasses.replace(handle, framework=self, features=profile.features)
         self.plugins: dict[str, Plugin] = {}
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.nominated = NominatedPodsFilter(self)
@@ -88,7 +90,7 @@ class Framework:
             relief = NodePressure(self.handle, profile.eviction_policy_name)
             self.plugins[relief.name] = relief
             self.points.filter.append(relief)
-        signers = batchable_signers(self.points)
+        signers = batchable_signers(self.points) if profile.features.enabled(OPPORTUNISTIC_BATCHING) else None
         self.signers: list[Plugin] = signers or []
         self.signatures_enabled = signers is not None
         self.batch = OpportunisticBatch(time.monotonic)

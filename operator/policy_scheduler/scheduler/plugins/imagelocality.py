@@ -1,7 +1,9 @@
 """ImageLocality (pkg/scheduler/framework/plugins/imagelocality), in batch form.
 
 Favors nodes that already hold the pod's images, each image's size scaled by the share of
-nodes holding it (to avoid piling pods onto the few nodes that pulled an image first).
+nodes holding it (to avoid piling pods onto the few nodes that pulled an image first). From
+v1.36 the images of image volumes count too; from v1.37 they also raise the threshold (one
+container's worth each).
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ class ImageSizeColumns:
         return column
 
 
-def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
-    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+def calculate_priority(sum_scores: IntArray, image_count: int) -> IntArray:
+    max_threshold = MAX_CONTAINER_THRESHOLD * image_count
     clamped = np.where(
         sum_scores < MIN_THRESHOLD,
         MIN_THRESHOLD,
@@ -85,6 +87,9 @@ class ImageLocality(ScorePlugin):
     def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
         super().__init__(handle, args)
         self._sizes = ImageSizeColumns()
+        behaviour = handle.features.behaviour
+        self.scores_image_volumes = behaviour.image_locality_scores_image_volumes
+        self.threshold_counts_image_volumes = behaviour.image_locality_threshold_counts_image_volumes
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         names = sorted({normalize_image_name(c.image) for c in (*pod.containers, *pod.init_containers)})
@@ -96,6 +101,12 @@ class ImageLocality(ScorePlugin):
         containers = (*pod.init_containers, *pod.containers)
         sums = np.zeros(len(rows), dtype=np.int64)
         wanted = Counter(normalize_image_name(c.image) for c in containers)
+        image_count = len(containers)
+        if self.scores_image_volumes:
+            volumes = pod.image_volume_references()
+            wanted.update(normalize_image_name(reference) for reference in volumes)
+            if self.threshold_counts_image_volumes:
+                image_count += len(volumes)
         if total_nodes and any(table.image_node_count.get(image, 0) > 0 for image in wanted):
             self._sizes.sync(table.images)
         for image, times in wanted.items():
@@ -106,4 +117,4 @@ class ImageLocality(ScorePlugin):
             sizes = self._sizes.column(image)[rows]
             # scaledImageScore: int64(float64(size) * spread), once per container using the image.
             sums += times * (sizes.astype(np.float64) * spread).astype(np.int64)
-        return calculate_priority(sums, len(containers))
+        return calculate_priority(sums, image_count)

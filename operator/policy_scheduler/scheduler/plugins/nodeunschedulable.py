@@ -16,6 +16,7 @@ from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, Filter
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint
 from policy_scheduler.scheduler.nodetable import Rows
+from policy_scheduler.scheduler.plugins.deferred_resize import DeferredResizePreFilter
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
@@ -25,7 +26,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
     return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(DeferredResizePreFilter, FilterPlugin):
     name = "NodeUnschedulable"
     node_only = True  # reads the node object only
     signs_pods = True

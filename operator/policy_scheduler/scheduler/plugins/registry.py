@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from policy_scheduler.scheduler.framework.interfaces import Plugin, implemented_points
+from policy_scheduler.scheduler.versioning.features import Features
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
     from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity
+    from policy_scheduler.scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
     from policy_scheduler.scheduler.plugins.nodename import NodeName
     from policy_scheduler.scheduler.plugins.nodeports import NodePorts
     from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
@@ -61,6 +63,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         ImageLocality,
         DefaultBinder,
         DefaultPreemption,
+        NodeDeclaredFeatures,
     )
     return {plugin.name: plugin for plugin in plugins}
 
@@ -109,6 +112,13 @@ def implemented_plugin_names() -> frozenset[str]:
     return frozenset(plugin_registry())
 
 
-def extension_points(registry: Mapping[str, type[Plugin]]) -> dict[str, frozenset[str]]:
-    """The extension points each plugin of `registry` implements, as its class declares them."""
-    return {name: frozenset(implemented_points(plugin)) for name, plugin in registry.items()}
+def extension_points(
+    registry: Mapping[str, type[Plugin]], features: Features | None = None
+) -> dict[str, frozenset[str]]:
+    """The extension points each plugin of `registry` implements, as its class declares them
+    (those its release lacks left out when `features` is given)."""
+    return {
+        name: frozenset(implemented_points(plugin))
+        - (plugin.points_absent_in(features) if features else frozenset())
+        for name, plugin in registry.items()
+    }

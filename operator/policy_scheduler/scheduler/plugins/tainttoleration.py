@@ -31,6 +31,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SUCCESS, Status, unresolvable
 from policy_scheduler.scheduler.model import Node, Pod, Taint, Toleration
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
+from policy_scheduler.scheduler.plugins.deferred_resize import DeferredResizePreFilter
 
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 PRE_SCORE_KEY = "PreScoreTaintToleration"
@@ -90,7 +91,7 @@ class _PerTaintSet:
         return lut
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+class TaintToleration(DeferredResizePreFilter, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "TaintToleration"
     node_only = True  # reads the node object only
     signs_pods = True

@@ -106,4 +106,6 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
         actions.append(Action.UPDATE_NODE_LABEL)
     if new.taints != old.taints:
         actions.append(Action.UPDATE_NODE_TAINT)
+    if new.declared_features != old.declared_features:
+        actions.append(Action.UPDATE_NODE_DECLARED_FEATURE)
     return [ClusterEvent(Resource.NODE, action) for action in actions]

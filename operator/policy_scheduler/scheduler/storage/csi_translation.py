@@ -87,15 +87,18 @@ def csi_name_from_in_tree_name(name: str) -> str:
     return _DRIVER_OF_PLUGIN.get(name, "")
 
 
-def is_csi_migration_on(csi_node: CSINode | None, plugin: str, *, portworx: bool = True) -> bool:
-    """isCSIMigrationOn: AWS EBS, GCE PD, Azure Disk and Cinder whenever the node has a CSINode;
-    Portworx (gate on by default) only when the CSINode lists it as migrated; others never."""
+def is_csi_migration_on(csi_node: CSINode | None, plugin: str, *, portworx_needs_annotation: bool) -> bool:
+    """NodeVolumeLimits' isCSIMigrationOn: AWS EBS, GCE PD, Azure Disk, Cinder and Portworx
+    whenever the node has a CSINode, Portworx (v1.35, its gate locked on) only when the CSINode
+    lists it as migrated; others never."""
     if csi_node is None or not plugin:
         return False
     if plugin in _ALWAYS_MIGRATED:
         return True
-    if plugin != PORTWORX_PLUGIN or not portworx:
+    if plugin != PORTWORX_PLUGIN:
         return False
+    if not portworx_needs_annotation:
+        return True
     migrated = csi_node.annotations.get(ANN_MIGRATED_PLUGINS, "")
     return plugin in (migrated.split(",") if migrated else ())
 

@@ -132,6 +132,8 @@ class CSIDriver:
     name: str
     storage_capacity: bool | None = None
     attach_required: bool | None = None
+    # spec.preventPodSchedulingIfMissing: nodes without the driver refuse its volumes' pods.
+    prevent_pod_scheduling_if_missing: bool | None = None
     resource_version: str = ""
 
 

@@ -21,6 +21,7 @@ AZURE_FILE = "azureFile"
 CINDER = "cinder"
 VSPHERE = "vsphereVolume"
 PORTWORX = "portworxVolume"
+IMAGE = "image"  # an OCI image as a volume (ImageLocality counts it)
 OTHER = "other"
 
 
@@ -31,7 +32,8 @@ class Volume:
     claim_name: str = ""  # persistentVolumeClaim.claimName
     read_only: bool = False
     # csi: the driver; gcePersistentDisk: pdName; awsElasticBlockStore, cinder, portworxVolume:
-    # volumeID; azureDisk: diskURI; vsphereVolume: volumePath; iscsi: iqn; rbd: "pool/image".
+    # volumeID; azureDisk: diskURI; vsphereVolume: volumePath; iscsi: iqn; rbd: "pool/image";
+    # image: the image reference.
     source_id: str = ""
     rbd_monitors: tuple[str, ...] = ()
     # hostPath, emptyDir not in memory, configMap or gitRepo: storage on the node's own disk,

@@ -7,7 +7,7 @@ Victims are restricted by the profile's eviction policy (see policy.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis, fit_error_message
@@ -75,6 +75,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         super().__init__(handle, args)
         self.min_candidate_nodes_percentage = args.min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = args.min_candidate_nodes_absolute
+        self.explains_success = handle.features.behaviour.preemption_success_explains
 
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
@@ -179,7 +180,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             best = select_candidate(candidates, now)
             if best is not None:
                 victims = with_whole_groups(store, table, best.victims) if whole else tuple(best.victims)
-                return PostFilterResult(best.name, victims), SUCCESS
+                return PostFilterResult(best.name, victims), self._preempting(best.name, victims)
 
         # A FitError of its own; the empty nomination clears the pod's nominatedNodeName.
         fit = Diagnosis(NodeToStatus(node_to_status), absent_nodes_status=unresolvable(NOT_HELPFUL))
@@ -213,4 +214,15 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not plan.victims:
             return None, unschedulable(NOT_HELPFUL)
         victims = with_whole_groups(store, self.table, plan.victims) if whole else plan.victims
-        return PostFilterResult(plan.node_name, victims, plan.nominations), SUCCESS
+        return PostFilterResult(plan.node_name, victims, plan.nominations), self._preempting(
+            plan.node_name, victims
+        )
+
+    def _preempting(self, node_name: str, victims: Sequence[Pod]) -> Status:
+        """Evaluator.Preempt's success: from v1.37 it says where and how many victims."""
+        if not self.explains_success:
+            return SUCCESS
+        return Status(
+            Code.SUCCESS,
+            (f"found a potential placement for pod on node {node_name}, preempting {len(victims)} victims",),
+        )

@@ -111,6 +111,10 @@ class DynamicResources(
     def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
         super().__init__(handle, args)
         self.typed_args = args
+        # PostFilter with nothing to deallocate says so up to v1.36; from v1.37 it says nothing,
+        # so pods' FitError messages lose "no new claims to deallocate".
+        behaviour = handle.features.behaviour
+        self.explains_nothing_done = not behaviour.dynamic_resources_post_filter_silent_when_nothing_done
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -332,7 +336,7 @@ class DynamicResources(
             # getStateData fails and the error ends PostFilter, preemption included.
             return None, Status(Code.ERROR, ("not found",))
         if not s.claims:
-            return None, unschedulable("no new claims to deallocate")
+            return None, self._nothing_done("no new claims to deallocate")
         for i in sorted(s.unavailable):
             claim = s.claims[i]
             refs = claim.reserved_for
@@ -340,7 +344,10 @@ class DynamicResources(
                 self.dra.claim_writer().deallocate(claim)
                 self.dra.store.assume_claim(replace(claim, allocation=None, reserved_for=()))
                 return None, unschedulable("deallocation of ResourceClaim completed")
-        return None, unschedulable("still not schedulable")
+        return None, self._nothing_done("still not schedulable")
+
+    def _nothing_done(self, reason: str) -> Status:
+        return unschedulable(reason) if self.explains_nothing_done else unschedulable()
 
     # ---- Score -----------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import
     shape_problems,
 )
 from policy_scheduler.scheduler.selectors import label_key_errors
+from policy_scheduler.scheduler.versioning.features import Features, default_features
 
 
 def resources_json(resources: tuple[ResourceSpec, ...]) -> list[dict[str, Any]]:
@@ -93,8 +94,13 @@ class NodeResourcesFitArgs(PluginArgs):
         )
 
     def problems(self) -> list[Problem]:
-        """ValidateNodeResourcesFitArgs. Ours: RequestedToCapacityRatio requires its shape (upstream
-        dereferences a nil pointer), reported at requestedToCapacityRatio.shape."""
+        return self.problems_for(default_features())
+
+    def problems_for(self, features: Features) -> list[Problem]:
+        """ValidateNodeResourcesFitArgs of `features`' release. v1.35 validates a shape wherever
+        it is and (ours: upstream dereferences a nil pointer) requires it for
+        RequestedToCapacityRatio; later releases require requestedToCapacityRatio exactly for
+        that strategy."""
         found: list[Problem] = []
         for i, group in enumerate(self.ignored_resource_groups):
             path = f"ignoredResourceGroups[{i}]"
@@ -115,6 +121,9 @@ class NodeResourcesFitArgs(PluginArgs):
                         f"resource weight of {spec.name} not in valid range (0, 100]",
                     )
                 )
+        if features.behaviour.fit_args_check_ratio_by_type:
+            found.extend(self._ratio_problems_by_type())
+            return found
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.shape is None:
             found.append(
                 Problem(
@@ -127,6 +136,20 @@ class NodeResourcesFitArgs(PluginArgs):
         if strategy.shape is not None:
             found.extend(shape_problems(strategy.shape))
         return found
+
+    def _ratio_problems_by_type(self) -> list[Problem]:
+        strategy = self.scoring_strategy
+        path = "scoringStrategy.requestedToCapacityRatio"
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            if strategy.shape is None:
+                detail = "must be specified when type is RequestedToCapacityRatio"
+                return [Problem(path, None, detail, kind="Required")]
+            return shape_problems(strategy.shape)
+        if strategy.shape is not None:
+            return [
+                Problem(path, None, "must be nil when type is not RequestedToCapacityRatio", kind="Forbidden")
+            ]
+        return []
 
     def to_json(self) -> dict[str, Any]:
         strategy: dict[str, Any] = {

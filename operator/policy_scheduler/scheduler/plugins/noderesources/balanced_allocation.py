@@ -1,8 +1,11 @@
 """NodeResourcesBalancedAllocation (noderesources/balanced_allocation.go), in batch form.
 
-Favors nodes whose resource usage fractions (with the pod placed) are close to each other:
-score = int64((1 - std) * 100). As upstream in v1.35, it uses the pods' actual requests
-(useRequested), not the 100m/200Mi non-zero defaults, and skips best-effort pods in PreScore.
+Favors nodes whose resource usage fractions are close to each other, balance = int64((1 - std)
+* 100). v1.35 scores the balance with the pod placed; from v1.36 it scores the improvement the
+pod brings, 50 + (50 + balance with the pod - balance without it) / 2: about 75 when the pod
+changes nothing, towards 100 when it evens the node out, towards 50 when it skews it. It uses
+the pods' actual requests (useRequested), not the 100m/200Mi non-zero defaults, and skips
+best-effort pods in PreScore.
 """
 
 from __future__ import annotations
@@ -87,6 +90,14 @@ def balanced_general(requested: IntArray, allocatable: IntArray, present: npt.ND
     return scores
 
 
+def improvement_score(with_pod: IntArray, without_pod: IntArray) -> IntArray:
+    """v1.36's balancedResourceScorer from the balances with and without the pod: both lie in
+    [50, 100], so the numerator is never negative and // is Go's division."""
+    half = MAX_NODE_SCORE // 2
+    score: IntArray = half + (half + with_pod - without_pod) // 2
+    return score
+
+
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
     signs_pods = True
@@ -95,6 +106,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     def __init__(self, handle: Handle, args: NodeResourcesBalancedAllocationArgs) -> None:
         super().__init__(handle, args)
         self.resources = args.resources
+        self.scores_improvement = handle.features.behaviour.balanced_allocation_scores_improvement
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((RESOURCES_SIGNER, pod.requests),)
@@ -116,4 +128,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not any(requests):
             return np.zeros(len(rows), dtype=np.int64)
         requested, allocatable = requested_and_allocatable(self.table, rows, self.resources, requests, True)
-        return balanced_resource_scorer(requested, allocatable)
+        with_pod = balanced_resource_scorer(requested, allocatable)
+        if not self.scores_improvement:
+            return with_pod
+        allocated = np.where(allocatable != 0, requested - np.asarray(requests, dtype=np.int64)[:, None], 0)
+        return improvement_score(with_pod, balanced_resource_scorer(allocated, allocatable))

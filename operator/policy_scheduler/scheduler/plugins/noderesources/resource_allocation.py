@@ -300,15 +300,15 @@ def requested_to_capacity_ratio_scorer(
 SHAPE_PATH = "scoringStrategy.requestedToCapacityRatio.shape"
 
 
-def parse_shape(raw: Any) -> tuple[tuple[int, int], ...]:
+def parse_shape(raw: Any, path: str = SHAPE_PATH) -> tuple[tuple[int, int], ...]:
     """The (utilization, score) points of a JSON shape, unvalidated and unscaled."""
     points: list[tuple[int, int]] = []
     for i, item in enumerate(raw or ()):
         if not isinstance(item, Mapping):
-            raise ValueError(f"{SHAPE_PATH}[{i}]: expected an object")
+            raise ValueError(f"{path}[{i}]: expected an object")
         utilization, point_score = item.get("utilization", 0), item.get("score", 0)
         if not isinstance(utilization, int) or not isinstance(point_score, int):
-            raise ValueError(f"{SHAPE_PATH}[{i}]: utilization and score must be integers")
+            raise ValueError(f"{path}[{i}]: utilization and score must be integers")
         points.append((utilization, point_score))
     return tuple(points)
 

@@ -1,6 +1,10 @@
 """NodeVolumeLimits (CSILimits): the CSI volumes a pod adds to a node must fit the per-driver
 attach limit the node's CSINode reports, counting unique volumes of the pods already there and
-the CSI volumes VolumeAttachments hold on the node that no pod there uses."""
+the CSI volumes VolumeAttachments hold on the node that no pod there uses.
+
+With the VolumeLimitScaling gate (on from v1.37) a node whose CSINode lacks the driver of one of
+the pod's new volumes is refused first (checkCSIDriverOnNode) when a CSIDriver object exists for
+it; from v1.36 only when that CSIDriver sets preventPodSchedulingIfMissing."""
 
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ from policy_scheduler.scheduler.storage.errors import pvc_not_found
 from policy_scheduler.scheduler.storage.types import CSINode, PersistentVolumeClaim, VolumeAttachment
 from policy_scheduler.scheduler.storage.usage import VolumeUsage
 from policy_scheduler.scheduler.storage.volumes import PVC
+from policy_scheduler.scheduler.versioning.gates import VOLUME_LIMIT_SCALING
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 NO_LIMIT = -1
@@ -68,6 +73,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         self._limits_key: tuple[int, int, int] | None = None
         self._limits: dict[str, IntArray] = {}
         self._migrated: dict[str, BoolArray] = {}
+        features = handle.features
+        self.checks_driver_installed = features.enabled(VOLUME_LIMIT_SCALING)
+        self.driver_check_needs_opt_in = features.behaviour.csi_driver_missing_needs_opt_in
+        self.portworx_needs_annotation = not features.behaviour.portworx_migrated_without_annotation
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((VOLUMES_SIGNER, volumes_signature(pod)),)
@@ -151,7 +160,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             storage, n = self.handle.storage, self.table.n
             mask = np.fromiter(
                 (
-                    not plugin or is_csi_migration_on(storage.get_csi_node(node.name), plugin)
+                    not plugin
+                    or is_csi_migration_on(
+                        storage.get_csi_node(node.name),
+                        plugin,
+                        portworx_needs_annotation=self.portworx_needs_annotation,
+                    )
                     for node in self.table.nodes[:n]
                 ),
                 dtype=np.bool_,
@@ -226,10 +240,11 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         new_volumes = self._new_volumes(pod)
         if isinstance(new_volumes, Status):
             return FilterResult.reject_all(len(rows), new_volumes)
+        missing = self._missing_drivers(rows, new_volumes) if self.checks_driver_installed else None
         limits = self._node_limits()
         drivers = {d for d, _ in new_volumes.values() if d in limits}
         if not drivers:
-            return FilterResult.all_pass(len(rows))
+            return FilterResult.all_pass(len(rows)) if missing is None else missing
         counts, present = self._attached(rows, drivers)
         failed = np.zeros(len(rows), dtype=np.bool_)
         for driver in drivers:
@@ -240,7 +255,42 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                     added = 1 - present.get(unique, np.zeros(len(rows), dtype=np.int64))
                     new += added * self._migration_on(plugin)[rows] if plugin else added
             failed |= (limit != NO_LIMIT) & (new > 0) & (counts[driver] + new > limit)
-        return FilterResult.reject_where(failed, unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED))
+        exceeded = FilterResult.reject_where(failed, unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED))
+        return exceeded if missing is None else _first_rejection(missing, exceeded)
+
+    def _missing_drivers(self, rows: Rows, new_volumes: Mapping[str, tuple[str, str]]) -> FilterResult:
+        """checkCSIDriverOnNode for every new volume a row would count (an in-tree one only where
+        its migration is on): the first driver the row lacks rejects it, Unschedulable."""
+        storage = self.handle.storage
+        missing: dict[str, BoolArray] = {}
+        for driver, plugin in new_volumes.values():
+            if driver in missing:
+                continue
+            csi_driver = storage.get_csi_driver(driver)
+            if csi_driver is None:
+                continue  # not known as a CSI driver: no check
+            if self.driver_check_needs_opt_in and not csi_driver.prevent_pod_scheduling_if_missing:
+                continue
+            installed = np.fromiter(
+                (
+                    _driver_installed(storage.get_csi_node(self.table.nodes[row].name), driver)
+                    for row in rows.tolist()
+                ),
+                dtype=np.bool_,
+                count=len(rows),
+            )
+            counted = self._migration_on(plugin)[rows] if plugin else np.ones(len(rows), dtype=np.bool_)
+            missing[driver] = counted & ~installed
+        passed = np.ones(len(rows), dtype=np.bool_)
+        index = np.zeros(len(rows), dtype=np.int32)
+        statuses: list[Status] = []
+        for driver, lacking in missing.items():
+            first = lacking & passed
+            if first.any():
+                index[first] = len(statuses)
+                statuses.append(unschedulable(f"{driver} CSI driver is not installed on the node"))
+                passed &= ~first
+        return FilterResult(passed, index, tuple(statuses))
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -254,6 +304,20 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 ClusterEvent(Resource.VOLUME_ATTACHMENT, Action.DELETE), _after_volume_attachment_deleted
             ),
         ]
+
+
+def _driver_installed(csi_node: CSINode | None, driver: str) -> bool:
+    return csi_node is not None and any(d.name == driver for d in csi_node.drivers)
+
+
+def _first_rejection(first: FilterResult, then: FilterResult) -> FilterResult:
+    """Rows `first` rejects keep its status (that check comes first); the others take `then`'s."""
+    passed = first.passed & then.passed
+    offset = len(first.statuses)
+    index = np.where(first.passed, (then.status_index if then.status_index is not None else 0) + offset, 0)
+    if first.status_index is not None:
+        index = np.where(first.passed, index, first.status_index)
+    return FilterResult(passed, index.astype(np.int32), (*first.statuses, *then.statuses))
 
 
 def _after_csi_node_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:

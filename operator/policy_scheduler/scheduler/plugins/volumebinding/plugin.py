@@ -4,9 +4,7 @@ ones matched to available PVs or dynamically provisioned, Immediate unbound ones
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,6 +27,8 @@ from policy_scheduler.scheduler.framework.interfaces import (
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error, unresolvable
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import scale_shape
+from policy_scheduler.scheduler.plugins.volumebinding.args import VolumeBindingArgs
 from policy_scheduler.scheduler.plugins.volumebinding.assume_cache import AssumeError, assume_cache_for
 from policy_scheduler.scheduler.plugins.volumebinding.binder import VolumeBinder
 from policy_scheduler.scheduler.plugins.volumebinding.claims import (
@@ -45,13 +45,13 @@ from policy_scheduler.scheduler.plugins.volumebinding.matching import (
     PodVolumes,
     find_pod_volumes,
 )
-from policy_scheduler.scheduler.plugins.volumebinding.scoring import capacity_scores, parse_shape
+from policy_scheduler.scheduler.plugins.volumebinding.scoring import capacity_scores
+from policy_scheduler.scheduler.versioning.gates import STORAGE_CAPACITY_SCORING
 
 log = logging.getLogger(__name__)
 
 STATE_KEY = "VolumeBinding"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
 
 @dataclass(slots=True)
@@ -68,20 +68,17 @@ class _State:
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin):
     name = "VolumeBinding"
     signs_pods = True
-    # The StorageCapacityScoring feature gate (alpha, off in v1.35): Score does nothing without it.
-    storage_capacity_scoring: ClassVar[bool] = False
 
-    def __init__(self, handle: Handle, args: Mapping[str, Any]) -> None:
+    args_type = VolumeBindingArgs
+
+    def __init__(self, handle: Handle, args: VolumeBindingArgs) -> None:
         super().__init__(handle, args)
-        timeout = args.get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
-        if not isinstance(timeout, int) or timeout < 0:
-            raise ValueError("bindTimeoutSeconds: Invalid value: must be a non-negative integer")
-        if args.get("shape") and not self.storage_capacity_scoring:
-            raise ValueError("shape: Invalid value: feature gate StorageCapacityScoring is disabled")
-        self.shape = parse_shape(args.get("shape")) if self.storage_capacity_scoring else None
+        # Score does nothing without the StorageCapacityScoring gate (the args have no shape then).
+        scoring = handle.features.enabled(STORAGE_CAPACITY_SCORING)
+        self.shape = scale_shape(args.shape) if scoring and args.shape is not None else None
         self.cache = assume_cache_for(handle.table, handle.storage)
         self.binder = VolumeBinder(
-            self.cache, handle.storage, handle.volume_api, float(timeout), self._node_labels
+            self.cache, handle.storage, handle.volume_api, float(args.bind_timeout_seconds), self._node_labels
         )
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
 from policy_scheduler.scheduler.nodetable import IntArray
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
-    MAX_CUSTOM_PRIORITY_SCORE,
     broken_linear,
     go_round,
 )
 from policy_scheduler.scheduler.plugins.volumebinding.matching import FindResult
 
 MAX_UTILIZATION = 100
-DEFAULT_SHAPE = ({"utilization": 0, "score": MAX_CUSTOM_PRIORITY_SCORE}, {"utilization": 100, "score": 0})
-
-
-def parse_shape(raw: Sequence[Any] | None) -> tuple[tuple[int, int], ...]:
-    points = raw or DEFAULT_SHAPE
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    return tuple((int(p.get("utilization", 0)), int(p.get("score", 0)) * scale) for p in points)
 
 
 def capacity_scores(result: FindResult, shape: Sequence[tuple[int, int]]) -> IntArray:
