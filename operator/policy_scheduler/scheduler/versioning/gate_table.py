@@ -2,7 +2,8 @@
 
 Every feature gate kube-scheduler of each supported release knows, as it is by default at that
 release: "on"/"off", the stage, "locked" when it cannot be changed; "-" when the release does not
-have the gate (not yet, or removed). DEPENDENCIES: per release, the gates a gate may only be on with.
+have the gate (not yet, or removed). DEPENDENCIES: per release, the gates a gate may only be
+on with.
 """
 
 from __future__ import annotations
