@@ -8,10 +8,11 @@ from policy_scheduler.bench_e2e import contenders
 from policy_scheduler.bench_e2e.noop_binder import scheduled_event
 from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.events import EventRecorder
+from tests.no_api import NO_API
 
 
 def test_the_event_is_the_one_the_recorder_writes() -> None:
-    recorder = EventRecorder(None, instance="unused")
+    recorder = EventRecorder(NO_API, instance="unused")
     recorder.scheduled(ObjectRef("Pod", "web-1", "ns"), "node-3")
     [series] = recorder._series.values()
     ours = series.body

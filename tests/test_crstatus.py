@@ -9,6 +9,7 @@ import pytest
 
 from policy_scheduler.kube import crstatus
 from policy_scheduler.kube.crstatus import StatusWriter, replacing_patch
+from tests.no_api import NO_API
 
 
 def test_replacing_patch_removes_keys_at_every_level_and_replaces_lists() -> None:
@@ -34,7 +35,7 @@ async def test_writes_remove_what_was_observed_or_written_before(monkeypatch: py
         return 200, b"{}"
 
     monkeypatch.setattr(crstatus, "request", fake_request)
-    writer = StatusWriter(None)
+    writer = StatusWriter(NO_API)
     # After a restart: the object still holds what the previous process wrote.
     writer.observe("schedulingprofiles", "p", {"lastAcceptedSpec": {"schedulerName": "s", "old": 1}})
     writer.set("schedulingprofiles", "p", {"lastAcceptedSpec": {"schedulerName": "s"}})

@@ -14,6 +14,7 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, Resource
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.queue.changes import pod_scheduling_properties_change
+from tests.no_api import NO_API
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ def _line(kind: str, rv: str, restarts: int, labels: dict[str, str]) -> bytes:
 def test_watch_lines_status_only_skipped_label_change_flows(setup: Any) -> None:
     engine, _, cache_calls, events = setup
     inf: Informer[structs.Pod, Pod] = Informer(
-        None,
+        NO_API,
         "/api/v1/pods",
         structs.Pod,
         convert.pod_from_api_or_malformed,

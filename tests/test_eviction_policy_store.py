@@ -11,6 +11,7 @@ from policy_scheduler.policy.eviction import EvictionPolicySpec, EvictionPolicyS
 from policy_scheduler.policy.eviction_settings import DEFAULT_SETTINGS, EvictionRecord, RateLimits
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import ProtectedTerm
+from tests.no_api import NO_API
 
 SPEC: dict[str, Any] = {
     "protected": [
@@ -35,7 +36,7 @@ def body(
 
 
 def stores() -> tuple[EvictionPolicyStore, ProfileStore, StatusWriter]:
-    writer = StatusWriter(None)
+    writer = StatusWriter(NO_API)
     policies = EvictionPolicyStore(status=writer)
     profiles = ProfileStore(compile_profile_spec, lambda _: None, eviction_policy_problem=policies.problem)
     policies.profiles = profiles

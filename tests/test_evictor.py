@@ -27,6 +27,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import Eviction
 from tests.aio import eventually, settle
 from tests.builders import make_pod
 from tests.fence import SwitchFence
+from tests.no_api import NO_API
 
 
 def status_body(message: str, causes: list[str] | None = None) -> bytes:
@@ -171,7 +172,7 @@ class Events(EventRecorder):
     """Records what the evictor says, writes nothing."""
 
     def __init__(self) -> None:
-        super().__init__(None, instance="test")
+        super().__init__(NO_API, instance="test")
         self.said: list[tuple[ObjectRef, str, str, str]] = []
 
     def event(
@@ -255,7 +256,7 @@ class Harness:
         # A requeue after a failure is due at once: settle() then lets it happen, no time passes.
         quick: dict[str, Any] = {"requeue_initial": 0.0, "nomination_settle": 0.05, **timings}
         self.evictor = Evictor(
-            None,
+            NO_API,
             self.events,
             fence=self.fence,
             policies=self.policies,

@@ -21,6 +21,7 @@ from policy_scheduler.kube.crstatus import StatusWriter
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.scheduler.config import ResolvedProfile
 from tests.fuzz_specs import eviction_spec, profile_spec, resolves
+from tests.no_api import NO_API
 
 settings.register_profile(
     "fuzz-default", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck)
@@ -84,7 +85,7 @@ def test_hostile_profile_specs_are_accepted_or_rejected_naming_a_field(spec: Any
 @FUZZ
 @given(spec=eviction_spec())
 def test_hostile_eviction_policy_specs_are_accepted_or_rejected_naming_a_field(spec: Any) -> None:
-    writer = StatusWriter(None)
+    writer = StatusWriter(NO_API)
     store = EvictionPolicyStore(status=writer)
     meta = {"name": "fuzz-policy", "uid": "u1", "generation": 1}
     store.on_event(None, {"metadata": meta, "spec": GOOD_POLICY})

@@ -12,6 +12,7 @@ from policy_scheduler.kube import binder
 from policy_scheduler.kube.binder import BindError, UnsettledBinds, bind
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler.framework.interfaces import AlreadyBound
+from tests.no_api import NO_API
 
 POD_PATH = "/api/v1/namespaces/ns/pods/p"
 
@@ -46,7 +47,7 @@ async def _no_sleep(_: float) -> None:
 
 async def run(monkeypatch: pytest.MonkeyPatch, server: FakeServer, node: str = "n1") -> None:
     monkeypatch.setattr(binder, "call", server.call)
-    await bind(None, "ns", "p", "u1", node, sleep=_no_sleep)
+    await bind(NO_API, "ns", "p", "u1", node, sleep=_no_sleep)
 
 
 async def test_a_lost_answer_then_conflict_on_the_same_node_is_success(
@@ -124,7 +125,7 @@ async def bind_with(
     monkeypatch: pytest.MonkeyPatch, server: FakeServer, unsettled: UnsettledBinds, node: str = "n1"
 ) -> None:
     monkeypatch.setattr(binder, "call", server.call)
-    await bind(None, "ns", "p", "u1", node, unsettled=unsettled, sleep=_no_sleep)
+    await bind(NO_API, "ns", "p", "u1", node, unsettled=unsettled, sleep=_no_sleep)
 
 
 async def failed_after_a_lost_answer(monkeypatch: pytest.MonkeyPatch) -> UnsettledBinds:

@@ -17,6 +17,7 @@ from policy_scheduler.kube.events import EventRecorder
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler import model
 from tests.fakeclock import FakeClock
+from tests.no_api import NO_API
 
 POD = ObjectRef("Pod", "web-1", "ns", "u1")
 OTHER = ObjectRef("Pod", "web-2", "ns", "u2")
@@ -24,7 +25,7 @@ OTHER = ObjectRef("Pod", "web-2", "ns", "u2")
 
 def recorder(clock: FakeClock, **timings: Any) -> EventRecorder:
     return EventRecorder(
-        None, instance="test-1", clock=clock, timings=dataclasses.replace(DEFAULTS.events, **timings)
+        NO_API, instance="test-1", clock=clock, timings=dataclasses.replace(DEFAULTS.events, **timings)
     )
 
 
@@ -194,7 +195,7 @@ def writing_recorder(
 ) -> EventRecorder:
     monkeypatch.setattr(events, "request", server)
     return EventRecorder(
-        None,
+        NO_API,
         instance="test-1",
         clock=clock,
         sleep=clock.sleep,
@@ -311,7 +312,7 @@ def test_scheduling_events_report_the_profile_and_the_replica() -> None:
     the replica's identity in the hostname's place, so two replicas on one host differ."""
     from policy_scheduler.scheduler.model import Pod
 
-    recorders = [EventRecorder(None, instance=f"host-a_{n}") for n in ("uuid-1", "uuid-2")]
+    recorders = [EventRecorder(NO_API, instance=f"host-a_{n}") for n in ("uuid-1", "uuid-2")]
     pod = Pod("web", uid="u1", scheduler_name="binpack")
     for recorder in recorders:
         recorder.failed_scheduling(pod, "0/3 nodes are available")

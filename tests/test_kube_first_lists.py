@@ -17,6 +17,7 @@ from policy_scheduler.kube.retry import Answer
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.service.config import OperatorConfig
 from policy_scheduler.service.operator import Operator
+from tests.no_api import NO_API
 
 PAGE_SIZE = DEFAULTS.informer.page_size
 
@@ -62,14 +63,14 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Server:
 
 
 def _operator(lists: FirstLists) -> Operator:
-    return Operator(None, OperatorConfig(leader_elect=False, identity="me"), lists)
+    return Operator(NO_API, OperatorConfig(leader_elect=False, identity="me"), lists)
 
 
 async def test_every_informer_takes_its_early_answer(server: Server) -> None:
     """A request here that differed from its informer's (selector, Accept, page size) would
     silently waste the early list, and an informer missing here would list only after the node
     list is decoded."""
-    lists = FirstLists(None, informer_first_lists(PAGE_SIZE), 5.0)
+    lists = FirstLists(NO_API, informer_first_lists(PAGE_SIZE), 5.0)
     operator = _operator(lists)
     informers = [*operator.informers(), *operator.policy_informers.informers()]
     for informer in informers:
@@ -89,7 +90,7 @@ async def test_every_informer_takes_its_early_answer(server: Server) -> None:
 
 async def test_a_failed_early_request_is_asked_again(server: Server) -> None:
     server.fail_early = {NODES}
-    lists = FirstLists(None, informer_first_lists(PAGE_SIZE), 5.0)
+    lists = FirstLists(NO_API, informer_first_lists(PAGE_SIZE), 5.0)
     operator = _operator(lists)
     await operator.cluster.nodes._list_and_sync()
     await operator.cluster.pods._list_and_sync()
@@ -99,7 +100,7 @@ async def test_a_failed_early_request_is_asked_again(server: Server) -> None:
 
 
 async def test_a_different_request_is_not_answered_early(server: Server) -> None:
-    lists = FirstLists(None, informer_first_lists(PAGE_SIZE + 1), 5.0)
+    lists = FirstLists(NO_API, informer_first_lists(PAGE_SIZE + 1), 5.0)
     operator = _operator(lists)
     await operator.cluster.nodes._list_and_sync()
     assert server.informers == [NODES]

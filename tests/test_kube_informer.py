@@ -19,6 +19,7 @@ from policy_scheduler.kube.informer import Informer, _Gone, object_key
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler import model
 from tests.aio import settle
+from tests.no_api import NO_API
 
 
 def pod(name: str, rv: str, **spec: Any) -> dict[str, Any]:
@@ -58,7 +59,7 @@ class ListedInformer(Informer[structs.Pod, model.Pod]):
 def make(kind: type[ListedInformer] = ListedInformer) -> tuple[ListedInformer, Recorder]:
     rec = Recorder()
     inf = kind(
-        None,
+        NO_API,
         "/api/v1/pods",
         structs.Pod,
         convert.pod_from_api_or_malformed,
@@ -153,7 +154,7 @@ def test_converter_failure_drops_object() -> None:
         return convert_cluster.node_from_api(p)
 
     inf: Informer[structs.Node, model.Node] = Informer(
-        None,
+        NO_API,
         "/api/v1/nodes",
         structs.Node,
         strict,
@@ -172,7 +173,7 @@ def test_callback_errors_do_not_break_the_stream() -> None:
     def boom(_: model.Pod) -> None:
         raise RuntimeError("consumer bug")
 
-    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, on_add=boom)
+    inf = Informer(NO_API, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, on_add=boom)
     inf._handle_line(line("ADDED", pod("a", "1")))
     assert "ns/a" in inf.store
 
@@ -244,7 +245,7 @@ async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: 
         raise asyncio.CancelledError
 
     monkeypatch.setattr(informer_module, "call", fake_call)
-    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=fake_sleep)
+    inf = Informer(NO_API, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=fake_sleep)
     monkeypatch.setattr(inf, "_watch", stop_watching)
     with pytest.raises(asyncio.CancelledError):
         await inf.run()
@@ -271,7 +272,7 @@ async def test_first_list_reads_the_watch_cache_and_relists_read_etcd(
         return Answer(200, pages[str(query.get("continue", ""))])
 
     monkeypatch.setattr(informer_module, "call", fake_call)
-    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed)
+    inf = Informer(NO_API, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed)
     await inf._list_and_sync()
     await inf._list_and_sync()  # the relist after 410 Gone
     assert [(q.get("resourceVersion"), q.get("continue")) for q in queries] == [
@@ -333,7 +334,7 @@ async def test_the_store_is_current_after_a_list_and_while_a_watch_is_open(
 
     monkeypatch.setattr(informer_module, "call", fake_call)
     monkeypatch.setattr(informer_module, "stream", fake_stream)
-    inf = Informer(None, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=no_sleep)
+    inf = Informer(NO_API, "/api/v1/pods", structs.Pod, convert.pod_from_api_or_malformed, sleep=no_sleep)
     task = asyncio.create_task(inf.run())
     try:
         await _settle(inf.has_synced.is_set)

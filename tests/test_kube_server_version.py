@@ -17,6 +17,7 @@ from policy_scheduler.scheduler.config import ResolvedProfile
 from policy_scheduler.scheduler.versioning.features import FeatureGateError, Features
 from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37
 from policy_scheduler.service.kubernetes_version import FEATURE_GATES_REFUSED, KubernetesSemantics
+from tests.no_api import NO_API
 
 NO_WAIT = RetryPolicy(initial=0.0, cap=0.0, max_attempts=3)
 TIMINGS = ServerVersionTimings(interval=0.0, confirmations=2, retry=NO_WAIT)
@@ -44,7 +45,7 @@ class Answers:
 async def test_read_is_a_get_of_version_retried_through_an_outage(monkeypatch: pytest.MonkeyPatch) -> None:
     server = Answers(ConnectionResetError(), Answer(503, b""), Answer(200, version_body("v1.36.3")))
     monkeypatch.setattr(server_version, "call", server.call)
-    assert await read_server_version(None, NO_WAIT) == "v1.36.3"
+    assert await read_server_version(NO_API, NO_WAIT) == "v1.36.3"
     assert server.paths == [("GET", "/version")] * 3
 
 
@@ -60,13 +61,13 @@ async def test_unreadable_versions_are_api_errors(
 ) -> None:
     monkeypatch.setattr(server_version, "call", Answers(answer).call)
     with pytest.raises(ApiError) as info:
-        await read_server_version(None, NO_WAIT)
+        await read_server_version(NO_API, NO_WAIT)
     assert info.value.reason == reason
 
 
 def test_a_change_counts_once_confirmed() -> None:
     seen: list[str | None] = []
-    watch = ServerVersionWatch(None, lambda v, _why: seen.append(v), TIMINGS)
+    watch = ServerVersionWatch(NO_API, lambda v, _why: seen.append(v), TIMINGS)
     watch.current = "v1.36.3"
     assert not watch.observe("v1.37.2")  # once: a rolling upgrade may still answer the old one
     assert not watch.observe("v1.36.3")  # back: the count starts again
@@ -78,7 +79,7 @@ def test_a_change_counts_once_confirmed() -> None:
 
 
 def test_after_a_failed_first_read_the_first_answer_counts() -> None:
-    watch = ServerVersionWatch(None, lambda v, _why: None, TIMINGS)
+    watch = ServerVersionWatch(NO_API, lambda v, _why: None, TIMINGS)
     assert watch.current is None
     assert watch.observe("v1.35.4")
 
@@ -97,7 +98,7 @@ async def test_profiles_follow_the_api_servers_release(monkeypatch: pytest.Monke
     published = _Published()
     store = ProfileStore(compile_profile_spec, published)
     store.apply("p", "u", 1, "2026-01-01T00:00:00Z", {"schedulerName": "s"})
-    kubernetes = KubernetesSemantics(None, store, timings=TIMINGS)
+    kubernetes = KubernetesSemantics(NO_API, store, timings=TIMINGS)
     await kubernetes.start()
     assert published.profiles[0].features == Features(V1_35)
     kubernetes._on_version("v1.36.3", "")
@@ -107,7 +108,7 @@ async def test_profiles_follow_the_api_servers_release(monkeypatch: pytest.Monke
 async def test_unreadable_version_means_the_newest_release(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server_version, "call", Answers(*[Answer(500, b"")] * 3).call)
     store = ProfileStore(compile_profile_spec, _Published())
-    await KubernetesSemantics(None, store, timings=TIMINGS).start()
+    await KubernetesSemantics(NO_API, store, timings=TIMINGS).start()
     assert store.semantics.features == Features(V1_37)
     assert store.semantics.reason == "ServerVersionUnknown"
 
@@ -117,7 +118,7 @@ async def test_feature_gates_that_do_not_fit_stop_the_start(monkeypatch: pytest.
     store = ProfileStore(compile_profile_spec, _Published())
     gates = (("NodeDeclaredFeatures", False),)  # locked on in v1.37
     with pytest.raises(FeatureGateError, match="locked to true"):
-        await KubernetesSemantics(None, store, feature_gates=gates, timings=TIMINGS).start()
+        await KubernetesSemantics(NO_API, store, feature_gates=gates, timings=TIMINGS).start()
 
 
 async def test_after_start_gates_that_do_not_fit_keep_the_release(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,7 +126,7 @@ async def test_after_start_gates_that_do_not_fit_keep_the_release(monkeypatch: p
     store = ProfileStore(compile_profile_spec, _Published())
     gates = (("NodeDeclaredFeatures", True),)  # fine in v1.36, locked (to true: fine) in v1.37
     kubernetes = KubernetesSemantics(
-        None, store, feature_gates=(("InPlacePodLevelResourcesVerticalScaling", False),), timings=TIMINGS
+        NO_API, store, feature_gates=(("InPlacePodLevelResourcesVerticalScaling", False),), timings=TIMINGS
     )
     await kubernetes.start()
     assert store.semantics.features.version == V1_36

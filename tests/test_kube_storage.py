@@ -30,6 +30,7 @@ from policy_scheduler.scheduler.storage.types import (
 )
 from policy_scheduler.simulate.live_snapshot import collections
 from policy_scheduler.simulate.scenario import Scenario
+from tests.no_api import NO_API
 
 PV_JSON = {
     "metadata": {"name": "pv1", "resourceVersion": "12", "annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}},
@@ -76,7 +77,7 @@ def test_informers_cover_every_kind_and_report_changes() -> None:
 
     async def go() -> None:
         sink, changes = Sink(), StorageChanges()
-        informers = storage_informers(None, sink, changes, DEFAULTS.informer)
+        informers = storage_informers(NO_API, sink, changes, DEFAULTS.informer)
         csinodes = next(i for i in informers if i.path.endswith("/csinodes"))
         waiter = asyncio.create_task(changes.wait(5.0))
         await asyncio.sleep(0)
@@ -139,7 +140,7 @@ def fake_call(answers: list[Answer], calls: Calls) -> Any:
 def test_update_pv_is_a_conditional_merge_patch_of_claim_ref(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: Calls = []
     monkeypatch.setattr(volume_api, "call", fake_call([Answer(200, json.dumps(PV_JSON).encode())], calls))
-    api = KubeVolumeAPI(None, StorageChanges())
+    api = KubeVolumeAPI(NO_API, StorageChanges())
     pv = PersistentVolume(
         "pv1",
         claim_ref=ClaimRef("ns", "c1", "u1"),
@@ -178,7 +179,7 @@ def test_conflict_fails_at_once_and_transient_errors_are_retried(monkeypatch: py
         Answer(200, json.dumps(claim_json).encode()),
     ]
     monkeypatch.setattr(volume_api, "call", fake_call(answers, calls))
-    api = KubeVolumeAPI(None, StorageChanges(), retry=RetryPolicy(initial=0.0, max_attempts=3))
+    api = KubeVolumeAPI(NO_API, StorageChanges(), retry=RetryPolicy(initial=0.0, max_attempts=3))
     claim = PersistentVolumeClaim("c1", "ns", annotations={ANN_SELECTED_NODE: "n1"}, resource_version="7")
     with pytest.raises(ApiError) as err:
         asyncio.run(api.update_pvc(claim))

@@ -23,6 +23,7 @@ from policy_scheduler.observability.profile_stats import ProfileStats, reason_ke
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.service.config import OperatorConfig
 from policy_scheduler.service.operator import Operator
+from tests.no_api import NO_API
 
 
 @pytest.mark.parametrize(
@@ -115,7 +116,7 @@ def test_event_rate_from_the_command_line() -> None:
 
 
 def test_operator_is_composed_in_dependency_order() -> None:
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    operator = Operator(NO_API, OperatorConfig(leader_elect=False, identity="me"))
     pod = Pod(name="p", namespace="ns", uid="u1")
     operator.engine.pod_added(pod)
     # The evictor sees the engine's pending pods, and preemption's gate is the evictor's.
@@ -169,7 +170,7 @@ async def test_policies_reach_the_stores_through_their_informers(monkeypatch: py
         }
     )
     monkeypatch.setattr(informer_module, "call", lists.call)
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me"))
+    operator = Operator(NO_API, OperatorConfig(leader_elect=False, identity="me"))
     notes: list[tuple[Any, ...]] = []
     operator.profiles.notify = lambda *note: notes.append(note)
     for informer in operator.policy_informers.informers():
@@ -200,7 +201,7 @@ async def test_policies_reach_the_stores_through_their_informers(monkeypatch: py
 
 
 def test_watch_events_reach_the_profile_handler_and_the_selector_applies() -> None:
-    operator = Operator(None, OperatorConfig(leader_elect=False, identity="me", profile_selector="shard=a"))
+    operator = Operator(NO_API, OperatorConfig(leader_elect=False, identity="me", profile_selector="shard=a"))
     profiles = operator.policy_informers.profiles
     operator.policy_informers.eviction_policies.has_synced.set()  # no profile is held back
 

@@ -23,6 +23,7 @@ from policy_scheduler.scheduler.plugins.podtopologyspread import default_selecto
 from policy_scheduler.simulate.profiles import resolve_scenario_profiles
 from policy_scheduler.simulate.run import simulate
 from policy_scheduler.simulate.scenario import ScenarioError, load_scenario
+from tests.no_api import NO_API
 
 NS = "ns"
 
@@ -358,7 +359,7 @@ def test_informers_feed_the_index() -> None:
     index = DefaultSelectorIndex()
     informers = {
         path: Informer(
-            None, path, item_type, convert, on_add=index.add, on_update=index.update, on_delete=index.delete
+            NO_API, path, item_type, convert, on_add=index.add, on_update=index.update, on_delete=index.delete
         )
         for path, item_type, convert in OWNER_RESOURCES
     }

@@ -19,6 +19,7 @@ from policy_scheduler.kube.pod_reporter import PodReporter
 from policy_scheduler.scheduler.model import Pod
 from tests.builders import make_pod
 from tests.fence import SwitchFence
+from tests.no_api import NO_API
 
 
 class SlowWrites:
@@ -50,7 +51,7 @@ async def test_a_pod_has_one_write_in_flight_and_its_newest_status_lands_last(
 ) -> None:
     writes = SlowWrites()
     monkeypatch.setattr(pod_reporter, "set_unschedulable_condition", writes)
-    reporter = PodReporter(None, Mock(), writers=4)
+    reporter = PodReporter(NO_API, Mock(), writers=4)
     reporter.start()
     try:
         a, b = make_pod("a"), make_pod("b")
@@ -105,7 +106,7 @@ async def drain(reporter: PodReporter) -> None:
 async def patched(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[PodReporter, Patches]]:
     patches = Patches()
     monkeypatch.setattr(podstatus, "patch_status", patches)
-    reporter = PodReporter(None, Mock(), writers=2)
+    reporter = PodReporter(NO_API, Mock(), writers=2)
     reporter.start()
     yield reporter, patches
     await reporter.stop()
@@ -201,7 +202,7 @@ async def test_a_status_write_the_fence_refuses_is_dropped_quietly(
     patches.hold = asyncio.Event()
     monkeypatch.setattr(podstatus, "patch_status", patches)
     fence = SwitchFence()
-    reporter = PodReporter(None, Mock(), writers=1, fence=fence)
+    reporter = PodReporter(NO_API, Mock(), writers=1, fence=fence)
     reporter.start()
     try:
         reporter.failed(make_pod("p"), "Unschedulable", "decided while leading", None, None)

@@ -43,6 +43,7 @@ from policy_scheduler.simulate.verdicts import (
     after_evictions,
     victim_verdicts,
 )
+from tests.no_api import NO_API
 
 API = "scheduling.policy-scheduler.io/v1alpha1"
 CR = f"/apis/{API}"
@@ -231,7 +232,7 @@ def test_api_get_sends_only_get(monkeypatch: pytest.MonkeyPatch) -> None:
         return await fake.get(path, dict(kw["query"]))
 
     monkeypatch.setattr("policy_scheduler.kube.client.call", call)
-    asyncio.run(read_snapshot(live_snapshot.api_get(object())))
+    asyncio.run(read_snapshot(live_snapshot.api_get(NO_API)))
     assert methods
     assert set(methods) == {"GET"}
 

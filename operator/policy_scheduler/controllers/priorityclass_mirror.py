@@ -28,7 +28,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
@@ -43,6 +43,9 @@ from policy_scheduler.policy.constants import PRIORITY_CLASS_MIRROR_PLURAL
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
 from policy_scheduler.scheduler.model import Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ def _error_reason(exc: BaseException) -> str:
 class MirrorController:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         status_writer: StatusWriter,
         pod_priorities: PodPriorities,
         fence: Fence,

@@ -154,7 +154,7 @@ class ApiClient(k8s_client.ApiClient):
 
 async def make_api_client(
     kubeconfig: str | None = None, request_connections: int = REQUEST_CONNECTIONS
-) -> Any:
+) -> ApiClient:
     """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config,
     with up to `request_connections` connections for requests.
 
@@ -189,7 +189,7 @@ def _query(query: Query | None) -> dict[str, str] | None:
 
 
 async def _prepare(
-    api: Any, path: str, content_type: str | None, *, watch: bool = False, accept: str = JSON
+    api: ApiClient, path: str, content_type: str | None, *, watch: bool = False, accept: str = JSON
 ) -> tuple[aiohttp.ClientSession, str, dict[str, str], dict[str, Any]]:
     headers: dict[str, str] = dict(api.default_headers)
     headers["Accept"] = accept
@@ -199,10 +199,10 @@ async def _prepare(
     # refresh hook (in-cluster projected tokens rotate).
     await api.update_params_for_auth(headers, [], ["BearerToken"])
     session: aiohttp.ClientSession = api.watch_session if watch else api.request_session
-    return session, api.configuration.host + path, headers, api.route.options()
+    return session, str(api.configuration.host) + path, headers, api.route.options()
 
 
-async def authorization(api: Any) -> str | None:
+async def authorization(api: ApiClient) -> str | None:
     """The Authorization header the client sends (a bearer token), if its credentials are one."""
     headers: dict[str, str] = {}
     await api.update_params_for_auth(headers, [], ["BearerToken"])
@@ -216,7 +216,7 @@ def _body(body: Any) -> bytes | None:
 
 
 async def call(
-    api: Any,
+    api: ApiClient,
     method: str,
     path: str,
     *,
@@ -284,13 +284,15 @@ class CallOptions(TypedDict, total=False):
     fence: Fence | None
 
 
-async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:
+async def request(
+    api: ApiClient, method: str, path: str, **options: Unpack[CallOptions]
+) -> tuple[int, bytes]:
     """Like `call`, as (HTTP status, body bytes)."""
     answer = await call(api, method, path, **options)
     return answer.status, answer.body
 
 
-async def request_ok(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> bytes:
+async def request_ok(api: ApiClient, method: str, path: str, **options: Unpack[CallOptions]) -> bytes:
     """Like `request`, but raises ApiError on a non-2xx status."""
     status, data = await request(api, method, path, **options)
     if not 200 <= status < 300:
@@ -300,7 +302,7 @@ async def request_ok(api: Any, method: str, path: str, **options: Unpack[CallOpt
 
 @asynccontextmanager
 async def stream(
-    api: Any, path: str, *, query: Query | None = None, read_timeout: float | None = None
+    api: ApiClient, path: str, *, query: Query | None = None, read_timeout: float | None = None
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """A GET whose response is read incrementally (watches). No total timeout, only idle time."""
     session, url, headers, extra = await _prepare(api, path, None, watch=True)

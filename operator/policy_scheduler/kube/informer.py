@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -31,6 +31,9 @@ from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, S
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS, InformerTimings
 from policy_scheduler.kube.versions import resource_version_number
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +86,7 @@ class Informer(Generic[S, V]):
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         path: str,
         item_type: type[S],
         convert: Callable[[S], V],

@@ -19,7 +19,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
@@ -65,6 +65,9 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.service.config import OperatorConfig
 from policy_scheduler.service.kubernetes_version import KubernetesSemantics
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 log = logging.getLogger(__name__)
 
 PROFILES = "schedulingprofiles"
@@ -103,7 +106,7 @@ class EnginePods:
 class Operator:
     """The composition root: every component, built once in dependency order."""
 
-    def __init__(self, api: Any, config: OperatorConfig, first_lists: FirstLists | None = None) -> None:
+    def __init__(self, api: ApiClient, config: OperatorConfig, first_lists: FirstLists | None = None) -> None:
         self.api = api
         self.config = config
         self.identity = config.identity or default_identity()
