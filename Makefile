@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@$(BIN)/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok once
+# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm once
 # (cached under ~/.cache/policy-scheduler; a rerun returns in seconds).
 controlplane: $(STAMP)
 	@PATH="$$(scripts/ensure-go.sh):$$PATH" $(BIN)/policy-scheduler dev-cluster build

@@ -12,6 +12,7 @@ import pytest
 
 from policy_scheduler.app.commands import Deferred
 from policy_scheduler.devcluster import arguments, cli, hostnet
+from policy_scheduler.devcluster.build import BuildError
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
 from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
@@ -218,3 +219,35 @@ def test_module_entry_point_help() -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--help"])
     assert exc.value.code == 0
+
+
+def test_build_builds_helm_with_the_control_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[str] = []
+
+    def build_all(**_kwargs: object) -> Path:
+        built.append("control plane")
+        return tmp_path / "k8s"
+
+    def ensure_helm(**_kwargs: object) -> Path:
+        built.append("helm")
+        return tmp_path / "helm" / "helm"
+
+    monkeypatch.setattr(cli, "build_all", build_all)
+    monkeypatch.setattr(cli, "ensure_helm", ensure_helm)
+    assert cli.main(["build"]) == 0
+    assert built == ["control plane", "helm"]
+    assert f"ready in {tmp_path / 'helm'}" in capsys.readouterr().out
+
+
+def test_build_reports_a_helm_build_failure_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def ensure_helm(**_kwargs: object) -> Path:
+        raise BuildError("building helm failed (exit 1)")
+
+    monkeypatch.setattr(cli, "build_all", lambda **_kwargs: tmp_path)
+    monkeypatch.setattr(cli, "ensure_helm", ensure_helm)
+    assert cli.main(["build"]) == 1
+    assert capsys.readouterr().err == "error: building helm failed (exit 1)\n"

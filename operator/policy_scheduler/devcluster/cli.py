@@ -13,6 +13,7 @@ from policy_scheduler.devcluster.arguments import add_parser, default_workdir
 from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries, versions_summary
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.errors import DevClusterError
+from policy_scheduler.devcluster.tools import HELM_VERSION, ensure_helm
 
 PROG = "policy-scheduler dev-cluster"
 
@@ -30,10 +31,13 @@ def _handle_termination_signals() -> None:
 def cmd_build(_args: argparse.Namespace) -> int:
     try:
         directory = build_all(out=sys.stderr)
+        # The install tests and the chart's render need helm: built with the rest, once.
+        helm = ensure_helm(out=sys.stderr)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{versions_summary()} ready in {directory}")
+    print(f"helm {HELM_VERSION} ready in {helm.parent}")
     return 0
 
 
