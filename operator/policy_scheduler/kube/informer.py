@@ -417,7 +417,11 @@ class Informer(Generic[S, V]):
                 return value
         log.warning(
             "cannot decode object; ignoring it",
-            extra={"resource": self.path, "object": object_key(failure.metadata), "error": failure.error},
+            extra={
+                "resource": self.path,
+                "object": object_key(failure.metadata),
+                "error": failure.describe(self.path),
+            },
         )
         return None
 
