@@ -47,6 +47,7 @@ async def _ask(args: argparse.Namespace, api: Any, namespace: str, name: str) ->
 
 async def _explain(args: argparse.Namespace) -> int:
     from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.kubeconfig import KubeconfigError
 
     namespace, name = parse_target(args.pod, args.namespace)
     api: Any = None
@@ -73,7 +74,7 @@ async def _explain(args: argparse.Namespace) -> int:
             scenario, _ = await read_snapshot(api_get(api), namespaces=[namespace])
             explanation = recompute(scenario, namespace, name)
             note += "; recomputed from a live snapshot of the cluster"
-    except (NotExplainable, SnapshotError) as exc:
+    except (NotExplainable, SnapshotError, KubeconfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -11,24 +11,22 @@ expects a Binding).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 import aiohttp
 import msgspec
 from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
 from policy_scheduler.kube.fence import Fence, FencedBody
 from policy_scheduler.kube.fence import check as fence_check
+from policy_scheduler.kube.kubeconfig import load_configuration
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS
@@ -156,26 +154,9 @@ async def make_api_client(
     kubeconfig: str | None = None, request_connections: int = REQUEST_CONNECTIONS
 ) -> Any:
     """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config,
-    with up to `request_connections` connections for requests.
-
-    Outside a cluster with neither set, ~/.kube/config is tried last so local runs just work.
-    """
-    configuration = k8s_client.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
-        await k8s_config.load_kube_config(
-            config_file=path, client_configuration=configuration, persist_config=False
-        )
-    else:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except k8s_config.ConfigException:
-            default = Path.home() / ".kube" / "config"
-            if not default.exists():
-                raise
-            await k8s_config.load_kube_config(
-                config_file=str(default), client_configuration=configuration, persist_config=False
-            )
+    else ~/.kube/config (kube/kubeconfig.py), with up to `request_connections` connections for
+    requests. KubeconfigError, in one line, if none can be loaded."""
+    configuration = await load_configuration(kubeconfig)
     api = ApiClient(configuration, request_connections)
     api.user_agent = USER_AGENT
     log.info("api client ready", extra={"host": configuration.host})
