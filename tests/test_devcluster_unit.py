@@ -15,7 +15,13 @@ from policy_scheduler.devcluster import arguments, cli, hostnet
 from policy_scheduler.devcluster.build import BuildError
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
-from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
+from policy_scheduler.devcluster.flags import (
+    Ports,
+    apiserver_args,
+    controller_manager_args,
+    kwok_args,
+    with_overrides,
+)
 from policy_scheduler.devcluster.kwokstages import STAGE_FILES, install_stages
 from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, node_ip, node_manifest
 from policy_scheduler.devcluster.procs import Component, log_tail, pid_runs, spawn, terminate
@@ -251,3 +257,11 @@ def test_build_reports_a_helm_build_failure_in_one_line(
     monkeypatch.setattr(cli, "ensure_helm", ensure_helm)
     assert cli.main(["build"]) == 1
     assert capsys.readouterr().err == "error: building helm failed (exit 1)\n"
+
+
+def test_extra_apiserver_flags_replace_the_defaults_of_the_same_name() -> None:
+    args = apiserver_args(Path("/bin/kube-apiserver"), Path("/pki"), PORTS, None)
+    merged = with_overrides(args, ["--authorization-mode=RBAC", "--runtime-config=resource.k8s.io/v1=false"])
+    assert [a for a in merged if a.startswith("--authorization-mode")] == ["--authorization-mode=RBAC"]
+    assert merged[-1] == "--runtime-config=resource.k8s.io/v1=false"
+    assert len(merged) == len(args) + 1

@@ -471,7 +471,10 @@ def test_an_undecodable_object_is_logged_by_its_name_and_field(caplog: pytest.Lo
     slices: Informer[ResourceSlice, Any] = Informer(None, RESOURCE_SLICES, ResourceSlice, slice_from_api)
     bad = {
         "metadata": {"name": "gpu-node-1", "resourceVersion": "3"},
-        "spec": {"driver": "gpu.example.com", "devices": [{"name": "gpu-0", "consumesCounters": [{"counterSet": 1}]}]},
+        "spec": {
+            "driver": "gpu.example.com",
+            "devices": [{"name": "gpu-0", "consumesCounters": [{"counterSet": 1}]}],
+        },
     }
     with caplog.at_level("WARNING", logger=informer_module.__name__):
         slices._handle_line(line("ADDED", bad))

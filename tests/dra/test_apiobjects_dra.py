@@ -126,7 +126,9 @@ def test_a_manifest_slice_with_consumes_counters_decodes_and_marks_the_device() 
     ((device,),) = [s.devices for s in store.slices()]
     assert device.consumes_counters
     # The same object from the API server's JSON decodes alike.
-    decoded = msgspec.json.decode(msgspec.json.encode(_with_device(consumesCounters=consumes)), type=ResourceSlice)
+    decoded = msgspec.json.decode(
+        msgspec.json.encode(_with_device(consumesCounters=consumes)), type=ResourceSlice
+    )
     assert slice_from_api(decoded).devices[0].consumes_counters
 
 
@@ -135,7 +137,9 @@ def test_a_manifest_slice_field_of_the_wrong_type_names_the_object_and_field() -
         store_from_manifests([_with_device(consumesCounters=[{"counterSet": 7}])])
     assert caught.value.obj == "ResourceSlice n1-gpu"
     assert caught.value.path == "spec.devices[0].consumesCounters[0].counterSet"
-    assert str(caught.value).startswith("ResourceSlice n1-gpu: spec.devices[0].consumesCounters[0].counterSet: ")
+    assert str(caught.value).startswith(
+        "ResourceSlice n1-gpu: spec.devices[0].consumesCounters[0].counterSet: "
+    )
     assert "\n" not in str(caught.value)
 
 

@@ -31,11 +31,20 @@ def write(tmp_path: Path, text: str) -> str:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("clusters: [\n", "not valid YAML at line 2, column 1: expected the node content, but found '<stream end>'"),
+        (
+            "clusters: [\n",
+            "not valid YAML at line 2, column 1: expected the node content, but found '<stream end>'",
+        ),
         ("- just\n- a list\n", "not a kubeconfig (expected clusters, users, contexts and current-context)"),
         (GOOD.replace("current-context: x", ""), "has no current-context"),
-        (GOOD.replace("current-context: x", "current-context: y"), "current-context y names no entry in its contexts list"),
-        (GOOD.replace("user: u}", "user: nobody}"), "context x names user nobody, which is not in its users list"),
+        (
+            GOOD.replace("current-context: x", "current-context: y"),
+            "current-context y names no entry in its contexts list",
+        ),
+        (
+            GOOD.replace("user: u}", "user: nobody}"),
+            "context x names user nobody, which is not in its users list",
+        ),
     ],
 )
 async def test_a_broken_kubeconfig_is_named_with_its_problem(tmp_path: Path, text: str, problem: str) -> None:
@@ -50,7 +59,9 @@ async def test_an_unreadable_kubeconfig_says_why(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("KUBECONFIG", str(missing))
     with pytest.raises(KubeconfigError) as caught:
         await load_configuration()
-    assert str(caught.value) == f"kubeconfig {missing} ($KUBECONFIG): cannot read it: No such file or directory"
+    assert (
+        str(caught.value) == f"kubeconfig {missing} ($KUBECONFIG): cannot read it: No such file or directory"
+    )
 
 
 async def test_without_any_configuration_it_says_what_to_pass(
@@ -90,4 +101,7 @@ def test_run_prints_one_line_and_exits_1(tmp_path: Path) -> None:
         timeout=60,
         check=False,
     )
-    assert (done.returncode, done.stderr) == (1, f"error: kubeconfig {path} (--kubeconfig): has no current-context\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"error: kubeconfig {path} (--kubeconfig): has no current-context\n",
+    )

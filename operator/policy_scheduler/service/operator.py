@@ -33,6 +33,7 @@ from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crstatus import StatusWriter
+from policy_scheduler.kube.discovery import discover
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
@@ -294,8 +295,10 @@ class Operator:
     # ---- lifecycle, in the order service/startup.py calls it ---------------------------------------
 
     async def start(self) -> None:
-        """The server, the writers, every informer and leader election. Raises ServingError if
-        the server cannot listen."""
+        """The server, the writers, every informer and leader election. Raises MissingCrdError if
+        our CRDs are not installed, ServingError if the server cannot listen."""
+        served = await discover(self.api, [i.path for i in self.informers()])
+        served.require_own_crds()
         self._unregister = register_engine(self.engine)
         await self.server.start()
         self.events.start()
