@@ -30,6 +30,7 @@ from policy_scheduler.kube.kubeconfig import load_configuration
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS
+from policy_scheduler.observability import metrics
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,29 @@ class Route:
         return options
 
 
+class RestClientMetrics:
+    """client-go's rest_client_request_duration_seconds and rest_client_requests_total for one API
+    server: latency until the answer's headers (a watch's too), and the answer's code, or
+    "<error>" when there was none."""
+
+    def __init__(self, server: URL) -> None:
+        self.host = f"{server.host}:{server.port}" if server.port is not None else str(server.host)
+        self._latency: dict[str, Any] = {}
+        self._results: dict[tuple[str, str], Any] = {}
+
+    def observe(self, method: str, code: int | None, seconds: float) -> None:
+        # Looked up once per verb and code: every request passes here.
+        latency = self._latency.get(method)
+        if latency is None:
+            latency = self._latency[method] = metrics.rest_client_request_duration.labels(method, self.host)
+        latency.observe(seconds)
+        key = (str(code) if code is not None else "<error>", method)
+        result = self._results.get(key)
+        if result is None:
+            result = self._results[key] = metrics.rest_client_requests.labels(key[0], method, self.host)
+        result.inc()
+
+
 def _session(rest: Any) -> aiohttp.ClientSession:
     """A session on the connections of kubernetes_asyncio's pool `rest` (its TLS settings from the
     configuration, its connection limit) that reads nothing from the environment per request:
@@ -137,6 +161,7 @@ class ApiClient(k8s_client.ApiClient):
     def __init__(self, configuration: Any, request_connections: int = REQUEST_CONNECTIONS) -> None:
         super().__init__(configuration=configuration)
         self.route = Route.from_configuration(configuration)
+        self.metrics = RestClientMetrics(URL(str(configuration.host)))
         self._request_pool = k8s_rest.RESTClientObject(configuration, maxsize=request_connections)
         self.watch_session = _session(self.rest_client)
         self.request_session = _session(self._request_pool)
@@ -230,6 +255,8 @@ async def call(
             payload = FencedBody(data, fence, path, content_type=content_type)
     session, url, request_headers, extra = await _prepare(api, path, content_type, accept=accept)
     request_headers.update(headers or {})
+    started = time.perf_counter()
+    code: int | None = None
     try:
         async with session.request(
             method,
@@ -240,6 +267,8 @@ async def call(
             timeout=aiohttp.ClientTimeout(total=request_timeout),
             **extra,
         ) as resp:
+            code = resp.status
+            api.metrics.observe(method, code, time.perf_counter() - started)
             retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
             if sink is not None and 200 <= resp.status < 300:
                 async for piece in resp.content.iter_any():
@@ -250,6 +279,12 @@ async def call(
         # aiohttp reports a body that refused to be written as a connection error.
         if isinstance(payload, FencedBody) and payload.refused is not None:
             raise payload.refused from exc
+        if code is None:
+            api.metrics.observe(method, None, time.perf_counter() - started)
+        raise
+    except TimeoutError:
+        if code is None:
+            api.metrics.observe(method, None, time.perf_counter() - started)
         raise
 
 
@@ -286,8 +321,17 @@ async def stream(
     """A GET whose response is read incrementally (watches). No total timeout, only idle time."""
     session, url, headers, extra = await _prepare(api, path, None, watch=True)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=DEFAULT_TIMEOUT, sock_read=read_timeout)
-    async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
-        yield resp
+    started = time.perf_counter()
+    answered = False
+    try:
+        async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
+            answered = True
+            api.metrics.observe("GET", resp.status, time.perf_counter() - started)
+            yield resp
+    except (aiohttp.ClientError, TimeoutError):
+        if not answered:
+            api.metrics.observe("GET", None, time.perf_counter() - started)
+        raise
 
 
 async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

@@ -41,6 +41,12 @@ class MetricsObserver(CycleObserver):
             seconds = self.clock() - info.initial_attempt_timestamp
             metrics.pod_scheduling_sli_duration.labels(attempts_label(info.attempts)).observe(seconds)
 
+    def algorithm_finished(self, profile: str, seconds: float) -> None:
+        metrics.scheduling_algorithm_duration.observe(seconds)
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        metrics.permit_wait_duration.labels(result).observe(seconds)
+
     # ---- PluginMetrics ---------------------------------------------------------------------------
 
     def evaluated(self, profile: str, plugin: str, point: str, count: int) -> None:

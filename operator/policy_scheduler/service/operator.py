@@ -27,6 +27,7 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
 from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
+from policy_scheduler.controllers.priorityclass_mirror import WORKQUEUE_NAME as MIRROR_QUEUE
 from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
@@ -54,6 +55,7 @@ from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
+from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.model import DeviceSelector
@@ -120,6 +122,10 @@ class Operator:
             else AlwaysLeader()
         )
         metrics.is_leader.set_function(self.leader.acting_now)
+        if config.leader_elect:  # as kube-scheduler: only with leader election
+            metrics.leader_election_master_status.labels(config.lease_name).set_function(
+                self.leader.is_leader
+            )
         # Every write only the leader makes asks the elector first (kube/fence.py).
         fence = self.leader
         self.events = EventRecorder(api, instance=self.identity, timings=config.timings.events)
@@ -250,7 +256,9 @@ class Operator:
             pod_priority_counter(lambda: self.cluster.pods.store.values()),
             self.leader,
             timings=self.config.mirrors,
+            workqueue_observer=WorkQueueMetrics(MIRROR_QUEUE),
         )
+        unregister_queues = register_queues(lambda: [mirrors.queue])
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.
         identity: Any = self.identity
         try:
@@ -267,6 +275,7 @@ class Operator:
                 identity=identity,
             )
         finally:
+            unregister_queues()
             stop.set()
 
     def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
