@@ -19,6 +19,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -34,7 +35,6 @@ from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube.api_binder import ApiBinder
 from policy_scheduler.kube.cluster_informers import ClusterInformers
 from policy_scheduler.kube.crstatus import StatusWriter
-from policy_scheduler.kube.discovery import discover
 from policy_scheduler.kube.dra_informers import DraInformers
 from policy_scheduler.kube.dra_writer import ApiClaimWriter
 from policy_scheduler.kube.event_objects import ObjectRef
@@ -56,6 +56,7 @@ from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
+from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.model import DeviceSelector
@@ -64,6 +65,12 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.service.api_availability import (
+    CONDITION_APIS_SERVED,
+    REASON_NOT_SERVED,
+    ApiAvailability,
+    condition_fields,
+)
 from policy_scheduler.service.config import OperatorConfig
 
 log = logging.getLogger(__name__)
@@ -212,6 +219,11 @@ class Operator:
         )
         for informer in [*self.informers(), *self.policy_informers.informers()]:
             informer.first_lists = first_lists
+        # APIs the cluster may not serve (DRA, storage kinds, the PodGroup CRD).
+        self.apis = ApiAvailability(
+            api, self.informers, services.unserved, on_served=self._apis_served, adopt=self._tasks.extend
+        )
+        self._reported_apis: set[tuple[str, str]] = set()  # (profile uid, api) with an Event
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)
@@ -293,7 +305,34 @@ class Operator:
             stats = self.reporter.stats.get(scheduler) if scheduler else None
             status = self.profiles.status(name, stats, synced)
             if status is not None:
+                if record.accepted is not None:
+                    self._report_apis(record, status)
                 self.status.set(PROFILES, name, status)
+
+    def _report_apis(self, record: ProfileRecord, status: dict[str, Any]) -> None:
+        """The APIsServed condition, and an Event the first time an API the profile's plugins
+        read is found missing."""
+        assert record.accepted is not None
+        plugins = {ref.name for refs in record.accepted.points.values() for ref in refs}
+        missing = self.apis.affecting(plugins)
+        ok, reason, message = condition_fields(missing)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status["conditions"].append(
+            condition_dict(
+                record.transitions, CONDITION_APIS_SERVED, str(ok), reason, message, record.generation, now
+            )
+        )
+        for watched in missing:
+            key = (record.uid, watched.api)
+            if key not in self._reported_apis and self.leader.is_leader():
+                self._reported_apis.add(key)
+                ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+                self.events.event(ref, "Warning", REASON_NOT_SERVED, "Schedule", watched.reason())
+
+    def _apis_served(self) -> None:
+        """An API is served again: the pods that waited for it try again."""
+        for scheduler_name in list(self.engine.frameworks):
+            self.engine.retry_pending(scheduler_name)
 
     async def _status_loop(self) -> None:
         while True:
@@ -306,13 +345,15 @@ class Operator:
     async def start(self) -> None:
         """The server, the writers, every informer and leader election. Raises MissingCrdError if
         our CRDs are not installed, ServingError if the server cannot listen."""
-        served = await discover(self.api, [i.path for i in self.informers()])
+        served = await self.apis.discover()
         served.require_own_crds()
+        self.apis.apply(served)
         self._unregister = register_engine(self.engine)
         await self.server.start()
         self.events.start()
         self.reporter.start()
-        self._tasks.extend(informer.start() for informer in self.informers())
+        self._tasks.extend(informer.start() for informer in self.informers() if informer.served)
+        self._spawn(self.apis.run(), "api-discovery")
         self._spawn(self.policy_informers.run(), "policy-informers")
         self._spawn(self.podgroup_status.run(), "podgroup-status")
         self._spawn(self.leader.run(), "leader-election")

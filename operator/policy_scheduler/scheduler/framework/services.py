@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.framework.unserved import UnservedApis
 from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
@@ -67,3 +68,5 @@ class ClusterServices:
     # Nodes' real usage and eviction thresholds (EvictionHeadroom; issue 35). Empty: no data,
     # which that plugin scores as neutral.
     node_usage: NodeUsageStore = field(default_factory=NodeUsageStore)
+    # The APIs the cluster does not serve (API discovery): the plugins that read one are off.
+    unserved: UnservedApis = field(default_factory=UnservedApis)
