@@ -22,6 +22,7 @@ class OperatorConfig:
     lease_name: str = "policy-scheduler"
     identity: str | None = None  # default: hostname_uuid
     profile_selector: str = ""
+    api_discovery_interval: float = 60.0
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
 
@@ -38,6 +39,7 @@ class OperatorConfig:
             lease_name=args.lease_name,
             identity=args.identity,
             profile_selector=args.profile_selector,
+            api_discovery_interval=args.api_discovery_interval,
             timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
         )
 

@@ -221,7 +221,12 @@ class Operator:
             informer.first_lists = first_lists
         # APIs the cluster may not serve (DRA, storage kinds, the PodGroup CRD).
         self.apis = ApiAvailability(
-            api, self.informers, services.unserved, on_served=self._apis_served, adopt=self._tasks.extend
+            api,
+            self.informers,
+            services.unserved,
+            on_served=self._apis_served,
+            adopt=self._tasks.extend,
+            interval=config.api_discovery_interval,
         )
         self._reported_apis: set[tuple[str, str]] = set()  # (profile uid, api) with an Event
 
