@@ -117,6 +117,9 @@ class Coscheduling(
         if not key:
             return SUCCESS
         if group is None:
+            if self.handle.services.unserved.reason(PODGROUPS_API):
+                # PreFilter turns the pod down saying so: a pod held here gets no condition.
+                return SUCCESS
             return self._note(key, self._not_found(key))
         if group.malformed:
             return self._note(key, group.malformed)

@@ -198,7 +198,8 @@ class DynamicResources(
         return found
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        if not has_claims(pod):
+        # Without the API, PreFilter turns the pod down saying so: a pod held here gets no condition.
+        if not has_claims(pod) or self.unserved.reason(DRA_API):
             return SUCCESS
         try:
             self._claims(pod)

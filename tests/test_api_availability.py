@@ -1,0 +1,74 @@
+"""API discovery's answer applied: informers of unserved collections off (synced, empty), the
+plugins told why, an API served again started and its pods retried."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from policy_scheduler.kube import paths
+from policy_scheduler.kube.discovery import ServedApis
+from policy_scheduler.kube.informer import Informer
+from policy_scheduler.scheduler.framework import unserved
+from policy_scheduler.scheduler.framework.unserved import UnservedApis
+from policy_scheduler.service.api_availability import ApiAvailability, condition_fields
+
+WATCHED = [paths.PODS, paths.CSI_NODES, paths.RESOURCE_SLICES, paths.RESOURCE_CLAIMS, paths.PODGROUPS]
+
+
+class Started(Informer[Any, Any]):
+    def start(self) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(asyncio.sleep(0))
+
+
+def make() -> tuple[ApiAvailability, list[Informer[Any, Any]], UnservedApis, list[str]]:
+    informers: list[Informer[Any, Any]] = [Started(None, path, object, lambda x: x) for path in WATCHED]
+    apis = UnservedApis()
+    retried: list[str] = []
+    availability = ApiAvailability(
+        None, lambda: informers, apis, on_served=lambda: retried.append("retry"), adopt=lambda _tasks: None
+    )
+    return availability, informers, apis, retried
+
+
+async def test_unserved_collections_are_off_and_the_plugins_know_why() -> None:
+    availability, informers, apis, retried = make()
+    started = availability.apply(ServedApis(frozenset({paths.CSI_NODES})))
+    assert started == []
+    off = {i.path for i in informers if not i.served}
+    assert off == {paths.RESOURCE_SLICES, paths.RESOURCE_CLAIMS, paths.PODGROUPS}
+    for informer in informers:
+        if not informer.served:
+            assert informer.has_synced.is_set()
+            assert informer.current.is_set()
+            assert informer.reached(10**9)  # a new leader's catch-up does not wait for it
+    dra = apis.reason(unserved.DRA)
+    assert dra is not None
+    assert dra.startswith("resource.k8s.io/v1 is not served by the API server: DynamicResources is off")
+    assert "kubectl apply -k manifests/" in (apis.reason(unserved.PODGROUPS) or "")
+    assert apis.reason(unserved.CSI_STORAGE_CAPACITIES) is not None  # not watched here, not discovered
+    assert [w.api for w in availability.affecting({"DynamicResources", "NodeResourcesFit"})] == [unserved.DRA]
+    assert availability.affecting({"NodeResourcesFit"}) == []
+    assert retried == []
+
+
+async def test_an_api_served_later_is_started_and_its_pods_retried() -> None:
+    availability, informers, apis, retried = make()
+    availability.apply(ServedApis(frozenset({paths.CSI_NODES, paths.RESOURCE_SLICES, paths.RESOURCE_CLAIMS})))
+    assert apis.reason(unserved.PODGROUPS) is not None
+    started = availability.apply(ServedApis(frozenset({paths.CSI_NODES, *WATCHED[2:]})))
+    assert len(started) == 1
+    await asyncio.gather(*started)
+    assert all(i.served for i in informers)
+    assert apis.reason(unserved.PODGROUPS) is None
+    assert retried == ["retry"]
+
+
+def test_the_condition_names_every_missing_api() -> None:
+    availability, _, _, _ = make()
+    availability.apply(ServedApis(frozenset()))
+    ok, reason, message = condition_fields(availability.affecting({"DynamicResources", "VolumeBinding"}))
+    assert (ok, reason) == (False, "APINotServed")
+    assert "resource.k8s.io/v1 is not served" in message
+    assert "storage.k8s.io/v1 csistoragecapacities is not served" in message
+    assert condition_fields([])[0] is True
