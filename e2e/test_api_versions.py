@@ -146,7 +146,12 @@ def test_a_pod_with_a_resource_claim_waits_naming_the_api(operator: OperatorProc
 def test_gang_pods_wait_for_the_podgroup_crd_and_go_on_once_it_is_installed(
     operator: OperatorProcess, admin: Kubectl
 ) -> None:
-    spec = {"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}}
+    spec = {
+        "plugins": {
+            "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+            "queueSort": {"disabled": [{"name": "PrioritySort"}]},
+        }
+    }
     admin.apply(profile("apis-gang", GANG_SCHEDULER, **spec))
     admin.create(pod("member-0", NS, GANG_SCHEDULER, labels={PG_LABEL: "g"}))
     waiting = wait_until(
