@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from policy_scheduler.kube import paths
+from policy_scheduler.kube.client import ApiError
 from policy_scheduler.kube.discovery import ServedApis
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.scheduler.framework import unserved
@@ -72,3 +75,29 @@ def test_the_condition_names_every_missing_api() -> None:
     assert "resource.k8s.io/v1 is not served" in message
     assert "storage.k8s.io/v1 csistoragecapacities is not served" in message
     assert condition_fields([])[0] is True
+
+
+async def test_the_first_discovery_retries_until_the_api_server_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    availability, _, _, _ = make()
+    answers: list[ServedApis | Exception] = [
+        ConnectionError("refused"),
+        ApiError(503, "", "", 3.0),
+        ServedApis(frozenset()),
+    ]
+    slept: list[float] = []
+
+    async def discover() -> ServedApis:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(availability, "discover", discover)
+    assert await availability.first_discovery(sleep) == ServedApis(frozenset())
+    assert len(slept) == 2
+    assert slept[1] >= 3.0  # the server's Retry-After

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from policy_scheduler.kube import paths
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.discovery import ServedApis, discover
 from policy_scheduler.kube.informer import Informer
+from policy_scheduler.kube.retry import Backoff, RetryPolicy
 from policy_scheduler.scheduler.framework import unserved
 from policy_scheduler.scheduler.framework.unserved import UnservedApis
 
@@ -96,6 +97,20 @@ class ApiAvailability:
 
     async def discover(self) -> ServedApis:
         return await discover(self.api, [informer.path for informer in self.informers()])
+
+    async def first_discovery(self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> ServedApis:
+        """Discovery at start, retried with backoff until the API server answers (as the
+        informers would retry their lists)."""
+        backoff = Backoff(RetryPolicy())
+        while True:
+            try:
+                return await self.discover()
+            except DISCOVERY_ERRORS as exc:
+                delay = backoff.next(exc.retry_after if isinstance(exc, ApiError) else None)
+                log.warning(
+                    "API discovery failed; retrying", extra={"error": repr(exc), "retry_in": round(delay, 2)}
+                )
+                await sleep(delay)
 
     def apply(self, served: ServedApis) -> list[asyncio.Task[None]]:
         """Informers of unserved collections off, those served again started (their tasks are

@@ -350,7 +350,7 @@ class Operator:
     async def start(self) -> None:
         """The server, the writers, every informer and leader election. Raises MissingCrdError if
         our CRDs are not installed, ServingError if the server cannot listen."""
-        served = await self.apis.discover()
+        served = await self.apis.first_discovery()
         served.require_own_crds()
         self.apis.apply(served)
         self._unregister = register_engine(self.engine)
