@@ -3,6 +3,8 @@ expose them: the process and Python runtime, the REST client, work queues."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -10,8 +12,11 @@ from yarl import URL
 
 from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube.client import RestClientMetrics
+from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import REGISTRY
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
+from policy_scheduler.scheduler.framework.events import Resource
+from policy_scheduler.scheduler.model import Node, Pod
 from tests.fakeclock import FakeClock
 
 
@@ -86,3 +91,35 @@ def test_work_queue_series_follow_a_key_through_the_queue() -> None:
     finally:
         unregister()
     assert ("workqueue_depth", frozenset({("name", name)})) not in samples()
+
+
+def test_event_handling_is_timed_by_upstreams_event_labels() -> None:
+    handled: list[str] = []
+
+    class Engine:
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args: handled.append(name)
+
+    ticks = iter(range(100))
+    events = TimedEvents(Engine(), clock=lambda: float(next(ticks)))
+    before = samples()
+    events.pod_added(Pod("p", uid="p"))
+    events.pod_updated(Pod("p", uid="p", node_name="n1"), Pod("p", uid="p", node_name="n1"))
+    events.timed_pod_deleted(lambda pod: handled.append("deleted"))(Pod("p", uid="p", node_name="n1"))
+    events.node_added(Node("n1"))
+    events.dra_changed(Resource.RESOURCE_SLICE, None, object())
+    after = samples()
+    assert handled == ["pod_added", "pod_updated", "deleted", "node_added", "dra_changed"]
+
+    def count(label: str) -> float:
+        key = ("scheduler_event_handling_duration_seconds_count", frozenset({("event", label)}))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    for label in (
+        "UnscheduledPodAdd",
+        "AssignedPodUpdate",
+        "AssignedPodDelete",
+        "NodeAdd",
+        "resource.k8s.io/ResourceSliceAdd",
+    ):
+        assert count(label) == 1, label

@@ -53,6 +53,7 @@ from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.observability import metrics
+from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
@@ -207,15 +208,17 @@ class Operator:
             on_eviction_policy=self.policies.on_event,
             timings=config.timings.informer,
         )
+        # The informers' events reach the engine timed (scheduler_event_handling_duration_seconds).
+        events = TimedEvents(self.engine)
         self.cluster = ClusterInformers(
             api,
-            self.engine,
-            on_pod_deleted=self._pod_deleted,
+            events,
+            on_pod_deleted=events.timed_pod_deleted(self._pod_deleted),
             owners=self.owners,
             pdbs=self.pdbs,
             timings=config.timings.informer,
             storage_changes=self.storage_changes,
-            dra=DraInformers(api, self.dra_store, self.engine, config.timings.informer),
+            dra=DraInformers(api, self.dra_store, events, config.timings.informer),
         )
         for informer in [*self.informers(), *self.policy_informers.informers()]:
             informer.first_lists = first_lists
