@@ -101,3 +101,17 @@ async def test_the_first_discovery_retries_until_the_api_server_answers(
     assert await availability.first_discovery(sleep) == ServedApis(frozenset())
     assert len(slept) == 2
     assert slept[1] >= 3.0  # the server's Retry-After
+
+
+async def test_an_api_that_goes_away_stops_its_informer_and_empties_its_store() -> None:
+    availability, informers, apis, _ = make()
+    availability.apply(ServedApis(frozenset(WATCHED[1:])))
+    slices = next(i for i in informers if i.path == paths.RESOURCE_SLICES)
+    gone: list[object] = []
+    slices.on_delete = gone.append
+    slices.store["s1"] = "slice"
+    availability.apply(ServedApis(frozenset({paths.CSI_NODES})))
+    assert not slices.served
+    assert slices.store == {}
+    assert gone == ["slice"]
+    assert apis.reason(unserved.DRA) is not None

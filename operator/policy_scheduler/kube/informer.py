@@ -137,8 +137,13 @@ class Informer(Generic[S, V]):
     # --- lifecycle -----------------------------------------------------------------------------
 
     def not_served(self) -> None:
-        """The API server does not serve this collection: nothing to list or watch."""
+        """The API server does not serve this collection (any more): nothing to list or watch, and
+        what the store held is gone with the API."""
         self.served = False
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._sync([], [], "")
         self.has_synced.set()
         self.current.set()
 
