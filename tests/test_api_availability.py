@@ -8,12 +8,16 @@ from typing import Any
 
 import pytest
 
+from policy_scheduler.controllers.profile_store import ProfileRecord
 from policy_scheduler.kube import paths
 from policy_scheduler.kube.client import ApiError
 from policy_scheduler.kube.discovery import ServedApis
 from policy_scheduler.kube.informer import Informer
+from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.framework import unserved
 from policy_scheduler.scheduler.framework.unserved import UnservedApis
+from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.service.api_availability import ApiAvailability, condition_fields
 
 WATCHED = [paths.PODS, paths.CSI_NODES, paths.RESOURCE_SLICES, paths.RESOURCE_CLAIMS, paths.PODGROUPS]
@@ -115,3 +119,21 @@ async def test_an_api_that_goes_away_stops_its_informer_and_empties_its_store() 
     assert slices.store == {}
     assert gone == ["slice"]
     assert apis.reason(unserved.DRA) is not None
+
+
+def test_an_affected_profile_gets_the_condition_and_one_event_per_api() -> None:
+    availability, _, _, _ = make()
+    availability.apply(ServedApis(frozenset({paths.CSI_NODES})))
+    record = ProfileRecord("gpu", "uid-1", 3, "")
+    resolved = resolve_profile(ProfileConfig(scheduler_name="gpu"), implemented_plugin_names())
+    record.last.accept(3, {}, resolved)
+    told: list[str] = []
+    for _ in range(2):  # the status loop runs again and again
+        status: dict[str, Any] = {"conditions": []}
+        availability.report(record, status, lambda _record, note: told.append(note))
+    (found,) = status["conditions"]
+    assert (found["type"], found["status"], found["reason"]) == ("APIsServed", "False", "APINotServed")
+    assert found["observedGeneration"] == 3
+    assert "resource.k8s.io/v1 is not served" in found["message"]
+    assert len(told) == 2  # DRA and CSIStorageCapacity (default plugins), once each
+    assert any(note.startswith("resource.k8s.io/v1 is not served") for note in told)

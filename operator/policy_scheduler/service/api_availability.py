@@ -14,13 +14,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from policy_scheduler.controllers.profile_store import ProfileRecord
 from policy_scheduler.kube import paths
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.discovery import ServedApis, discover
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.retry import Backoff, RetryPolicy
+from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.scheduler.framework import unserved
 from policy_scheduler.scheduler.framework.unserved import UnservedApis
 
@@ -94,6 +97,7 @@ class ApiAvailability:
         self.adopt = adopt  # the tasks of informers started later (the owner stops them)
         self.interval = interval
         self.missing: list[WatchedApi] = []
+        self._reported: set[tuple[str, str]] = set()  # (profile uid, api) told in an Event
 
     async def discover(self) -> ServedApis:
         return await discover(self.api, [informer.path for informer in self.informers()])
@@ -133,6 +137,7 @@ class ApiAvailability:
         for watched in self.missing:
             if watched not in missing:
                 log.info("API served again", extra={"api": watched.api})
+                self._reported = {key for key in self._reported if key[1] != watched.api}
         came_back = any(w not in missing for w in self.missing)
         self.missing = missing
         self.unserved.set({w.api: w.reason() for w in missing})
@@ -151,6 +156,27 @@ class ApiAvailability:
                 log.warning("API discovery failed; retrying", extra={"error": repr(exc)})
                 continue
             self.adopt(self.apply(served))
+
+    def report(
+        self, record: ProfileRecord, status: dict[str, Any], event: Callable[[ProfileRecord, str], None]
+    ) -> None:
+        """Add the APIsServed condition to an accepted profile's `status`, and call `event` the
+        first time one of its plugins' APIs is found missing."""
+        if record.accepted is None:
+            return
+        plugins = {ref.name for refs in record.accepted.points.values() for ref in refs}
+        missing = self.affecting(plugins)
+        ok, reason, message = condition_fields(missing)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status["conditions"].append(
+            condition_dict(
+                record.transitions, CONDITION_APIS_SERVED, str(ok), reason, message, record.generation, now
+            )
+        )
+        for watched in missing:
+            if (record.uid, watched.api) not in self._reported:
+                self._reported.add((record.uid, watched.api))
+                event(record, watched.reason())
 
     def affecting(self, plugins: Iterable[str]) -> list[WatchedApi]:
         """The missing APIs that turn off one of `plugins` (a profile's)."""

@@ -19,7 +19,6 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -57,7 +56,6 @@ from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
-from policy_scheduler.policy.conditions import condition_dict
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.model import DeviceSelector
@@ -66,12 +64,7 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.service.api_availability import (
-    CONDITION_APIS_SERVED,
-    REASON_NOT_SERVED,
-    ApiAvailability,
-    condition_fields,
-)
+from policy_scheduler.service.api_availability import REASON_NOT_SERVED, ApiAvailability
 from policy_scheduler.service.config import OperatorConfig
 
 log = logging.getLogger(__name__)
@@ -231,7 +224,6 @@ class Operator:
             adopt=self._tasks.extend,
             interval=config.api_discovery_interval,
         )
-        self._reported_apis: set[tuple[str, str]] = set()  # (profile uid, api) with an Event
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)
@@ -313,29 +305,13 @@ class Operator:
             stats = self.reporter.stats.get(scheduler) if scheduler else None
             status = self.profiles.status(name, stats, synced)
             if status is not None:
-                if record.accepted is not None:
-                    self._report_apis(record, status)
+                self.apis.report(record, status, self._api_not_served)
                 self.status.set(PROFILES, name, status)
 
-    def _report_apis(self, record: ProfileRecord, status: dict[str, Any]) -> None:
-        """The APIsServed condition, and an Event the first time an API the profile's plugins
-        read is found missing."""
-        assert record.accepted is not None
-        plugins = {ref.name for refs in record.accepted.points.values() for ref in refs}
-        missing = self.apis.affecting(plugins)
-        ok, reason, message = condition_fields(missing)
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status["conditions"].append(
-            condition_dict(
-                record.transitions, CONDITION_APIS_SERVED, str(ok), reason, message, record.generation, now
-            )
-        )
-        for watched in missing:
-            key = (record.uid, watched.api)
-            if key not in self._reported_apis and self.leader.is_leader():
-                self._reported_apis.add(key)
-                ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
-                self.events.event(ref, "Warning", REASON_NOT_SERVED, "Schedule", watched.reason())
+    def _api_not_served(self, record: ProfileRecord, note: str) -> None:
+        if self.leader.is_leader():  # standbys see the same; one report is enough
+            ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+            self.events.event(ref, "Warning", REASON_NOT_SERVED, "Schedule", note)
 
     def _apis_served(self) -> None:
         """An API is served again: the pods that waited for it try again."""
