@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from prometheus_client import Histogram
 
+from policy_scheduler.kube.cluster_informers import ClusterSink
+from policy_scheduler.kube.dra_informers import DraSink
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import exponential_buckets
 from policy_scheduler.scheduler.framework.events import Action, Resource
@@ -34,22 +36,8 @@ def event_label(resource: Resource | str, action: Action) -> str:
     return f"{resource}{verb}"
 
 
-class EngineEvents(Protocol):
-    def pod_added(self, pod: Pod) -> None: ...
-
-    def pod_updated(self, old: Pod, new: Pod) -> None: ...
-
-    def node_added(self, node: Node) -> None: ...
-
-    def node_updated(self, old: Node, new: Node) -> None: ...
-
-    def node_deleted(self, node: Node) -> None: ...
-
-    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
-
-    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
-
-    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None: ...
+class EngineEvents(ClusterSink, DraSink, Protocol):
+    """What the informers tell the engine."""
 
 
 def _pod_resource(pod: Pod) -> Resource:
