@@ -15,8 +15,10 @@ from policy_scheduler.kube.client import RestClientMetrics
 from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import REGISTRY
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
-from policy_scheduler.scheduler.framework.events import Resource
+from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
+from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.queue.hints import HintEntry, Strategy, is_pod_worth_requeuing
 from tests.fakeclock import FakeClock
 
 
@@ -123,3 +125,27 @@ def test_event_handling_is_timed_by_upstreams_event_labels() -> None:
         "resource.k8s.io/ResourceSliceAdd",
     ):
         assert count(label) == 1, label
+
+
+def test_queueing_hints_are_timed_by_plugin_event_and_hint() -> None:
+    ran: list[tuple[str, str, str]] = []
+
+    def skip(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.SKIP
+
+    def broken(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        raise RuntimeError("hint bug")
+
+    node_add = ClusterEvent(Resource.NODE, Action.ADD)
+    info = QueuedPodInfo(Pod("p", uid="p"), 0.0, unschedulable_plugins={"A", "B"})
+    entries = [HintEntry(node_add, "A", skip), HintEntry(node_add, "B", broken)]
+    strategy = is_pod_worth_requeuing(
+        info,
+        node_add,
+        None,
+        Node("n1"),
+        entries,
+        lambda plugin, event, hint, _s: ran.append((plugin, event, hint)),
+    )
+    assert strategy == Strategy.AFTER_BACKOFF  # the failing hint queues, as upstream
+    assert ran == [("A", "NodeAdd", "QueueSkip"), ("B", "NodeAdd", "Error")]

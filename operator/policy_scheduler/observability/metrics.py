@@ -60,6 +60,13 @@ permit_wait_duration = Histogram(
     buckets=exponential_buckets(0.001, 2, 15),
     registry=REGISTRY,
 )
+queueing_hint_execution_duration = Histogram(
+    "scheduler_queueing_hint_execution_duration_seconds",
+    "Duration for running a queueing hint function of a plugin.",
+    ["plugin", "event", "hint"],
+    buckets=exponential_buckets(0.00001, 1.5, 20),
+    registry=REGISTRY,
+)
 pending_pods = Gauge(
     "scheduler_pending_pods",
     "Number of pending pods, by the queue type.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -34,6 +35,7 @@ class MetricsObserver(CycleObserver):
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock  # the queue's clock: initial_attempt_timestamp comes from it
+        self._hints: dict[tuple[str, str, str], Any] = {}
 
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         metrics.pod_scheduling_attempts.observe(info.attempts)
@@ -46,6 +48,15 @@ class MetricsObserver(CycleObserver):
 
     def permit_waited(self, result: str, seconds: float) -> None:
         metrics.permit_wait_duration.labels(result).observe(seconds)
+
+    def hint_ran(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        """A queueing hint ran (the queue's HintObserver)."""
+        series = self._hints.get((plugin, event, hint))
+        if series is None:
+            series = self._hints[plugin, event, hint] = metrics.queueing_hint_execution_duration.labels(
+                plugin, event, hint
+            )
+        series.observe(seconds)
 
     # ---- PluginMetrics ---------------------------------------------------------------------------
 

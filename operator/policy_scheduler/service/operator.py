@@ -170,6 +170,7 @@ class Operator:
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
+        self.engine.queue.hints.observe = cycle_metrics.hint_ran
         self.evictor.attach(EnginePods(self.engine))
         # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
         # may be absent: its pods then wait with "PodGroup not found").
