@@ -14,7 +14,9 @@ from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube.client import RestClientMetrics
 from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import REGISTRY
+from policy_scheduler.observability.scheduler_metrics import register_engine
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
+from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.model import Node, Pod
@@ -149,3 +151,24 @@ def test_queueing_hints_are_timed_by_plugin_event_and_hint() -> None:
     )
     assert strategy == Strategy.AFTER_BACKOFF  # the failing hint queues, as upstream
     assert ran == [("A", "NodeAdd", "QueueSkip"), ("B", "NodeAdd", "Error")]
+
+
+def test_inflight_events_count_popped_pods_and_the_events_recorded_meanwhile() -> None:
+    engine = Engine()
+    registry = CollectorRegistry()
+    register_engine(engine, registry)
+    active = engine.queue.active
+    active.start_flight(QueuedPodInfo(Pod("p", uid="p"), 0.0))
+    active.add_event_if_any_in_flight(None, Node("n1"), ClusterEvent(Resource.NODE, Action.ADD))
+    active.add_event_if_any_in_flight(None, Node("n2"), ClusterEvent(Resource.NODE, Action.ADD))
+
+    def inflight() -> dict[str, float]:
+        return {
+            dict(labels)["event"]: value
+            for (name, labels), value in samples(registry).items()
+            if name == "scheduler_inflight_events"
+        }
+
+    assert inflight() == {"PodPopped": 1, "NodeAdd": 2}
+    active.done("p")
+    assert inflight() == {}

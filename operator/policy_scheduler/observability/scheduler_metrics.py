@@ -18,11 +18,14 @@ from policy_scheduler.observability import metrics
 from policy_scheduler.scheduler.diagnosis_recorder import CycleObserver
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
+from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.queue.changes import event_label
 
 # plugin_evaluation_total covers these points only; upstream counts a preemption attempt each
 # time DefaultPreemption's PostFilter runs, whatever it finds.
 EVALUATED_POINTS = frozenset({"PreFilter", "Filter", "PreScore", "Score"})
 DEFAULT_PREEMPTION = "DefaultPreemption"
+POD_POPPED = "PodPopped"  # metrics.PodPoppedInFlightEvent
 MAX_ATTEMPTS_LABEL = 15  # upstream's getAttemptsLabel caps the attempts label at "15+"
 
 
@@ -98,6 +101,15 @@ class EngineCollector(Collector):
             unschedulable.add_metric([plugin, profile], count)
         yield unschedulable
 
+        inflight = GaugeMetricFamily(
+            "scheduler_inflight_events",
+            "Number of events currently tracked in the scheduling queue.",
+            labels=["event"],
+        )
+        for label, count in sorted(self.inflight_events().items()):
+            inflight.add_metric([label], count)
+        yield inflight
+
         incoming = CounterMetricFamily(
             "scheduler_queue_incoming_pods",  # the client adds _total
             "Number of pods added to scheduling queues by event and queue type.",
@@ -106,6 +118,14 @@ class EngineCollector(Collector):
         for (queue, event), count in sorted(self.engine.queue.incoming.items()):
             incoming.add_metric([queue, event], count)
         yield incoming
+
+    def inflight_events(self) -> Counter[str]:
+        """The queue's in-flight log as upstream counts it: a PodPopped per pod being scheduled,
+        and each event recorded meanwhile by its label."""
+        counts: Counter[str] = Counter()
+        for item in self.engine.queue.active.in_flight_log():
+            counts[POD_POPPED if isinstance(item, Pod) else event_label(item.event)] += 1
+        return counts
 
     def unschedulable_by_plugin(self) -> Counter[tuple[str, str]]:
         """Pods in unschedulablePods per rejecting (or gating) plugin, as upstream counts them."""
