@@ -12,8 +12,6 @@ from typing import Any, Protocol
 
 from prometheus_client import Histogram
 
-from policy_scheduler.kube.cluster_informers import ClusterSink
-from policy_scheduler.kube.dra_informers import DraSink
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import exponential_buckets
 from policy_scheduler.scheduler.framework.events import Action, Resource
@@ -36,8 +34,25 @@ def event_label(resource: Resource | str, action: Action) -> str:
     return f"{resource}{verb}"
 
 
-class EngineEvents(ClusterSink, DraSink, Protocol):
-    """What the informers tell the engine."""
+class EngineEvents(Protocol):
+    """What the informers tell the engine (kube's ClusterSink and DraSink: observability is a
+    leaf and imports no adapter)."""
+
+    def pod_added(self, pod: Pod) -> None: ...
+
+    def pod_updated(self, old: Pod, new: Pod) -> None: ...
+
+    def node_added(self, node: Node) -> None: ...
+
+    def node_updated(self, old: Node, new: Node) -> None: ...
+
+    def node_deleted(self, node: Node) -> None: ...
+
+    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
+
+    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
+
+    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None: ...
 
 
 def _pod_resource(pod: Pod) -> Resource:
