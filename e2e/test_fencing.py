@@ -188,8 +188,10 @@ def test_a_frozen_leader_that_wakes_binds_nothing(world: World, scene: Scene) ->
     figures = run_probe(world, scene, freeze_through_lease)
     assert figures["bound"] == FIT  # every pod that fits, and no more
     assert figures["binds_old_leader"] + figures["binds_new_leader"] == FIT  # each pod bound once
-    # Bindings decided before the freeze, still waiting for their turn, were refused after it.
-    assert figures["fenced_writes_old_leader"] > 0
+    # Every binding the old leader had decided went out before the freeze (nothing holds binds
+    # back), so its fence may have had nothing to refuse: what counts is that nothing it sent after
+    # it came back reached the API server (run_probe), which tests/test_kube_fence.py pins down
+    # for a write caught waiting for a connection.
     # Who bound what: the Lease and the events name the replica (hostname_uuid by default).
     identities = {replica.name: world.identity(replica) for replica in world.replicas}
     for identity in identities.values():

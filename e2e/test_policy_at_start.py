@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fixtures_operator import ISOLATED_LABEL, OperatorProcess
+from fixtures_operator import ISOLATED_LABEL, OperatorProcess, apply_crds
 from kubectl import Kubectl, fit_strategy, namespace, pod, profile, scored_by_fit
 from policy_scheduler.devcluster.cluster import DevCluster
 from polling import holds_for, wait_until
@@ -57,7 +57,9 @@ def _node_of(kubectl: Kubectl, name: str) -> str:
 
 @pytest.fixture(scope="module")
 def nodes(dev_cluster: DevCluster, kubectl: Kubectl) -> Iterator[tuple[str, str]]:
-    """Two tainted nodes of the same size; a filler pod loads the first."""
+    """Our CRDs (the profiles are applied before any operator runs), and two tainted nodes of
+    the same size; a filler pod loads the first."""
+    apply_crds(kubectl)
     busy, idle = dev_cluster.create_nodes(
         2, prefix="polstart", cpu="8", memory="32Gi", labels={NODE_LABEL: "yes"}
     )

@@ -24,7 +24,7 @@ import yaml
 
 from policy_scheduler.pressure.inputs import load
 from policy_scheduler.pressure.report import report_json
-from policy_scheduler.scheduler.pressure import assess
+from policy_scheduler.scheduler.pressure.assess import assess
 
 MI = 1024**2
 NODE_MEMORY = 32 * 1024 * MI

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 
 import pytest
 
 from policy_scheduler.bench_e2e.procstat import MachineCpu, busy_fraction, cpu_by_name, machine_cpu
-from policy_scheduler.bench_e2e.runner import settle
+from policy_scheduler.bench_e2e.runner import Quiet, settle
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -78,14 +79,48 @@ def test_settle_waits_until_the_control_plane_is_back_near_its_rate_at_rest() ->
     assert 0.0 <= quiet.machine_busy <= 1.0
 
 
-def test_settle_stops_at_its_limit_and_accepts_a_busy_baseline() -> None:
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        capped = asyncio.run(settle({"apiserver": spinner.pid}, baseline=0.0, window=0.2, limit=0.5))
-        busy_at_rest = asyncio.run(settle({"apiserver": spinner.pid}, baseline=1.0, window=0.2, limit=20))
-    finally:
-        spinner.kill()
-        spinner.wait()
-    assert capped.waited < 1.5
-    assert capped.cores > 0.5
-    assert busy_at_rest.waited < 1.0  # a spinning process at rest is settled at once
+class ScriptedControlPlane:
+    """A control plane whose CPU rate per window is scripted, on a clock that each window advances."""
+
+    def __init__(self, rates: list[float]) -> None:
+        self.rates = rates
+        self.now = 0.0
+        self.reads = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def read(self, pids: Mapping[str, int], window: float) -> Quiet:
+        cores = self.rates[min(self.reads, len(self.rates) - 1)]
+        self.reads += 1
+        self.now += window
+        return Quiet(cores, 0.5, {name: cores for name in pids}, MachineCpu(0, 0), window)
+
+
+def test_settle_stops_at_its_limit() -> None:
+    busy = ScriptedControlPlane([2.0])
+    quiet = asyncio.run(
+        settle({"apiserver": 1}, baseline=0.0, window=0.2, limit=0.5, read=busy.read, clock=busy.clock)
+    )
+    assert busy.reads == 3  # 0.2, 0.4, 0.6: the first window at or past the limit is the last
+    assert quiet.waited == pytest.approx(0.6)
+    assert quiet.cores == 2.0
+
+
+def test_a_busy_baseline_is_settled_at_once() -> None:
+    spinning = ScriptedControlPlane([1.05, 0.0])
+    quiet = asyncio.run(
+        settle({"apiserver": 1}, baseline=1.0, window=0.2, limit=20, read=spinning.read, clock=spinning.clock)
+    )
+    assert spinning.reads == 1  # within 10% of a busy rate at rest
+    assert quiet.cores == 1.05
+
+
+def test_settle_waits_for_the_rate_to_come_back_near_the_baseline() -> None:
+    draining = ScriptedControlPlane([1.5, 0.9, 0.4, 0.12, 0.3])
+    quiet = asyncio.run(
+        settle({"apiserver": 1}, baseline=0.1, window=0.5, limit=20, read=draining.read, clock=draining.clock)
+    )
+    assert draining.reads == 4
+    assert quiet.cores == 0.12
+    assert quiet.waited == pytest.approx(2.0)

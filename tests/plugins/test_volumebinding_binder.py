@@ -331,3 +331,18 @@ def test_check_bindings_provisioned_claim_with_csi_migration() -> None:
     labels["node1"][GKE_ZONE] = "us-east-2"
     with pytest.raises(BinderError, match="node affinity doesn't match"):
         binder.check_bindings(make_pod("p", "claim"), "node1", [], [pvc])
+
+
+def test_profiles_over_one_table_share_its_assume_cache_and_another_table_has_its_own() -> None:
+    pv = make_pv("pv-1", WAIT_SC.name)
+    storage = StorageObjects([pv])
+    table = NodeTable()
+    one = VolumeBinding(Handle(table=table, storage=storage), {})
+    other_profile = VolumeBinding(Handle(table=table, storage=storage), {})
+    elsewhere = VolumeBinding(Handle(table=NodeTable(), storage=storage), {})
+    other_storage = VolumeBinding(Handle(table=table, storage=StorageObjects([pv])), {})
+    one.cache.assume_pv(pv)
+    # What one profile assumed, the other profile over the same table sees: no PV assumed twice.
+    assert other_profile.cache.assumed_pvs() == ["pv-1"]
+    assert elsewhere.cache.assumed_pvs() == []
+    assert other_storage.cache.assumed_pvs() == []

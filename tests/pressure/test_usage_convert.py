@@ -20,8 +20,12 @@ from policy_scheduler.apiobjects.usage import (
     pod_usage_from_summary,
     summary_from_dict,
 )
-from policy_scheduler.scheduler.pressure import local_volume_names, make_signal_observations, pod_facts
-from policy_scheduler.scheduler.pressure.observations import FsStats, SignalObservation
+from policy_scheduler.scheduler.pressure.observations import (
+    FsStats,
+    SignalObservation,
+    make_signal_observations,
+)
+from policy_scheduler.scheduler.pressure.pods import local_volume_names, pod_facts
 from policy_scheduler.scheduler.pressure.signals import (
     ALLOCATABLE_MEMORY_AVAILABLE,
     IMAGEFS_AVAILABLE,

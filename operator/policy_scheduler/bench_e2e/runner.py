@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -315,15 +315,23 @@ async def control_plane_rate(pids: Mapping[str, int], window: float = SETTLE_WIN
     return Quiet(cores, busy_fraction(machine, now_machine), now_cluster, now_machine, round(now - at, 2))
 
 
+RateReader = Callable[[Mapping[str, int], float], Awaitable[Quiet]]
+
+
 async def settle(
-    pids: Mapping[str, int], baseline: float, window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT
+    pids: Mapping[str, int],
+    baseline: float,
+    window: float = SETTLE_WINDOW,
+    limit: float = SETTLE_LIMIT,
+    read: RateReader = control_plane_rate,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Quiet:
     """Read the control plane's CPU rate window after window until it is back near `baseline`
     (cores; see SETTLE_MARGIN) or `limit` seconds have passed; the last window's reading."""
-    began = time.monotonic()
+    began = clock()
     while True:
-        quiet = await control_plane_rate(pids, window)
-        waited = time.monotonic() - began
+        quiet = await read(pids, window)
+        waited = clock() - began
         if quiet.cores <= baseline * 1.1 + SETTLE_MARGIN or waited >= limit:
             return replace(quiet, waited=round(waited, 2))
 

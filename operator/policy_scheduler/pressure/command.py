@@ -9,7 +9,7 @@ import time
 
 from policy_scheduler.pressure.inputs import load
 from policy_scheduler.pressure.report import report_json, report_table
-from policy_scheduler.scheduler.pressure import assess
+from policy_scheduler.scheduler.pressure.assess import assess
 from policy_scheduler.simulate.scenario import ScenarioError
 
 EXIT_BAD_INPUT = 2

@@ -29,20 +29,17 @@ from policy_scheduler.apiobjects.usage import (
     summary_from_dict,
 )
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.pressure import (
+from policy_scheduler.scheduler.pressure.assess import NodeInput
+from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore
+from policy_scheduler.scheduler.pressure.observations import NodeStats, PodUsage
+from policy_scheduler.scheduler.pressure.pods import PodFacts, local_volume_names, pod_facts
+from policy_scheduler.scheduler.pressure.thresholds import (
     DEFAULT_CONFIG,
+    SOURCE_KUBELET_CONFIG,
     EvictionConfig,
-    NodeInput,
-    NodeStats,
-    PodFacts,
-    PodUsage,
     ThresholdError,
     eviction_config,
-    local_volume_names,
-    pod_facts,
 )
-from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore
-from policy_scheduler.scheduler.pressure.thresholds import SOURCE_KUBELET_CONFIG
 from policy_scheduler.simulate.scenario import Document, Scenario, ScenarioError, load_scenario
 
 NOTE_NO_CAPACITY = "node {node}: NodeMetrics but no status.capacity.memory, so memory.available has no data"

@@ -6,7 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from policy_scheduler.scheduler.framework.durations import go_duration
-from policy_scheduler.scheduler.pressure import NodeAssessment, RankedPod, SignalAssessment, ThresholdCheck
+from policy_scheduler.scheduler.pressure.assess import (
+    NodeAssessment,
+    RankedPod,
+    SignalAssessment,
+    ThresholdCheck,
+)
 from policy_scheduler.scheduler.pressure.units import amount
 
 

@@ -2,16 +2,16 @@
 
 Port of volumebinding's passive assume cache over a StorageLister. An assumed object hides the
 informer's until the informer delivers a newer resourceVersion (the API write came back) or the
-assumption is restored. One cache per StorageLister, shared by every profile, so two profiles
-cannot assume the same PV twice.
+assumption is restored. One cache per StorageLister and node table, shared by every profile, so
+two profiles cannot assume the same PV twice.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.storage.lister import StorageLister
 from policy_scheduler.scheduler.storage.types import (
     PersistentVolume,
@@ -96,12 +96,21 @@ class AssumeCache:
         return list(self._pvs)
 
 
-_caches: weakref.WeakKeyDictionary[object, AssumeCache] = weakref.WeakKeyDictionary()
+class AssumeCaches:
+    """A node table's assume caches, one per StorageLister: the table's shared index, so they live
+    and go with the engine (or simulation) that owns the table."""
+
+    def __init__(self, _table: NodeTable) -> None:
+        self._by_lister: dict[int, tuple[StorageLister, AssumeCache]] = {}
+
+    def for_lister(self, lister: StorageLister) -> AssumeCache:
+        # By identity: a lister need not be hashable; the entry holds it, so its id stays its own.
+        entry = self._by_lister.get(id(lister))
+        if entry is None:
+            entry = self._by_lister[id(lister)] = (lister, AssumeCache(lister))
+        return entry[1]
 
 
-def assume_cache_for(lister: StorageLister) -> AssumeCache:
-    cache = _caches.get(lister)
-    if cache is None:
-        cache = AssumeCache(lister)
-        _caches[lister] = cache
-    return cache
+def assume_cache_for(table: NodeTable, lister: StorageLister) -> AssumeCache:
+    """The one AssumeCache of `lister` among the plugins over `table` (every profile's)."""
+    return table.shared_index(AssumeCaches).for_lister(lister)

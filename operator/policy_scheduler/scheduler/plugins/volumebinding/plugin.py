@@ -80,7 +80,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         if args.get("shape") and not self.storage_capacity_scoring:
             raise ValueError("shape: Invalid value: feature gate StorageCapacityScoring is disabled")
         self.shape = parse_shape(args.get("shape")) if self.storage_capacity_scoring else None
-        self.cache = assume_cache_for(handle.storage)
+        self.cache = assume_cache_for(handle.table, handle.storage)
         self.binder = VolumeBinder(
             self.cache, handle.storage, handle.volume_api, float(timeout), self._node_labels
         )
