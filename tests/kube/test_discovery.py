@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policy_scheduler.kube import paths
-from policy_scheduler.kube.discovery import MissingCrdError, ServedApis, api_name, group_version
+from policy_scheduler.kube.discovery import MissingCrdError, ServedApis, group_version
 
 OURS = frozenset(
     {
@@ -28,7 +28,6 @@ def test_core_collections_are_always_served_and_others_when_discovered() -> None
 def test_names_in_the_users_terms() -> None:
     assert group_version(paths.PODS) == "v1"
     assert group_version(paths.CSI_STORAGE_CAPACITIES) == "storage.k8s.io/v1"
-    assert api_name(paths.RESOURCE_CLAIMS) == "resource.k8s.io/v1 resourceclaims"
 
 
 def test_a_missing_crd_of_ours_is_named_with_how_to_install_it() -> None:

@@ -53,11 +53,6 @@ def group_version(path: str) -> str:
     return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
 
 
-def api_name(path: str) -> str:
-    """The collection as a user names it: `storage.k8s.io/v1 csistoragecapacities`."""
-    return f"{group_version(path)} {path.rstrip('/').rsplit('/', 1)[-1]}"
-
-
 @dataclass(frozen=True, slots=True)
 class ServedApis:
     """The collection paths (`/apis/<group>/<version>/<plural>`) the API server serves."""
