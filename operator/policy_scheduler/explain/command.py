@@ -50,6 +50,7 @@ async def _ask(args: argparse.Namespace, api: Any, namespace: str, name: str) ->
 
 async def _explain(args: argparse.Namespace) -> int:
     from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.kubeconfig import KubeconfigError
 
     namespace, name = parse_target(args.pod, args.namespace)
     api: Any = None
@@ -92,7 +93,7 @@ async def _explain(args: argparse.Namespace) -> int:
                 )
             if pressure is not None:
                 explanation = dataclasses.replace(explanation, pressure=pressure)
-    except (NotExplainable, SnapshotError) as exc:
+    except (NotExplainable, SnapshotError, KubeconfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
