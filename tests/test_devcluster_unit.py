@@ -13,9 +13,16 @@ import pytest
 
 from policy_scheduler.app.commands import Deferred
 from policy_scheduler.devcluster import arguments, build, cli, hostnet
+from policy_scheduler.devcluster.build import BuildError
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.credentials import kubeconfig_document
-from policy_scheduler.devcluster.flags import Ports, apiserver_args, controller_manager_args, kwok_args
+from policy_scheduler.devcluster.flags import (
+    Ports,
+    apiserver_args,
+    controller_manager_args,
+    kwok_args,
+    with_overrides,
+)
 from policy_scheduler.devcluster.kwokstages import STAGE_FILES, install_stages
 from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, node_ip, node_manifest
 from policy_scheduler.devcluster.procs import Component, log_tail, pid_runs, spawn, terminate
@@ -397,3 +404,43 @@ def test_parity_rejects_an_unsupported_or_unbuilt_version(
     err = capsys.readouterr().err
     assert "v1.36.3 control plane is not built" in err
     assert "dev-cluster build --kubernetes-version v1.36.3" in err
+
+
+def test_build_builds_helm_with_the_control_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[str] = []
+
+    def build_all(*_args: object, **_kwargs: object) -> Path:
+        built.append("control plane")
+        return tmp_path / "k8s"
+
+    def ensure_helm(**_kwargs: object) -> Path:
+        built.append("helm")
+        return tmp_path / "helm" / "helm"
+
+    monkeypatch.setattr(cli, "build_all", build_all)
+    monkeypatch.setattr(cli, "ensure_helm", ensure_helm)
+    assert cli.main(["build"]) == 0
+    assert built == ["control plane", "helm"]
+    assert f"ready in {tmp_path / 'helm'}" in capsys.readouterr().out
+
+
+def test_build_reports_a_helm_build_failure_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def ensure_helm(**_kwargs: object) -> Path:
+        raise BuildError("building helm failed (exit 1)")
+
+    monkeypatch.setattr(cli, "build_all", lambda *_args, **_kwargs: tmp_path)
+    monkeypatch.setattr(cli, "ensure_helm", ensure_helm)
+    assert cli.main(["build"]) == 1
+    assert capsys.readouterr().err == "error: building helm failed (exit 1)\n"
+
+
+def test_extra_apiserver_flags_replace_the_defaults_of_the_same_name() -> None:
+    args = apiserver_args(Path("/bin/kube-apiserver"), Path("/pki"), PORTS, None)
+    merged = with_overrides(args, ["--authorization-mode=RBAC", "--runtime-config=resource.k8s.io/v1=false"])
+    assert [a for a in merged if a.startswith("--authorization-mode")] == ["--authorization-mode=RBAC"]
+    assert merged[-1] == "--runtime-config=resource.k8s.io/v1=false"
+    assert len(merged) == len(args) + 1

@@ -13,9 +13,11 @@ import pytest
 
 from policy_scheduler.apiobjects import convert, convert_cluster, structs
 from policy_scheduler.apiobjects.decode import DecodeFailure
+from policy_scheduler.apiobjects.dra import ResourceSlice, slice_from_api
 from policy_scheduler.kube import client
 from policy_scheduler.kube import informer as informer_module
 from policy_scheduler.kube.informer import Informer, _Gone, object_key
+from policy_scheduler.kube.paths import RESOURCE_SLICES
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.scheduler import model
 from tests.aio import settle
@@ -464,3 +466,21 @@ async def test_a_catch_up_lists_only_after_its_grace() -> None:
     inf._handle_line(line("MODIFIED", pod("a", "45")))
     await asyncio.wait_for(waiting, 1)
     assert inf.lists_started == 0
+
+
+def test_an_undecodable_object_is_logged_by_its_name_and_field(caplog: pytest.LogCaptureFixture) -> None:
+    slices: Informer[ResourceSlice, Any] = Informer(None, RESOURCE_SLICES, ResourceSlice, slice_from_api)
+    bad = {
+        "metadata": {"name": "gpu-node-1", "resourceVersion": "3"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "devices": [{"name": "gpu-0", "consumesCounters": [{"counterSet": 1}]}],
+        },
+    }
+    with caplog.at_level("WARNING", logger=informer_module.__name__):
+        slices._handle_line(line("ADDED", bad))
+    assert slices.store == {}
+    (record,) = caplog.records
+    assert record.error.startswith(  # type: ignore[attr-defined]
+        "resourceslices/gpu-node-1: spec.devices[0].consumesCounters[0].counterSet: Expected `str`, got `int`"
+    )

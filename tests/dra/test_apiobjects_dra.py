@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import msgspec
+import pytest
 
 from policy_scheduler.apiobjects.dra import (
     DeviceClass,
@@ -14,7 +15,9 @@ from policy_scheduler.apiobjects.dra import (
     claim_from_api,
     class_from_api,
     slice_from_api,
+    store_from_manifests,
 )
+from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler.dra import model as dra
 from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
 
@@ -110,3 +113,38 @@ def test_class_selectors() -> None:
         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'x'"}}]},
     }
     assert class_from_api(msgspec.convert(raw, DeviceClass)).selectors == ("device.driver == 'x'",)
+
+
+def _with_device(**fields: object) -> dict[str, object]:
+    device = {"name": "gpu-0", **fields}
+    return {**SLICE, "spec": {**SLICE["spec"], "devices": [device]}}  # type: ignore[dict-item]
+
+
+def test_a_manifest_slice_with_consumes_counters_decodes_and_marks_the_device() -> None:
+    consumes = [{"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}}}]
+    store = store_from_manifests([_with_device(consumesCounters=consumes)])
+    ((device,),) = [s.devices for s in store.slices()]
+    assert device.consumes_counters
+    # The same object from the API server's JSON decodes alike.
+    decoded = msgspec.json.decode(
+        msgspec.json.encode(_with_device(consumesCounters=consumes)), type=ResourceSlice
+    )
+    assert slice_from_api(decoded).devices[0].consumes_counters
+
+
+def test_a_manifest_slice_field_of_the_wrong_type_names_the_object_and_field() -> None:
+    with pytest.raises(ConversionError) as caught:
+        store_from_manifests([_with_device(consumesCounters=[{"counterSet": 7}])])
+    assert caught.value.obj == "ResourceSlice n1-gpu"
+    assert caught.value.path == "spec.devices[0].consumesCounters[0].counterSet"
+    assert str(caught.value).startswith(
+        "ResourceSlice n1-gpu: spec.devices[0].consumesCounters[0].counterSet: "
+    )
+    assert "\n" not in str(caught.value)
+
+
+def test_a_manifest_claim_of_the_wrong_shape_names_the_claim() -> None:
+    claim = {"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ns"}, "spec": {"devices": []}}
+    with pytest.raises(ConversionError) as caught:
+        store_from_manifests([claim])
+    assert str(caught.value).startswith("ResourceClaim c: spec.devices: ")

@@ -31,6 +31,7 @@ from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import QueueingHint, Resource
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import Code
+from policy_scheduler.scheduler.framework.unserved import DRA as DRA_API
 from policy_scheduler.scheduler.model import (
     Container,
     Node,
@@ -509,3 +510,17 @@ def test_args_without_filter_timeout_gate_refuse_it() -> None:
     assert DynamicResourcesArgs.from_json({}, off).filter_timeout is None
     with pytest.raises(ArgsError, match="filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate"):
         DynamicResourcesArgs.from_json({"filterTimeout": "5s"}, off)
+
+
+def test_without_the_dra_api_a_pod_with_claims_waits_naming_it_and_others_schedule() -> None:
+    w = World()
+    w.store.upsert_slice(gpus("n1", 2))
+    w.store.upsert_claim(gpu_claim("c0"))
+    why = "resource.k8s.io/v1 is not served by the API server: DynamicResources is off"
+    w.engine.base_handle.services.unserved.set({DRA_API: why})
+    w.engine.pod_added(claim_pod("p0", "c0"))
+    w.engine.pod_added(Pod("plain", uid="plain", containers=(Container("c", requests={"cpu": 100}),)))
+    w.run()
+    assert set(w.hooks.scheduled_on) == {"plain"}
+    assert why in w.failure("p0")
+    assert w.claim("c0").allocation is None

@@ -13,6 +13,7 @@ from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.interfaces import Handle, QueuedPodInfo
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import Code
+from policy_scheduler.scheduler.framework.unserved import PODGROUPS as PODGROUPS_API
 from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup, PodGroupStore
 from policy_scheduler.scheduler.model import Container, Node, Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
@@ -207,3 +208,14 @@ def test_args_defaults_and_validation() -> None:
     }
     with pytest.raises(ArgsError, match="permitWaitingTimeSeconds"):
         CoschedulingArgs.from_json({"permitWaitingTimeSeconds": -1})
+
+
+def test_without_the_podgroup_api_a_member_waits_saying_the_crd_is_missing() -> None:
+    plugin, _, _ = setup()
+    why = "scheduling.x-k8s.io/v1alpha1 podgroups is not served by the API server: install the PodGroup CRD"
+    plugin.handle.services.unserved.set({PODGROUPS_API: why})
+    # Not held in PreEnqueue (where it would get no condition): PreFilter turns it down saying why.
+    assert plugin.pre_enqueue(member("a", "pg1")).is_success
+    _, status = plugin.pre_filter(CycleState(), member("a", "pg1"))
+    assert status.code == Code.UNSCHEDULABLE
+    assert status.message == f"PodGroup not found: default/pg1: {why}"

@@ -34,7 +34,7 @@ from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
 from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status
 from policy_scheduler.controllers.timings import DEFAULT_MIRROR_TIMINGS, MirrorTimings
-from policy_scheduler.controllers.workqueue import WorkQueue
+from policy_scheduler.controllers.workqueue import WorkQueue, WorkQueueObserver
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.crstatus import StatusWriter
@@ -65,6 +65,8 @@ _DONE = {
 }
 
 
+WORKQUEUE_NAME = "priorityclassmirror"  # the workqueue_* series' name label
+
 # What a sync may fail with and retry later: an API answer or no answer.
 _SYNC_ERRORS: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 
@@ -85,6 +87,7 @@ class MirrorController:
         *,
         timings: MirrorTimings = DEFAULT_MIRROR_TIMINGS,
         clock: Callable[[], float] = time.monotonic,
+        workqueue_observer: WorkQueueObserver | None = None,
     ) -> None:
         self.api = api
         self.status_writer = status_writer
@@ -100,6 +103,8 @@ class MirrorController:
             resync_seconds=timings.resync,
             base_delay=1.0,
             clock=clock,
+            name=WORKQUEUE_NAME,
+            observer=workqueue_observer,
         )
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -54,6 +54,7 @@ async def _ask(args: argparse.Namespace, api: ApiClient | None, namespace: str, 
 
 async def _explain(args: argparse.Namespace) -> int:
     from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.kubeconfig import KubeconfigError
 
     namespace, name = parse_target(args.pod, args.namespace)
     api: ApiClient | None = None
@@ -96,7 +97,7 @@ async def _explain(args: argparse.Namespace) -> int:
                 )
             if pressure is not None:
                 explanation = dataclasses.replace(explanation, pressure=pressure)
-    except (NotExplainable, SnapshotError) as exc:
+    except (NotExplainable, SnapshotError, KubeconfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

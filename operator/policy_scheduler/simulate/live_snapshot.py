@@ -234,7 +234,7 @@ async def read_snapshot(
         for failure in failures:
             stand_in = col.on_failure(failure) if col.on_failure else None
             if stand_in is None:
-                stats.unreadable.append(f"{col.path}: {object_key(failure.metadata)}: {failure.error}")
+                stats.unreadable.append(failure.describe(col.path))
             else:
                 col.add(scenario, stand_in)
         stats.counts[col.path] = len(items) + len(failures)
