@@ -19,6 +19,7 @@ from policy_scheduler.scheduler.framework.unserved import UnservedApis
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.service.api_availability import ApiAvailability, condition_fields
+from tests.no_api import NO_API
 
 WATCHED = [paths.PODS, paths.CSI_NODES, paths.RESOURCE_SLICES, paths.RESOURCE_CLAIMS, paths.PODGROUPS]
 
@@ -29,11 +30,11 @@ class Started(Informer[Any, Any]):
 
 
 def make() -> tuple[ApiAvailability, list[Informer[Any, Any]], UnservedApis, list[str]]:
-    informers: list[Informer[Any, Any]] = [Started(None, path, object, lambda x: x) for path in WATCHED]
+    informers: list[Informer[Any, Any]] = [Started(NO_API, path, object, lambda x: x) for path in WATCHED]
     apis = UnservedApis()
     retried: list[str] = []
     availability = ApiAvailability(
-        None, lambda: informers, apis, on_served=lambda: retried.append("retry"), adopt=lambda _tasks: None
+        NO_API, lambda: informers, apis, on_served=lambda: retried.append("retry"), adopt=lambda _tasks: None
     )
     return availability, informers, apis, retried
 

@@ -469,7 +469,7 @@ async def test_a_catch_up_lists_only_after_its_grace() -> None:
 
 
 def test_an_undecodable_object_is_logged_by_its_name_and_field(caplog: pytest.LogCaptureFixture) -> None:
-    slices: Informer[ResourceSlice, Any] = Informer(None, RESOURCE_SLICES, ResourceSlice, slice_from_api)
+    slices: Informer[ResourceSlice, Any] = Informer(NO_API, RESOURCE_SLICES, ResourceSlice, slice_from_api)
     bad = {
         "metadata": {"name": "gpu-node-1", "resourceVersion": "3"},
         "spec": {

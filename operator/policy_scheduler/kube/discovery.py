@@ -15,11 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
-from policy_scheduler.kube.client import ApiError, call
+from policy_scheduler.kube.client import ApiClient, ApiError, call
 from policy_scheduler.kube.errors import StartError
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.policy.constants import (
@@ -110,7 +109,7 @@ class _ResourceList(msgspec.Struct):
     resources: list[_ResourceName] | None = None
 
 
-async def _get(api: Any, path: str, accept: str, request_timeout: float) -> bytes | None:
+async def _get(api: ApiClient, path: str, accept: str, request_timeout: float) -> bytes | None:
     answer = await call(api, "GET", path, accept=accept, request_timeout=request_timeout)
     if answer.status == 404:
         return None
@@ -119,7 +118,7 @@ async def _get(api: Any, path: str, accept: str, request_timeout: float) -> byte
     return answer.body
 
 
-async def discover(api: Any, watched: Iterable[str], request_timeout: float = 10.0) -> ServedApis:
+async def discover(api: ApiClient, watched: Iterable[str], request_timeout: float = 10.0) -> ServedApis:
     """Which of the `watched` collection paths the server serves. API errors raise (the caller
     retries); a group version the server does not know is simply not served."""
     body = await _get(api, "/apis", f"{AGGREGATED},{JSON}", request_timeout)

@@ -19,7 +19,7 @@ from typing import Any
 
 from policy_scheduler.controllers.profile_store import ProfileRecord
 from policy_scheduler.kube import paths
-from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
+from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiClient, ApiError
 from policy_scheduler.kube.discovery import ServedApis, discover
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.retry import Backoff, RetryPolicy
@@ -82,7 +82,7 @@ class ApiAvailability:
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         informers: Callable[[], Sequence[Informer[Any, Any]]],
         unserved_apis: UnservedApis,
         *,
