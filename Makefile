@@ -68,7 +68,7 @@ parity-versions: $(STAMP)
 	done; \
 	if [ -n "$$failed" ]; then echo "parity: disagreements or harness errors on:$$failed"; exit 1; fi
 
-# The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/test_helm_chart.py).
+# The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/deploy/test_helm_chart.py).
 crds: $(STAMP)
 	$(BIN)/policy-scheduler crds --write crds
 	$(BIN)/python -m policy_scheduler.policy.crdgen --write charts/policy-scheduler/files/crds

@@ -47,7 +47,7 @@ def first_list_query(page_size: int, selectors: Mapping[str, QueryValue]) -> dic
 
 # As the informers ask for them: nodes as protobuf (the API server encodes a big node list in a
 # quarter of JSON's time), pods without the terminal ones, the rest as JSON with no selector.
-# tests/test_kube_first_lists.py holds this equal to the operator's informers.
+# tests/kube/test_kube_first_lists.py holds this equal to the operator's informers.
 NODE_LIST_ACCEPT = PROTOBUF_OR_JSON
 OTHER_LISTS = (
     paths.NAMESPACES,
