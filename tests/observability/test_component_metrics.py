@@ -14,7 +14,7 @@ from policy_scheduler.controllers.workqueue import WorkQueue
 from policy_scheduler.kube.client import RestClientMetrics
 from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import REGISTRY
-from policy_scheduler.observability.scheduler_metrics import register_engine
+from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
 from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
@@ -172,3 +172,17 @@ def test_inflight_events_count_popped_pods_and_the_events_recorded_meanwhile() -
     assert inflight() == {"PodPopped": 1, "NodeAdd": 2}
     active.done("p")
     assert inflight() == {}
+
+
+def test_a_pod_bound_after_a_flush_counts_once() -> None:
+    observer = MetricsObserver(clock=lambda: 10.0)
+    flushed: tuple[str, frozenset[tuple[str, str]]] = (
+        "scheduler_pod_scheduled_after_flush_total",
+        frozenset(),
+    )
+    before = samples().get(flushed, 0.0)
+    observer.bound(QueuedPodInfo(Pod("a", uid="a"), 0.0, attempts=1), "default-scheduler", "n1")
+    assert samples()[flushed] == before
+    woken = QueuedPodInfo(Pod("b", uid="b"), 0.0, attempts=3, was_flushed_from_unschedulable=True)
+    observer.bound(woken, "default-scheduler", "n1")
+    assert samples()[flushed] == before + 1

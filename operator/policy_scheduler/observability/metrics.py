@@ -98,6 +98,13 @@ pod_scheduling_attempts = Histogram(
     buckets=exponential_buckets(1, 2, 5),
     registry=REGISTRY,
 )
+pod_scheduled_after_flush = Counter(
+    "scheduler_pod_scheduled_after_flush",
+    "Number of pods that were successfully scheduled after being flushed from unschedulableEntities "
+    "due to timeout. This metric helps detect potential queueing hint misconfigurations or event "
+    "handling issues.",
+    registry=REGISTRY,
+)
 plugin_execution_duration = Histogram(
     "scheduler_plugin_execution_duration_seconds",
     "Duration for running a plugin at a specific extension point.",

@@ -45,6 +45,8 @@ class MetricsObserver(CycleObserver):
         if info.initial_attempt_timestamp is not None:
             seconds = self.clock() - info.initial_attempt_timestamp
             metrics.pod_scheduling_sli_duration.labels(attempts_label(info.attempts)).observe(seconds)
+        if info.was_flushed_from_unschedulable:
+            metrics.pod_scheduled_after_flush.inc()
 
     def algorithm_finished(self, profile: str, seconds: float) -> None:
         metrics.scheduling_algorithm_duration.observe(seconds)

@@ -527,6 +527,19 @@ def test_unschedulable_timeout_flush_after_five_minutes() -> None:
     assert q.incoming[("active", "UnschedulableTimeout")] == 1
 
 
+def test_a_flushed_pod_is_marked_until_its_next_attempt_fails() -> None:
+    q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD, skip_hint)]})
+    info = unschedulable_pod(q, "p", "P")
+    clock.advance(300.5)
+    q.flush_unschedulable_leftover()
+    popped = q.try_pop()
+    assert popped is info
+    assert popped.was_flushed_from_unschedulable  # bound now, it counts as scheduled after a flush
+    popped.unschedulable_plugins = {"P"}
+    q.add_unschedulable_if_not_present(popped)
+    assert not info.was_flushed_from_unschedulable  # the attempt after the flush failed
+
+
 def test_moved_event_is_counted_by_label() -> None:
     q, clock = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
     unschedulable_pod(q, "p", "P")

@@ -107,6 +107,9 @@ class QueuedPodInfo:
     pending_plugins: set[str] = field(default_factory=set)
     gating_plugin: str = ""
     backoff_expiration: float = 0.0
+    # Moved out of the unschedulable pool by its timeout (flushUnschedulableEntitiesLeftover)
+    # and not attempted since: counted by scheduler_pod_scheduled_after_flush_total if bound.
+    was_flushed_from_unschedulable: bool = False
 
     @property
     def gated(self) -> bool:

@@ -168,6 +168,8 @@ class PriorityQueue:
             self._run_pre_enqueue(info)
         key = info.pod.key
         if info.gated:
+            # A gated pod is never attempted, so a flush that woke it is over.
+            info.was_flushed_from_unschedulable = False
             if not self._has(key):
                 self._add_unschedulable(info, event)
             return False
@@ -186,6 +188,7 @@ class PriorityQueue:
         if self.pop_from_backoff:
             self._run_pre_enqueue(info)
             if info.gated:
+                info.was_flushed_from_unschedulable = False
                 if info.pod.key not in self.unschedulable:
                     self._add_unschedulable(info, event)
                 return False
@@ -316,6 +319,7 @@ class PriorityQueue:
                 info.consecutive_errors_count += 1
             info.timestamp = self.clock()
             info.backoff_expiration = 0.0
+            info.was_flushed_from_unschedulable = False  # back after an attempt
             strategy = self.hints.for_in_flight_pod(info, self.active)
             queue = self._requeue(info, strategy, changes.SCHEDULE_ATTEMPT_FAILURE)
             log.debug("pod %s moved to %s after a failed attempt (%s)", info.pod.key, queue, strategy.name)
@@ -428,6 +432,8 @@ class PriorityQueue:
             for info in self.unschedulable
             if now - info.timestamp > self.pod_max_in_unschedulable_pods_seconds
         ]
+        for info in stale:
+            info.was_flushed_from_unschedulable = True
         if stale:
             self._move_pods(stale, changes.EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
