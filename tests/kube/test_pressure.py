@@ -13,7 +13,7 @@ import pytest
 
 from policy_scheduler.controllers.eviction_policy_store import compile_policy
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.eviction.api import EvictionApi
+from policy_scheduler.kube.eviction.api import EvictionApi, Outcome
 from policy_scheduler.kube.eviction.limiter import Limiters
 from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.pressure.monitor import PressureMonitor
@@ -551,3 +551,24 @@ async def test_explain_says_where_a_pod_stands() -> None:
     assert (standing["position"], standing["of"], standing["victim"]) == (2, 2, False)
     assert standing["ahead"] == ["default/a"]
     assert await h.monitor.standing("default", "nowhere") is None
+
+
+async def test_a_dry_run_eviction_is_the_eviction_api_with_dry_run_all() -> None:
+    """The API server applies budgets to a dryRun=All eviction and evicts nothing; the answer
+    reads as a real one (201: would be evicted; 429: the budget refuses)."""
+    sent: list[tuple[str, str, dict[str, str] | None, Any]] = []
+
+    async def call(api: Any, method: str, path: str, **kwargs: Any) -> Answer:
+        sent.append((method, path, kwargs.get("query"), kwargs.get("body")))
+        return Answer(429, PDB_429) if "guarded" in path else Answer(201, b"{}")
+
+    api = EvictionApi(None, retry=RetryPolicy(max_attempts=1), call_fn=call)
+    assert (await api.evict("shop", "web", "u1", None, dry_run=True)).outcome is Outcome.EVICTED
+    assert (await api.evict("shop", "guarded", "u2", None, dry_run=True)).outcome is Outcome.BUDGET
+    assert (await api.evict("shop", "web", "u1", None)).outcome is Outcome.EVICTED
+    assert [(m, p, q) for m, p, q, _ in sent] == [
+        ("POST", "/api/v1/namespaces/shop/pods/web/eviction", {"dryRun": "All"}),
+        ("POST", "/api/v1/namespaces/shop/pods/guarded/eviction", {"dryRun": "All"}),
+        ("POST", "/api/v1/namespaces/shop/pods/web/eviction", None),
+    ]
+    assert sent[0][3]["deleteOptions"] == {"preconditions": {"uid": "u1"}}
