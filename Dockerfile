@@ -10,7 +10,7 @@ COPY pyproject.toml ./
 COPY operator ./operator
 # Developer-only code (local control plane, parity against kube-scheduler, benchmarks, the
 # demo) is not shipped: the CLI reports those commands as unavailable. Keep this list in step
-# with cli.DEV_MODULES and tests/test_dockerfile.py.
+# with cli.DEV_MODULES and tests/deploy/test_dockerfile.py.
 RUN rm -rf operator/policy_scheduler/devcluster \
            operator/policy_scheduler/parity \
            operator/policy_scheduler/bench \

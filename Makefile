@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@$(BIN)/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok once
+# Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm once
 # (cached under ~/.cache/policy-scheduler, a folder per version; a rerun returns in seconds).
 # POLICY_SCHEDULER_K8S_VERSION=v1.36.3 chooses another supported version here, for `make demo`
 # and for the e2e suite (devcluster/versions.py lists them).
@@ -68,7 +68,7 @@ parity-versions: $(STAMP)
 	done; \
 	if [ -n "$$failed" ]; then echo "parity: disagreements or harness errors on:$$failed"; exit 1; fi
 
-# The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/test_helm_chart.py).
+# The generated CRDs, and the Helm chart's copies of them and of the PodGroup CRD (tests/deploy/test_helm_chart.py).
 crds: $(STAMP)
 	$(BIN)/policy-scheduler crds --write crds
 	$(BIN)/python -m policy_scheduler.policy.crdgen --write charts/policy-scheduler/files/crds

@@ -190,7 +190,7 @@ def test_a_frozen_leader_that_wakes_binds_nothing(world: World, scene: Scene) ->
     assert figures["binds_old_leader"] + figures["binds_new_leader"] == FIT  # each pod bound once
     # Every binding the old leader had decided went out before the freeze (nothing holds binds
     # back), so its fence may have had nothing to refuse: what counts is that nothing it sent after
-    # it came back reached the API server (run_probe), which tests/test_kube_fence.py pins down
+    # it came back reached the API server (run_probe), which tests/kube/test_kube_fence.py pins down
     # for a write caught waiting for a connection.
     # Who bound what: the Lease and the events name the replica (hostname_uuid by default).
     identities = {replica.name: world.identity(replica) for replica in world.replicas}

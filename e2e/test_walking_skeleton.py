@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.scheduler.resources import canonical
 from polling import wait_until
@@ -76,3 +78,46 @@ def test_metrics_use_kube_scheduler_names_with_profile_label(operator_process: A
         ) in text, point
     assert 'scheduler_pending_pods{queue="active"}' in text
     assert "policy_scheduler_policy_reloads_total" in text
+
+
+# What kubernetes-mixin's kube-scheduler dashboard (dashboards/scheduler.libsonnet), recording
+# rules (rules/kube_scheduler.libsonnet) and alerts (alerts/kube_scheduler.libsonnet: up only)
+# read, at github.com/kubernetes-monitoring/kubernetes-mixin@aa38e2bf; kube-prometheus renders
+# its scheduler dashboard and rules from these files.
+MIXIN_SERIES = (
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "rest_client_requests_total",
+    "rest_client_request_duration_seconds_bucket",
+    "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+    "scheduler_pod_scheduling_sli_duration_seconds_count",
+    "scheduler_scheduling_algorithm_duration_seconds_bucket",
+    "scheduler_scheduling_algorithm_duration_seconds_count",
+    "scheduler_scheduling_attempt_duration_seconds_bucket",
+    "scheduler_scheduling_attempt_duration_seconds_count",
+)
+# The mixin also reads `up` (Prometheus' own), the Go runtime's go_goroutines, and
+# scheduler_volume_scheduling_duration_seconds, which kube-scheduler v1.35 does not have either
+# (docs/differences.md).
+
+
+def test_the_dashboards_and_rules_series_exist_after_a_burst(operator_process: Any, kubectl: Kubectl) -> None:
+    # Runs after the first test in this module: its burst of 50 pods was scheduled by this operator.
+    samples = {
+        sample.name: sample
+        for family in text_string_to_metric_families(operator_process.metrics())
+        for sample in family.samples
+    }
+    missing = [name for name in MIXIN_SERIES if name not in samples]
+    assert not missing, f"series the kube-scheduler dashboards and rules read are missing: {missing}"
+    sample_labels = [
+        s.labels
+        for family in text_string_to_metric_families(operator_process.metrics())
+        for s in family.samples
+        if s.name == "rest_client_requests_total"
+    ]
+    # The binds went out as POSTs the API server accepted (the dashboard's code=~"2.." panel).
+    assert any(labels["method"] == "POST" and labels["code"].startswith("2") for labels in sample_labels)
+    assert samples["scheduler_scheduling_algorithm_duration_seconds_count"].value >= 50
+    assert samples["process_resident_memory_bytes"].value > 0
+    assert "python_gc_collections_total" in samples

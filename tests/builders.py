@@ -2,7 +2,7 @@
 
 `make_pod` and `make_node` cover what most tests vary; anything else is a keyword for the model
 field of the same name. The ported upstream tables keep their own st.MakePod()-style chains
-(tests/plugins/_build_*.py) so they read like the Go originals."""
+(tests/scheduler/plugins/_build_*.py) so they read like the Go originals."""
 
 from __future__ import annotations
 

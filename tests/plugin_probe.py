@@ -1,4 +1,4 @@
-"""Plugins the registry tests install through an entry point (tests/test_plugin_registry.py)."""
+"""Plugins the registry tests install through an entry point (tests/scheduler/framework/test_plugin_registry.py)."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
 from policy_scheduler.scheduler.pressure.view import NodePressureView
 from tests.builders import make_node, make_pod
 from tests.fence import SwitchFence
+from tests.no_api import NO_API
 
 GI, MI = 2**30, 2**20
 T0 = 1_800_000_000.0
@@ -162,7 +163,7 @@ class Policies:
 
 class Events(EventRecorder):
     def __init__(self) -> None:
-        super().__init__(None, instance="test")
+        super().__init__(NO_API, instance="test")
         self.said: list[tuple[str, str, str]] = []
 
     def event(
@@ -215,7 +216,7 @@ def harness(*settings: EvictionSettings, kubelet_proxy: bool = False, nodes: int
     fence, clock, events = SwitchFence(), Clock(), Events()
     store, view = NodeUsageStore(), NodePressureView()
     usage = UsageApi(cluster.get, kubelet_proxy=kubelet_proxy)
-    eviction = EvictionApi(None, retry=RetryPolicy(max_attempts=1), call_fn=cluster.call, fence=fence)
+    eviction = EvictionApi(NO_API, retry=RetryPolicy(max_attempts=1), call_fn=cluster.call, fence=fence)
     reliever = Reliever(
         eviction, Limiters(), events, policies, view, fence=fence, namespace_labels=lambda: {}, clock=clock
     )

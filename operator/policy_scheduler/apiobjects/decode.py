@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar, cast
 import msgspec
 
 from policy_scheduler.apiobjects import structs
+from policy_scheduler.apiobjects.errors import ConversionError
 
 T = TypeVar("T")
 
@@ -28,6 +29,14 @@ class DecodeFailure:
     # Read leniently so a broken pod can still be attributed to its scheduler and node.
     scheduler_name: str = ""
     node_name: str = ""
+
+    def describe(self, collection_path: str) -> str:
+        """In the user's terms, the object as kubectl names it and the field:
+        ``resourceslices/gpu-0: spec.devices[0].capacity.memory.value: Expected ...``."""
+        meta = self.metadata
+        key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+        where = f"{collection_path.rsplit('/', 1)[-1]}/{key}"
+        return str(ConversionError.from_msgspec(self.error, where))
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from policy_scheduler.apiobjects.convert_common import struct_from_dict
 from policy_scheduler.apiobjects.structs import NodeSelector, ObjectMeta, Quantity
 from policy_scheduler.apiobjects.structs import Requirement as ReqStruct
 from policy_scheduler.scheduler import model
@@ -35,11 +36,16 @@ class DeviceCapacity(_Base):
     value: Quantity = 0
 
 
+class DeviceCounterConsumption(_Base):
+    counter_set: str = ""
+    counters: dict[str, DeviceCapacity] | None = None
+
+
 class Device(_Base):
     name: str = ""
     attributes: dict[str, DeviceAttribute] | None = None
     capacity: dict[str, DeviceCapacity] | None = None
-    consumes_counters: list[msgspec.Raw] | None = None
+    consumes_counters: list[DeviceCounterConsumption] | None = None
     binding_conditions: list[str] | None = None
 
 
@@ -283,8 +289,8 @@ def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
     )
 
 
-def claim_from_json(raw: dict[str, Any]) -> dra.ResourceClaim:
-    return claim_from_api(msgspec.convert(raw, ResourceClaim, from_attributes=False))
+def claim_from_json(raw: Mapping[str, Any]) -> dra.ResourceClaim:
+    return claim_from_api(struct_from_dict(raw, ResourceClaim, "ResourceClaim"))
 
 
 # ---- to JSON (status the scheduler writes) -------------------------------------------------------
@@ -325,9 +331,9 @@ def store_from_manifests(objects: Iterable[Mapping[str, Any]]) -> DraStore:
     for obj in objects:
         kind = obj.get("kind")
         if kind == "ResourceSlice":
-            store.upsert_slice(slice_from_api(msgspec.convert(obj, ResourceSlice)))
+            store.upsert_slice(slice_from_api(struct_from_dict(obj, ResourceSlice, kind)))
         elif kind == "DeviceClass":
-            store.upsert_class(class_from_api(msgspec.convert(obj, DeviceClass)))
+            store.upsert_class(class_from_api(struct_from_dict(obj, DeviceClass, kind)))
         elif kind == "ResourceClaim":
-            store.upsert_claim(claim_from_json(dict(obj)))
+            store.upsert_claim(claim_from_json(obj))
     return store

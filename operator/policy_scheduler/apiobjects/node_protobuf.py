@@ -9,7 +9,7 @@ The schema below declares, with upstream's field numbers (k8s.io/api core/v1 and
 k8s.io/apimachinery generated.proto, v0.35.4), only the fields that `node_from_api` and the
 informer read: the parser skips every other field without building it, as msgspec does for
 JSON, and reading a field of a parsed message builds a Python object each time, so the
-structs get those fields only; the others keep their defaults. tests/test_node_protobuf.py
+structs get those fields only; the others keep their defaults. tests/apiobjects/test_node_protobuf.py
 holds both paths to the same nodes. The messages are built at import into a private
 descriptor pool; no generated code, no protoc.
 """

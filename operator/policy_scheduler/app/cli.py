@@ -160,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="between attempts to acquire or renew the lease (default 2s)",
     )
+    run.add_argument(
+        "--api-discovery-interval",
+        type=_duration,
+        default=60.0,
+        metavar="DURATION",
+        help="how often the served APIs are discovered again, so that one served later (a CRD "
+        "installed, an upgraded API server) is used without a restart (default 1m)",
+    )
     run.add_argument("--install-crds", action="store_true", help="apply crds/ before starting")
     run.add_argument(
         "--profile-selector",

@@ -3,7 +3,7 @@ own path (watch event -> decode -> convert) into the real Engine at 1000 nodes.
 
 Each shape says what must become of its pods: bound, or Unschedulable with a message naming the
 cause. `python -m policy_scheduler.bench.hostile` prints the worst and median cycle per shape
-(docs/reliability.md); tests/test_hostile_pods.py checks the outcomes on a small cluster.
+(docs/reliability.md); tests/bench/test_hostile_pods.py checks the outcomes on a small cluster.
 """
 
 from __future__ import annotations

@@ -18,12 +18,15 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
 from policy_scheduler.controllers.priorityclass_mirror import MirrorController
 from policy_scheduler.policy.constants import GROUP, PRIORITY_CLASS_MIRROR_PLURAL, VERSION
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ log = logging.getLogger(__name__)
 class Wiring:
     """What the handlers feed: the operator's objects, for one kopf.operator() run."""
 
-    api: Any  # the operator's own API client: kopf logs in with the same credentials
+    api: ApiClient  # the operator's own API client: kopf logs in with the same credentials
     mirrors: MirrorController
 
 
@@ -68,7 +71,7 @@ def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
     return connection_info(_wiring(memo).api)
 
 
-def connection_info(api: Any) -> kopf.ConnectionInfo:
+def connection_info(api: ApiClient) -> kopf.ConnectionInfo:
     """The same credentials our own client uses, so kopf and the adapters agree."""
     cfg = api.configuration
     token = (cfg.api_key or {}).get("BearerToken") or (cfg.api_key or {}).get("authorization")
@@ -76,7 +79,7 @@ def connection_info(api: Any) -> kopf.ConnectionInfo:
     if token:
         scheme, _, token = token.partition(" ") if " " in token else ("Bearer", "", token)
     return kopf.ConnectionInfo(
-        server=cfg.host,
+        server=str(cfg.host),
         ca_path=cfg.ssl_ca_cert or None,
         insecure=not cfg.verify_ssl,
         scheme=scheme,

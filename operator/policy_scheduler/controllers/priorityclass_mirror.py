@@ -28,13 +28,13 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.controllers.last_accepted import LastAccepted
 from policy_scheduler.controllers.mirror_plan import Action, NativeState, Plan, plan, plan_deletion, validate
 from policy_scheduler.controllers.mirror_status import MirrorRecord, SyncResult, mirror_status
 from policy_scheduler.controllers.timings import DEFAULT_MIRROR_TIMINGS, MirrorTimings
-from policy_scheduler.controllers.workqueue import WorkQueue
+from policy_scheduler.controllers.workqueue import WorkQueue, WorkQueueObserver
 from policy_scheduler.kube import priorityclasses as native_api
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError
 from policy_scheduler.kube.crstatus import StatusWriter
@@ -43,6 +43,9 @@ from policy_scheduler.policy.constants import PRIORITY_CLASS_MIRROR_PLURAL
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.priorityclass import PriorityClassMirrorSpec
 from policy_scheduler.scheduler.model import Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,8 @@ _DONE = {
 }
 
 
+WORKQUEUE_NAME = "priorityclassmirror"  # the workqueue_* series' name label
+
 # What a sync may fail with and retry later: an API answer or no answer.
 _SYNC_ERRORS: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 
@@ -75,13 +80,14 @@ def _error_reason(exc: BaseException) -> str:
 class MirrorController:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         status_writer: StatusWriter,
         pod_priorities: PodPriorities,
         fence: Fence,
         *,
         timings: MirrorTimings = DEFAULT_MIRROR_TIMINGS,
         clock: Callable[[], float] = time.monotonic,
+        workqueue_observer: WorkQueueObserver | None = None,
     ) -> None:
         self.api = api
         self.status_writer = status_writer
@@ -97,6 +103,8 @@ class MirrorController:
             resync_seconds=timings.resync,
             base_delay=1.0,
             clock=clock,
+            name=WORKQUEUE_NAME,
+            observer=workqueue_observer,
         )
         self._tasks: list[asyncio.Task[None]] = []
 

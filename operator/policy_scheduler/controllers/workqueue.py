@@ -7,6 +7,10 @@
 - every `resync_seconds` all the keys the owner knows (`resync()`) are re-added, repairing
   whatever an event missed.
 
+With `observer`, it reports what client-go's workqueue metrics count (adds, time queued, time
+processed, retries); depth and work in progress are read from the queue itself
+(observability/workqueue_metrics.py).
+
 Single event loop, no threads. The clock is injectable: `poll` never waits, so tests drive
 the queue with a fake clock; `get` waits on the loop for the next key.
 """
@@ -18,7 +22,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -27,11 +31,23 @@ MAX_DELAY = 60.0
 JITTER = 0.1  # up to +10%: retries of keys that failed together spread out
 
 
+class WorkQueueObserver(Protocol):
+    def added(self) -> None: ...
+
+    def taken(self, queued_seconds: float) -> None: ...
+
+    def finished(self, work_seconds: float) -> None: ...
+
+    def retried(self) -> None: ...
+
+
 class WorkQueue(Generic[K]):
     def __init__(
         self,
         resync: Callable[[], Iterable[K]] = lambda: (),
         *,
+        name: str = "",
+        observer: WorkQueueObserver | None = None,
         resync_seconds: float,  # the owner's resync period (MirrorTimings.resync for mirrors)
         base_delay: float = BASE_DELAY,
         max_delay: float = MAX_DELAY,
@@ -40,6 +56,10 @@ class WorkQueue(Generic[K]):
         rng: Callable[[], float] = random.random,
     ) -> None:
         self._keys = resync
+        self.name = name
+        self.observer = observer
+        self._queued_at: dict[K, float] = {}
+        self._started_at: dict[K, float] = {}  # keys being processed, since when
         self.resync_seconds = resync_seconds
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -63,6 +83,9 @@ class WorkQueue(Generic[K]):
         elif key not in self._ready:
             self._ready[key] = None
             self._wake.set()
+            if self.observer is not None:
+                self.observer.added()
+                self._queued_at[key] = self.clock()
 
     def add_after(self, key: K, delay: float) -> None:
         if delay <= 0:
@@ -76,6 +99,8 @@ class WorkQueue(Generic[K]):
     def retry(self, key: K) -> float:
         """Re-add `key` after its backoff; returns the delay."""
         failures = self._failures[key] = self._failures.get(key, 0) + 1
+        if self.observer is not None:
+            self.observer.retried()
         delay = min(self.max_delay, self.base_delay * 2.0 ** (failures - 1) * (1 + self.jitter * self.rng()))
         self.add_after(key, delay)
         return delay
@@ -109,10 +134,16 @@ class WorkQueue(Generic[K]):
         key = next(iter(self._ready))
         del self._ready[key]
         self._processing.add(key)
+        if self.observer is not None:
+            self._started_at[key] = now
+            self.observer.taken(now - self._queued_at.pop(key, now))
         return key
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None and self.observer is not None:
+            self.observer.finished(self.clock() - started)
         if key in self._dirty:
             self._dirty.discard(key)
             self.add(key)
@@ -136,3 +167,8 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         return len(self._ready)
+
+    def work_in_progress(self) -> list[float]:
+        """Seconds each key being processed has been (with an observer)."""
+        now = self.clock()
+        return [now - started for started in self._started_at.values()]

@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     status = actions.add_parser("status", help="show the cluster's components; exit 1 if not running")
     status.set_defaults(func=Deferred(_CLI, "cmd_status"))
 
-    build = actions.add_parser("build", help="build etcd, Kubernetes and kwok from source (cached)")
+    build = actions.add_parser("build", help="build etcd, Kubernetes, kwok and helm from source (cached)")
     build.set_defaults(func=Deferred(_CLI, "cmd_build"))
 
     for action in (up, build):

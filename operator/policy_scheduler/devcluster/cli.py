@@ -13,6 +13,7 @@ from policy_scheduler.devcluster.arguments import add_parser, default_workdir
 from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.errors import DevClusterError
+from policy_scheduler.devcluster.tools import HELM_VERSION, ensure_helm
 from policy_scheduler.devcluster.versions import ControlPlaneVersions, UnsupportedVersionError, control_plane
 
 PROG = "policy-scheduler dev-cluster"
@@ -44,10 +45,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 2
     try:
         directory = build_all(versions, out=sys.stderr)
+        # The install tests and the chart's render need helm: built with the rest, once.
+        helm = ensure_helm(out=sys.stderr)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{versions.summary()} ready in {directory}")
+    print(f"helm {HELM_VERSION} ready in {helm.parent}")
     return 0
 
 

@@ -42,6 +42,7 @@ from policy_scheduler.devcluster.flags import (
     controller_manager_args,
     etcd_args,
     kwok_args,
+    with_overrides,
 )
 from policy_scheduler.devcluster.hostnet import LOOPBACK, advertise_address
 from policy_scheduler.devcluster.kubeapi import KubeApi, probe
@@ -369,10 +370,10 @@ class DevCluster:
         binary = self.binaries / "kube-apiserver"
         apiserver = self._spawn(
             "kube-apiserver",
-            [
-                *apiserver_args(binary, self.pki_dir, ports, advertise, node_lifecycle=self.node_lifecycle),
-                *self.apiserver_flags,
-            ],
+            with_overrides(
+                apiserver_args(binary, self.pki_dir, ports, advertise, node_lifecycle=self.node_lifecycle),
+                self.apiserver_flags,
+            ),
         )
         self._wait_until(apiserver, lambda: probe(f"{self.server}/readyz", token=self._token), "ready")
         self._write_kubeconfig()

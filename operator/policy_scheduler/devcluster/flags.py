@@ -89,6 +89,13 @@ def apiserver_args(
     return args
 
 
+def with_overrides(args: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """`args` then `extra`, where a flag in `extra` replaces the same flag in `args` (list flags
+    such as --authorization-mode would otherwise be given twice, which the API server refuses)."""
+    names = {flag.split("=", 1)[0] for flag in extra if flag.startswith("--")}
+    return [*(arg for arg in args if arg.split("=", 1)[0] not in names), *extra]
+
+
 def controller_manager_args(
     binary: Path, kubeconfig: Path, ports: Ports, *, node_lifecycle: bool = False
 ) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import aiohttp
@@ -18,6 +18,9 @@ import msgspec
 from policy_scheduler.kube.client import CONNECTION_ERRORS, authorization, request
 from policy_scheduler.kube.serving.authentication import FORWARDED_AUTHORIZATION
 from policy_scheduler.kube.serving.routes import EXPLAIN_PATH
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 DEFAULT_PORT = 10259
 PORT_NAME = "https-metrics"
@@ -79,7 +82,7 @@ async def ask_endpoint(
         raise OperatorUnreachable(f"{url}: {exc or type(exc).__name__}") from None
 
 
-async def leader_pod(api: Any, lease_namespace: str, lease_name: str) -> tuple[str, int]:
+async def leader_pod(api: ApiClient, lease_namespace: str, lease_name: str) -> tuple[str, int]:
     """The pod holding the lease (identity "<hostname>_<uuid>", hostname = pod name) and its port."""
     path = f"/apis/coordination.k8s.io/v1/namespaces/{lease_namespace}/leases/{lease_name}"
     status, body = await request(api, "GET", path)
@@ -103,7 +106,9 @@ async def leader_pod(api: Any, lease_namespace: str, lease_name: str) -> tuple[s
     return pod_name, DEFAULT_PORT
 
 
-async def ask_leader(api: Any, lease_namespace: str, lease_name: str, namespace: str, name: str) -> Answer:
+async def ask_leader(
+    api: ApiClient, lease_namespace: str, lease_name: str, namespace: str, name: str
+) -> Answer:
     try:
         pod_name, port = await leader_pod(api, lease_namespace, lease_name)
         via = f"pod {lease_namespace}/{pod_name} (pods/proxy)"

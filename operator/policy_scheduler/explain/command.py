@@ -8,7 +8,7 @@ import dataclasses
 import json
 import ssl
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_endpoint, ask_leader
 from policy_scheduler.explain.format import format_explanation
@@ -18,6 +18,9 @@ from policy_scheduler.pressure.live import live_standing, live_usage
 from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, Explanation
 from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 
 def parse_target(pod: str, namespace: str) -> tuple[str, str]:
@@ -39,20 +42,22 @@ def endpoint_tls(args: argparse.Namespace) -> ssl.SSLContext | bool:
     return True
 
 
-async def _ask(args: argparse.Namespace, api: Any, namespace: str, name: str) -> Answer:
+async def _ask(args: argparse.Namespace, api: ApiClient | None, namespace: str, name: str) -> Answer:
     if args.endpoint:
         header = await authorization(api) if api is not None else None
         return await ask_endpoint(
             args.endpoint, namespace, name, authorization_header=header, tls=endpoint_tls(args)
         )
+    assert api is not None, "without --endpoint the client is always made"
     return await ask_leader(api, args.lease_namespace, args.lease_name, namespace, name)
 
 
 async def _explain(args: argparse.Namespace) -> int:
     from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.kubeconfig import KubeconfigError
 
     namespace, name = parse_target(args.pod, args.namespace)
-    api: Any = None
+    api: ApiClient | None = None
     try:
         if not args.endpoint or args.endpoint.startswith("https:"):
             # The leader is found through the API server; an https endpoint wants our token.
@@ -93,7 +98,7 @@ async def _explain(args: argparse.Namespace) -> int:
                 )
             if pressure is not None:
                 explanation = dataclasses.replace(explanation, pressure=pressure)
-    except (NotExplainable, SnapshotError) as exc:
+    except (NotExplainable, SnapshotError, KubeconfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

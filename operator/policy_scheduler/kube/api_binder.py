@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from policy_scheduler.kube.binder import UnsettledBinds, bind
 from policy_scheduler.kube.fence import UNFENCED, Fence
 from policy_scheduler.scheduler.model import Pod
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 
 class ApiBinder:
-    def __init__(self, api: Any, *, fence: Fence = UNFENCED) -> None:
+    def __init__(self, api: ApiClient, *, fence: Fence = UNFENCED) -> None:
         self.api = api
         self.fence = fence  # a binding goes out only while this replica may act as the leader
         # Bindings that may have gone through although they failed: the pod's next 409 is read back.

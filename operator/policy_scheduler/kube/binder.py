@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -14,6 +14,9 @@ from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, with_retries
 from policy_scheduler.scheduler.framework.interfaces import AlreadyBound, NotLeading
 from policy_scheduler.scheduler.lru import BoundedLru
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ READ_BACK_RETRY = RetryPolicy(initial=1.0, cap=10.0, max_attempts=4, min_share=0
 
 
 async def bind(
-    api: Any,
+    api: ApiClient,
     namespace: str,
     name: str,
     uid: str,
@@ -140,7 +143,7 @@ async def bind(
     raise BindError(err.status, err.reason, err.message)
 
 
-async def _bound_node(api: Any, namespace: str, name: str, uid: str, sleep: Sleep) -> str | None:
+async def _bound_node(api: ApiClient, namespace: str, name: str, uid: str, sleep: Sleep) -> str | None:
     """The node this pod (same uid) is bound to; None if it is not bound, was replaced, or
     could not be read."""
     try:

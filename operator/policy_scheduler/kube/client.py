@@ -11,27 +11,26 @@ expects a Binding).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 import aiohttp
 import msgspec
 from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import rest as k8s_rest
 from yarl import URL
 
 from policy_scheduler.apiobjects.decode import decode_status
 from policy_scheduler.kube.fence import Fence, FencedBody
 from policy_scheduler.kube.fence import check as fence_check
+from policy_scheduler.kube.kubeconfig import load_configuration
 from policy_scheduler.kube.media_types import JSON
 from policy_scheduler.kube.retry import Answer, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS
+from policy_scheduler.observability import metrics
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,29 @@ class Route:
         return options
 
 
+class RestClientMetrics:
+    """client-go's rest_client_request_duration_seconds and rest_client_requests_total for one API
+    server: latency until the answer's headers (a watch's too), and the answer's code, or
+    "<error>" when there was none."""
+
+    def __init__(self, server: URL) -> None:
+        self.host = f"{server.host}:{server.port}" if server.port is not None else str(server.host)
+        self._latency: dict[str, Any] = {}
+        self._results: dict[tuple[str, str], Any] = {}
+
+    def observe(self, method: str, code: int | None, seconds: float) -> None:
+        # Looked up once per verb and code: every request passes here.
+        latency = self._latency.get(method)
+        if latency is None:
+            latency = self._latency[method] = metrics.rest_client_request_duration.labels(method, self.host)
+        latency.observe(seconds)
+        key = (str(code) if code is not None else "<error>", method)
+        result = self._results.get(key)
+        if result is None:
+            result = self._results[key] = metrics.rest_client_requests.labels(key[0], method, self.host)
+        result.inc()
+
+
 def _session(rest: Any) -> aiohttp.ClientSession:
     """A session on the connections of kubernetes_asyncio's pool `rest` (its TLS settings from the
     configuration, its connection limit) that reads nothing from the environment per request:
@@ -139,6 +161,7 @@ class ApiClient(k8s_client.ApiClient):
     def __init__(self, configuration: Any, request_connections: int = REQUEST_CONNECTIONS) -> None:
         super().__init__(configuration=configuration)
         self.route = Route.from_configuration(configuration)
+        self.metrics = RestClientMetrics(URL(str(configuration.host)))
         self._request_pool = k8s_rest.RESTClientObject(configuration, maxsize=request_connections)
         self.watch_session = _session(self.rest_client)
         self.request_session = _session(self._request_pool)
@@ -154,28 +177,11 @@ class ApiClient(k8s_client.ApiClient):
 
 async def make_api_client(
     kubeconfig: str | None = None, request_connections: int = REQUEST_CONNECTIONS
-) -> Any:
+) -> ApiClient:
     """An ApiClient from the kubeconfig file (argument, else $KUBECONFIG), else in-cluster config,
-    with up to `request_connections` connections for requests.
-
-    Outside a cluster with neither set, ~/.kube/config is tried last so local runs just work.
-    """
-    configuration = k8s_client.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
-        await k8s_config.load_kube_config(
-            config_file=path, client_configuration=configuration, persist_config=False
-        )
-    else:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except k8s_config.ConfigException:
-            default = Path.home() / ".kube" / "config"
-            if not default.exists():
-                raise
-            await k8s_config.load_kube_config(
-                config_file=str(default), client_configuration=configuration, persist_config=False
-            )
+    else ~/.kube/config (kube/kubeconfig.py), with up to `request_connections` connections for
+    requests. KubeconfigError, in one line, if none can be loaded."""
+    configuration = await load_configuration(kubeconfig)
     api = ApiClient(configuration, request_connections)
     api.user_agent = USER_AGENT
     log.info("api client ready", extra={"host": configuration.host})
@@ -189,7 +195,7 @@ def _query(query: Query | None) -> dict[str, str] | None:
 
 
 async def _prepare(
-    api: Any, path: str, content_type: str | None, *, watch: bool = False, accept: str = JSON
+    api: ApiClient, path: str, content_type: str | None, *, watch: bool = False, accept: str = JSON
 ) -> tuple[aiohttp.ClientSession, str, dict[str, str], dict[str, Any]]:
     headers: dict[str, str] = dict(api.default_headers)
     headers["Accept"] = accept
@@ -199,10 +205,10 @@ async def _prepare(
     # refresh hook (in-cluster projected tokens rotate).
     await api.update_params_for_auth(headers, [], ["BearerToken"])
     session: aiohttp.ClientSession = api.watch_session if watch else api.request_session
-    return session, api.configuration.host + path, headers, api.route.options()
+    return session, str(api.configuration.host) + path, headers, api.route.options()
 
 
-async def authorization(api: Any) -> str | None:
+async def authorization(api: ApiClient) -> str | None:
     """The Authorization header the client sends (a bearer token), if its credentials are one."""
     headers: dict[str, str] = {}
     await api.update_params_for_auth(headers, [], ["BearerToken"])
@@ -216,7 +222,7 @@ def _body(body: Any) -> bytes | None:
 
 
 async def call(
-    api: Any,
+    api: ApiClient,
     method: str,
     path: str,
     *,
@@ -249,6 +255,8 @@ async def call(
             payload = FencedBody(data, fence, path, content_type=content_type)
     session, url, request_headers, extra = await _prepare(api, path, content_type, accept=accept)
     request_headers.update(headers or {})
+    started = time.perf_counter()
+    code: int | None = None
     try:
         async with session.request(
             method,
@@ -259,6 +267,8 @@ async def call(
             timeout=aiohttp.ClientTimeout(total=request_timeout),
             **extra,
         ) as resp:
+            code = resp.status
+            api.metrics.observe(method, code, time.perf_counter() - started)
             retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
             if sink is not None and 200 <= resp.status < 300:
                 async for piece in resp.content.iter_any():
@@ -269,6 +279,12 @@ async def call(
         # aiohttp reports a body that refused to be written as a connection error.
         if isinstance(payload, FencedBody) and payload.refused is not None:
             raise payload.refused from exc
+        if code is None:
+            api.metrics.observe(method, None, time.perf_counter() - started)
+        raise
+    except TimeoutError:
+        if code is None:
+            api.metrics.observe(method, None, time.perf_counter() - started)
         raise
 
 
@@ -284,13 +300,15 @@ class CallOptions(TypedDict, total=False):
     fence: Fence | None
 
 
-async def request(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> tuple[int, bytes]:
+async def request(
+    api: ApiClient, method: str, path: str, **options: Unpack[CallOptions]
+) -> tuple[int, bytes]:
     """Like `call`, as (HTTP status, body bytes)."""
     answer = await call(api, method, path, **options)
     return answer.status, answer.body
 
 
-async def request_ok(api: Any, method: str, path: str, **options: Unpack[CallOptions]) -> bytes:
+async def request_ok(api: ApiClient, method: str, path: str, **options: Unpack[CallOptions]) -> bytes:
     """Like `request`, but raises ApiError on a non-2xx status."""
     status, data = await request(api, method, path, **options)
     if not 200 <= status < 300:
@@ -300,13 +318,22 @@ async def request_ok(api: Any, method: str, path: str, **options: Unpack[CallOpt
 
 @asynccontextmanager
 async def stream(
-    api: Any, path: str, *, query: Query | None = None, read_timeout: float | None = None
+    api: ApiClient, path: str, *, query: Query | None = None, read_timeout: float | None = None
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """A GET whose response is read incrementally (watches). No total timeout, only idle time."""
     session, url, headers, extra = await _prepare(api, path, None, watch=True)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=DEFAULT_TIMEOUT, sock_read=read_timeout)
-    async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
-        yield resp
+    started = time.perf_counter()
+    answered = False
+    try:
+        async with session.get(url, params=_query(query), headers=headers, timeout=timeout, **extra) as resp:
+            answered = True
+            api.metrics.observe("GET", resp.status, time.perf_counter() - started)
+            yield resp
+    except (aiohttp.ClientError, TimeoutError):
+        if not answered:
+            api.metrics.observe("GET", None, time.perf_counter() - started)
+        raise
 
 
 async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
@@ -23,6 +23,9 @@ from policy_scheduler.kube.storage_informers import StorageChanges, storage_info
 from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ class ClusterSink(Protocol):
 class ClusterInformers:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         sink: ClusterSink,
         *,
         on_pod_deleted: Callable[[Pod], None],
@@ -113,7 +116,7 @@ class ClusterInformers:
         )
 
     @staticmethod
-    def pdb_informer(api: Any, timings: InformerTimings) -> Informer[structs.PodDisruptionBudget, Any]:
+    def pdb_informer(api: ApiClient, timings: InformerTimings) -> Informer[structs.PodDisruptionBudget, Any]:
         """Built first: preemption's PDB lister reads it before the scheduler exists."""
         return Informer(api, PDBS, structs.PodDisruptionBudget, pdb_from_api, timings=timings)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import yaml
@@ -15,6 +15,9 @@ from policy_scheduler.kube.client import ApiError, request
 from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
 from policy_scheduler.policy.crdgen import render_crds
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 log = logging.getLogger(__name__)
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -22,7 +25,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 FIELD_MANAGER = "policy-scheduler"
 
 
-async def install_crds(api: Any, timings: ApiTimings = DEFAULTS.api) -> list[str]:
+async def install_crds(api: ApiClient, timings: ApiTimings = DEFAULTS.api) -> list[str]:
     wait_seconds = timings.crd_served_wait
     names: list[str] = []
     # Ours, and scheduler-plugins' PodGroup (gang scheduling reads it).
@@ -50,13 +53,13 @@ async def install_crds(api: Any, timings: ApiTimings = DEFAULTS.api) -> list[str
     return names
 
 
-async def _served(api: Any, crd_name: str) -> bool:
+async def _served(api: ApiClient, crd_name: str) -> bool:
     plural, _, group = crd_name.partition(".")
     status, _ = await request(api, "GET", f"/apis/{group}/v1alpha1/{plural}", query={"limit": 1})
     return status == 200
 
 
-async def _established(api: Any, name: str) -> bool:
+async def _established(api: ApiClient, name: str) -> bool:
     status, body = await request(api, "GET", f"{CRD_PATH}/{name}")
     if status != 200:
         return False

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
@@ -20,13 +20,16 @@ from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.policy.constants import GROUP, VERSION
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 log = logging.getLogger(__name__)
 
 
 class StatusWriter:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         *,
         interval: float = DEFAULTS.status_interval,
         fence: Fence = UNFENCED,
@@ -79,7 +82,7 @@ class StatusWriter:
 Outcome = Literal["written", "gone", "failed"]
 
 
-async def patch_status(api: Any, path: str, status: Any, what: str, fence: Fence) -> Outcome:
+async def patch_status(api: ApiClient, path: str, status: Any, what: str, fence: Fence) -> Outcome:
     """One merge patch of a status subresource; a failure (or a refusal by the fence) is logged
     and left to the next flush."""
     try:

@@ -7,7 +7,7 @@ queue then runs the plugin's hints (a new slice or a deallocated claim may make 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policy_scheduler.apiobjects import dra as api_dra
 from policy_scheduler.kube.informer import Informer
@@ -17,13 +17,16 @@ from policy_scheduler.scheduler.dra.model import DeviceClass, ResourceClaim, Res
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.framework.events import Resource
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 
 class DraSink(Protocol):
     def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None: ...
 
 
 class DraInformers:
-    def __init__(self, api: Any, store: DraStore, sink: DraSink, timings: InformerTimings) -> None:
+    def __init__(self, api: ApiClient, store: DraStore, sink: DraSink, timings: InformerTimings) -> None:
         self.store = store
         self.sink = sink
         self.slices: Informer[api_dra.ResourceSlice, ResourceSlice] = Informer(

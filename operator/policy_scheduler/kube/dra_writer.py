@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import msgspec
@@ -21,6 +21,9 @@ from policy_scheduler.kube.paths import DRA_API
 from policy_scheduler.scheduler.dra.model import CLAIM_FINALIZER, AllocationResult, ResourceClaim
 from policy_scheduler.scheduler.dra.services import ClaimWriteError
 from policy_scheduler.scheduler.model import Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps
@@ -35,7 +38,7 @@ def claim_path(namespace: str, name: str) -> str:
 
 
 class ApiClaimWriter:
-    def __init__(self, api: Any, fence: Fence = UNFENCED) -> None:
+    def __init__(self, api: ApiClient, fence: Fence = UNFENCED) -> None:
         self.api = api
         self.fence = fence  # claims are written only while we may act as the leader
         self._tasks: set[asyncio.Task[None]] = set()

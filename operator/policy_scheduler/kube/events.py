@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, request
@@ -39,6 +39,9 @@ from policy_scheduler.kube.ratelimit import TokenBucket
 from policy_scheduler.kube.retry import Sleep
 from policy_scheduler.kube.timings import DEFAULTS, EventTimings
 from policy_scheduler.scheduler import model
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         *,
         instance: str,
         controller: str = CONTROLLER,

@@ -16,12 +16,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from policy_scheduler.kube import paths
 from policy_scheduler.kube.client import Query, QueryValue, call
 from policy_scheduler.kube.media_types import JSON, PROTOBUF_OR_JSON
 from policy_scheduler.kube.retry import Answer
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ def first_list_query(page_size: int, selectors: Mapping[str, QueryValue]) -> dic
 
 # As the informers ask for them: nodes as protobuf (the API server encodes a big node list in a
 # quarter of JSON's time), pods without the terminal ones, the rest as JSON with no selector.
-# tests/test_kube_first_lists.py holds this equal to the operator's informers.
+# tests/kube/test_kube_first_lists.py holds this equal to the operator's informers.
 NODE_LIST_ACCEPT = PROTOBUF_OR_JSON
 OTHER_LISTS = (
     paths.NAMESPACES,
@@ -88,7 +91,7 @@ class FirstLists:
     """Sends `requests` in order, as tasks on the running loop, over EARLY_CONNECTIONS connections
     at most; each answer is taken once."""
 
-    def __init__(self, api: Any, requests: Iterable[ListRequest], request_timeout: float) -> None:
+    def __init__(self, api: ApiClient, requests: Iterable[ListRequest], request_timeout: float) -> None:
         self._slots = asyncio.Semaphore(EARLY_CONNECTIONS)
         self._answers: dict[ListRequest, asyncio.Task[Answer]] = {
             request: asyncio.create_task(
@@ -97,7 +100,7 @@ class FirstLists:
             for request in requests
         }
 
-    async def _ask(self, api: Any, request: ListRequest, request_timeout: float) -> Answer:
+    async def _ask(self, api: ApiClient, request: ListRequest, request_timeout: float) -> Answer:
         async with self._slots:
             return await call(
                 api,

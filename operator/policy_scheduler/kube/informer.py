@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -31,6 +31,9 @@ from policy_scheduler.kube.paths import REPLICA_SETS, REPLICATION_CONTROLLERS, S
 from policy_scheduler.kube.retry import Answer, Backoff, Sleep, parse_retry_after
 from policy_scheduler.kube.timings import DEFAULTS, InformerTimings
 from policy_scheduler.kube.versions import resource_version_number
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +86,7 @@ class Informer(Generic[S, V]):
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         path: str,
         item_type: type[S],
         convert: Callable[[S], V],
@@ -116,6 +119,9 @@ class Informer(Generic[S, V]):
         self.list_format = list_format or ListFormat(JSON, self._decode_json_list)
         # Where the start-up may have asked for this informer's first list already.
         self.first_lists: FirstLists | None = None
+        # False when the API server does not serve the collection (API discovery): the informer
+        # is not started, and counts as synced and current with an empty store.
+        self.served = True
         self.store: dict[str, V] = {}
         self.has_synced = asyncio.Event()
         # Set while the store follows the server: after a list, and while a watch is open.
@@ -132,6 +138,17 @@ class Informer(Generic[S, V]):
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # catch_up's, by revision
 
     # --- lifecycle -----------------------------------------------------------------------------
+
+    def not_served(self) -> None:
+        """The API server does not serve this collection (any more): nothing to list or watch, and
+        what the store held is gone with the API."""
+        self.served = False
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._sync([], [], "")
+        self.has_synced.set()
+        self.current.set()
 
     def start(self) -> asyncio.Task[None]:
         if self._task is None or self._task.done():
@@ -267,7 +284,7 @@ class Informer(Generic[S, V]):
 
     def reached(self, version: int) -> bool:
         """Whether the store holds every change up to revision `version`."""
-        return resource_version_number(self.resource_version) >= version
+        return not self.served or resource_version_number(self.resource_version) >= version
 
     def _advance(self, version: str) -> None:
         self.resource_version = version
@@ -417,7 +434,11 @@ class Informer(Generic[S, V]):
                 return value
         log.warning(
             "cannot decode object; ignoring it",
-            extra={"resource": self.path, "object": object_key(failure.metadata), "error": failure.error},
+            extra={
+                "resource": self.path,
+                "object": object_key(failure.metadata),
+                "error": failure.describe(self.path),
+            },
         )
         return None
 

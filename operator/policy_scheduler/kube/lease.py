@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import msgspec
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 LEASE_API = "/apis/coordination.k8s.io/v1"
 
@@ -120,7 +123,7 @@ class Leases(Protocol):
 class LeaseApi:
     """GET, create and conditional update of one Lease."""
 
-    def __init__(self, api: Any, namespace: str, name: str) -> None:
+    def __init__(self, api: ApiClient, namespace: str, name: str) -> None:
         self.api = api
         self.namespace = namespace
         self.name = name

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.kube.events import EventRecorder
@@ -29,6 +29,9 @@ from policy_scheduler.observability.profile_stats import ProfileStats
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ class _Failure:
 class PodReporter:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         events: EventRecorder,
         *,
         fence: Fence = UNFENCED,

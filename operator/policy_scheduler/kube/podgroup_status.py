@@ -6,7 +6,7 @@ status changed; the statuses come from the scheduler's PodGroupStore.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects.podgroup_api import PLURAL
 from policy_scheduler.apiobjects.podgroups import pod_group_status
@@ -17,11 +17,14 @@ from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.scheduler.gang import PodGroupStore
 from policy_scheduler.scheduler.nodetable import NodeTable
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 
 class PodGroupStatusWriter:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         store: PodGroupStore,
         table: NodeTable,
         *,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects.cluster_objects import PodConditionInfo
 from policy_scheduler.kube.client import CONNECTION_ERRORS, STRATEGIC_MERGE_PATCH, ApiError, call
@@ -17,6 +17,9 @@ from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.timings import DEFAULTS
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +83,7 @@ def nominated_node_patch(node_or_empty: str) -> dict[str, Any]:
 
 
 async def patch_status(
-    api: Any,
+    api: ApiClient,
     namespace: str,
     name: str,
     body: dict[str, Any],
@@ -112,7 +115,7 @@ async def patch_status(
 
 
 async def set_unschedulable_condition(
-    api: Any,
+    api: ApiClient,
     pod_ns: str,
     pod_name: str,
     *,
@@ -141,7 +144,7 @@ async def set_unschedulable_condition(
 
 
 async def set_nominated_node(
-    api: Any, ns: str, name: str, node_or_empty: str, *, fence: Fence | None = None
+    api: ApiClient, ns: str, name: str, node_or_empty: str, *, fence: Fence | None = None
 ) -> bool:
     """Set status.nominatedNodeName, or clear it with "". False when the pod is gone."""
     return await patch_status(api, ns, name, nominated_node_patch(node_or_empty), fence=fence)

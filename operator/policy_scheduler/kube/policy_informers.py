@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects.policy_objects import PolicyObject, policy_body
 from policy_scheduler.kube.informer import Informer
 from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
 from policy_scheduler.kube.timings import InformerTimings
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 # fn(event type, the object's body)
 EventHandler = Callable[[str, dict[str, Any]], None]
 
 
 def policy_informer(
-    api: Any, path: str, handler: EventHandler, timings: InformerTimings
+    api: ApiClient, path: str, handler: EventHandler, timings: InformerTimings
 ) -> Informer[PolicyObject, dict[str, Any]]:
     return Informer(
         api,
@@ -43,7 +46,7 @@ class PolicyInformers:
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         *,
         on_profile: EventHandler,
         on_eviction_policy: EventHandler,

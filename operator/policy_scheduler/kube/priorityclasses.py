@@ -6,7 +6,7 @@ Writes are the leader's: they go out only while `fence` allows (else NotLeading)
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 import msgspec
@@ -14,6 +14,9 @@ import msgspec
 from policy_scheduler.kube.client import MERGE_PATCH, ApiError, request
 from policy_scheduler.kube.fence import UNFENCED, Fence
 from policy_scheduler.kube.paths import PRIORITY_CLASSES
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 API_VERSION = "scheduling.k8s.io/v1"
 KIND = "PriorityClass"
@@ -27,7 +30,7 @@ def _decode(body: bytes) -> dict[str, Any]:
     return cast(dict[str, Any], msgspec.json.decode(body))
 
 
-async def get_priority_class(api: Any, name: str) -> dict[str, Any] | None:
+async def get_priority_class(api: ApiClient, name: str) -> dict[str, Any] | None:
     """The PriorityClass, or None if there is none of that name."""
     status, body = await request(api, "GET", priority_class_path(name))
     if status == 404:
@@ -37,7 +40,9 @@ async def get_priority_class(api: Any, name: str) -> dict[str, Any] | None:
     return _decode(body)
 
 
-async def create_priority_class(api: Any, obj: dict[str, Any], fence: Fence = UNFENCED) -> dict[str, Any]:
+async def create_priority_class(
+    api: ApiClient, obj: dict[str, Any], fence: Fence = UNFENCED
+) -> dict[str, Any]:
     status, body = await request(api, "POST", PRIORITY_CLASSES, body=obj, fence=fence)
     if not 200 <= status < 300:
         raise ApiError.from_response(status, body)
@@ -45,7 +50,7 @@ async def create_priority_class(api: Any, obj: dict[str, Any], fence: Fence = UN
 
 
 async def patch_priority_class(
-    api: Any, name: str, patch: dict[str, Any], fence: Fence = UNFENCED
+    api: ApiClient, name: str, patch: dict[str, Any], fence: Fence = UNFENCED
 ) -> dict[str, Any]:
     """A JSON merge patch (RFC 7386): null removes a field."""
     status, body = await request(
@@ -56,7 +61,7 @@ async def patch_priority_class(
     return _decode(body)
 
 
-async def delete_priority_class(api: Any, name: str, uid: str, fence: Fence = UNFENCED) -> bool:
+async def delete_priority_class(api: ApiClient, name: str, uid: str, fence: Fence = UNFENCED) -> bool:
     """Delete that very object (a precondition on its uid, so a newer one of the same name is
     never removed). False if it was already gone or has been replaced."""
     options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}

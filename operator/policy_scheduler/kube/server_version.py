@@ -12,12 +12,15 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, call
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ class _Info(msgspec.Struct):
     gitVersion: str = ""
 
 
-async def read_server_version(api: Any, retry: RetryPolicy) -> str:
+async def read_server_version(api: ApiClient, retry: RetryPolicy) -> str:
     """The API server's gitVersion (e.g. "v1.37.2"); ApiError when it cannot be read."""
 
     async def once() -> Answer:
@@ -71,7 +74,9 @@ class ServerVersionWatch:
     """Reads /version at start (`initial`) and every interval (`run`); tells `on_version` the
     first answer and every confirmed change."""
 
-    def __init__(self, api: Any, on_version: OnVersion, timings: ServerVersionTimings | None = None) -> None:
+    def __init__(
+        self, api: ApiClient, on_version: OnVersion, timings: ServerVersionTimings | None = None
+    ) -> None:
         self.api = api
         self.on_version = on_version
         self.timings = timings or ServerVersionTimings()

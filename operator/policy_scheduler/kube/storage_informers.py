@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policy_scheduler.apiobjects import storage_structs as st
 from policy_scheduler.apiobjects.storage_convert import (
@@ -31,6 +31,9 @@ from policy_scheduler.kube.paths import (
 )
 from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.storage.lister import StorageObject
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 STORAGE_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], StorageObject]], ...] = (
     (PERSISTENT_VOLUMES, st.PersistentVolume, pv_from_api),
@@ -63,7 +66,7 @@ class StorageChanges:
 
 
 def storage_informers(
-    api: Any, sink: StorageSink, changes: StorageChanges, timings: InformerTimings
+    api: ApiClient, sink: StorageSink, changes: StorageChanges, timings: InformerTimings
 ) -> list[Informer[Any, StorageObject]]:
     def changed(old: StorageObject | None, new: StorageObject | None) -> None:
         sink.storage_changed(old, new)

@@ -9,7 +9,7 @@ assume cache re-reads it). Transient failures (no answer, 429, 5xx) are retried.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import msgspec
@@ -22,6 +22,9 @@ from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.timings import DEFAULTS, ApiTimings
 from policy_scheduler.scheduler.storage.types import PersistentVolume, PersistentVolumeClaim
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 
 def pv_patch(pv: PersistentVolume) -> dict[str, Any]:
@@ -51,7 +54,7 @@ def pvc_patch(pvc: PersistentVolumeClaim) -> dict[str, Any]:
 class KubeVolumeAPI:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         changes: StorageChanges,
         *,
         timings: ApiTimings = DEFAULTS.api,

@@ -10,11 +10,23 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+# prometheus_client's default collectors, as kube-scheduler's registry has Go's and the process':
+# process_* (CPU, memory, file descriptors), python_gc_* and python_info.
+for _collector in (PROCESS_COLLECTOR, GC_COLLECTOR, PLATFORM_COLLECTOR):
+    REGISTRY.register(_collector)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -33,6 +45,26 @@ scheduling_attempt_duration = Histogram(
     "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
     ["result", "profile"],
     buckets=exponential_buckets(0.001, 2, 15),
+    registry=REGISTRY,
+)
+scheduling_algorithm_duration = Histogram(
+    "scheduler_scheduling_algorithm_duration_seconds",
+    "Scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=REGISTRY,
+)
+permit_wait_duration = Histogram(
+    "scheduler_permit_wait_duration_seconds",
+    "Duration of waiting on permit.",
+    ["result"],
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=REGISTRY,
+)
+queueing_hint_execution_duration = Histogram(
+    "scheduler_queueing_hint_execution_duration_seconds",
+    "Duration for running a queueing hint function of a plugin.",
+    ["plugin", "event", "hint"],
+    buckets=exponential_buckets(0.00001, 1.5, 20),
     registry=REGISTRY,
 )
 pending_pods = Gauge(
@@ -115,6 +147,28 @@ policy_reloads = Counter(
     "policy_scheduler_policy_reloads_total",
     "Policy objects applied or rejected, by kind and result (accepted, rejected, deleted).",
     ["kind", "result"],
+    registry=REGISTRY,
+)
+leader_election_master_status = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+    "indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    ["name"],
+    registry=REGISTRY,
+)
+# client-go's REST client metrics (k8s.io/component-base/metrics/prometheus/restclient), for every
+# request and watch of kube/client.py.
+rest_client_request_duration = Histogram(
+    "rest_client_request_duration_seconds",
+    "Request latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    registry=REGISTRY,
+)
+rest_client_requests = Counter(
+    "rest_client_requests",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
     registry=REGISTRY,
 )
 is_leader = Gauge(

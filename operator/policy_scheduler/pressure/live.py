@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.kube.paths import NODES, PODS, PRIORITY_CLASSES
@@ -29,6 +29,9 @@ from policy_scheduler.scheduler.pressure.thresholds import EvictionConfig
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, collections, read_snapshot
 from policy_scheduler.simulate.policy_in_force import policy_in_force
 from policy_scheduler.simulate.scenario import Scenario, ScenarioError
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 
 class ClusterUnreadable(Exception):
@@ -60,7 +63,7 @@ async def load_live(kubeconfig: str | None, only: Sequence[str], kubelet_proxy: 
         await api.close()
 
 
-async def _load(api: object, only: Sequence[str], kubelet_proxy: bool) -> PressureInputs:
+async def _load(api: ApiClient, only: Sequence[str], kubelet_proxy: bool) -> PressureInputs:
     get = api_get(api)
     wanted = {NODES, PODS, PRIORITY_CLASSES}
     sources = [c for c in collections() if c.path in wanted or c.path.endswith(f"/{EVICTION_POLICY_PLURAL}")]

@@ -27,7 +27,7 @@ async def binding_cycle(sched: ScheduleOne, task: BindingTask) -> None:
     framework, state, pod, node = task.framework, task.state, task.assumed, task.node_name
     permit_rejected = False
     try:
-        status = await framework.wait_on_permit(pod)
+        status = await framework.wait_on_permit(pod, sched.observer.permit_waited if sched.observer else None)
         permit_rejected = status.is_rejected
         if status.is_success:
             started = time.perf_counter()

@@ -62,6 +62,14 @@ class CycleObserver(Protocol):
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         return None
 
+    def algorithm_finished(self, profile: str, seconds: float) -> None:
+        """The cycle found its node (upstream's scheduling_algorithm_duration_seconds)."""
+        return None
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        """A pod Permit made wait was let go or rejected (permit_wait_duration_seconds)."""
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
@@ -221,7 +229,7 @@ def pending_summary(explanation: Explanation, cap: int = 512) -> str:
     return text if len(text) <= cap else text[: cap - 3] + "..."
 
 
-class DiagnosisRecorder:
+class DiagnosisRecorder(CycleObserver):
     """A CycleObserver that keeps explanations: LRU-bounded, a few hundred bytes per pod."""
 
     def __init__(
@@ -345,3 +353,11 @@ class Observers:
     def bound(self, info: QueuedPodInfo, profile: str, node_name: str) -> None:
         for observer in self.observers:
             observer.bound(info, profile, node_name)
+
+    def algorithm_finished(self, profile: str, seconds: float) -> None:
+        for observer in self.observers:
+            observer.algorithm_finished(profile, seconds)
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        for observer in self.observers:
+            observer.permit_waited(result, seconds)

@@ -154,6 +154,7 @@ class ScheduleOne:
             self.fail(framework, info, REASON_SCHEDULER_ERROR, str(exc), CLEAR, started, "error")
             return None
         if self.observer is not None:
+            self.observer.algorithm_finished(framework.scheduler_name, time.monotonic() - started)
             self.observer.node_chosen(
                 pod,
                 framework.scheduler_name,

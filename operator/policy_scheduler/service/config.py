@@ -27,6 +27,7 @@ class OperatorConfig:
     lease_name: str = "policy-scheduler"
     identity: str | None = None  # default: hostname_uuid
     profile_selector: str = ""
+    api_discovery_interval: float = 60.0
     timings: AdapterTimings = field(default_factory=AdapterTimings)
     mirrors: MirrorTimings = field(default_factory=MirrorTimings)
     pressure: PressureOptions = field(default_factory=PressureOptions)
@@ -51,6 +52,7 @@ class OperatorConfig:
             lease_name=args.lease_name,
             identity=args.identity,
             profile_selector=args.profile_selector,
+            api_discovery_interval=args.api_discovery_interval,
             timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
             pressure=pressure_options(args),
         )

@@ -9,13 +9,16 @@ The start-up calls `start` once before any profile is resolved (it raises Featur
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from policy_scheduler.controllers.profile_store import ProfileStore
 from policy_scheduler.kube.server_version import ServerVersionTimings, ServerVersionWatch
 from policy_scheduler.scheduler.versioning.features import FeatureGateError
 from policy_scheduler.scheduler.versioning.semantics import Semantics, choose_semantics
 from policy_scheduler.scheduler.versioning.version import KubernetesVersion
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +30,7 @@ FEATURE_GATES_REFUSED = "FeatureGatesRefused"
 class KubernetesSemantics:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         store: ProfileStore,
         *,
         emulated: KubernetesVersion | None = None,

@@ -19,7 +19,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
@@ -27,6 +27,7 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.apiobjects.podgroups import PodGroupObject, pod_group_from_api
 from policy_scheduler.controllers import kopf_app
 from policy_scheduler.controllers.eviction_policy_store import EvictionPolicyStore
+from policy_scheduler.controllers.priorityclass_mirror import WORKQUEUE_NAME as MIRROR_QUEUE
 from policy_scheduler.controllers.priorityclass_mirror import MirrorController, pod_priority_counter
 from policy_scheduler.controllers.profile_store import ProfileRecord, ProfileStore, compile_profile_spec
 from policy_scheduler.controllers.selector import parse_selector
@@ -52,8 +53,10 @@ from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.observability import metrics
+from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
 from policy_scheduler.observability.scheduler_metrics import MetricsObserver, register_engine
+from policy_scheduler.observability.workqueue_metrics import WorkQueueMetrics, register_queues
 from policy_scheduler.policy.constants import API_VERSION, SCHEDULING_PROFILE_KIND
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Observers, pending_summary
 from policy_scheduler.scheduler.dra.model import DeviceSelector
@@ -62,8 +65,12 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.service.api_availability import REASON_NOT_SERVED, ApiAvailability
 from policy_scheduler.service.config import OperatorConfig
 from policy_scheduler.service.kubernetes_version import KubernetesSemantics
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +110,7 @@ class EnginePods:
 class Operator:
     """The composition root: every component, built once in dependency order."""
 
-    def __init__(self, api: Any, config: OperatorConfig, first_lists: FirstLists | None = None) -> None:
+    def __init__(self, api: ApiClient, config: OperatorConfig, first_lists: FirstLists | None = None) -> None:
         self.api = api
         self.config = config
         self.identity = config.identity or default_identity()
@@ -121,6 +128,10 @@ class Operator:
             else AlwaysLeader()
         )
         metrics.is_leader.set_function(self.leader.acting_now)
+        if config.leader_elect:  # as kube-scheduler: only with leader election
+            metrics.leader_election_master_status.labels(config.lease_name).set_function(
+                self.leader.is_leader
+            )
         # Every write only the leader makes asks the elector first (kube/fence.py).
         fence = self.leader
         self.events = EventRecorder(api, instance=self.identity, timings=config.timings.events)
@@ -163,6 +174,7 @@ class Operator:
             observer=Observers(self.explanations, cycle_metrics),
             plugin_metrics=cycle_metrics,
         )
+        self.engine.queue.hints.observe = cycle_metrics.hint_ran
         self.evictor.attach(EnginePods(self.engine))
         # Node pressure: usage, the kubelet's eviction modelled, relief under EvictionPolicies
         # (kube/pressure/); relief shares the policies' rate limits with preemption.
@@ -218,18 +230,29 @@ class Operator:
             on_eviction_policy=self.policies.on_event,
             timings=config.timings.informer,
         )
+        # The informers' events reach the engine timed (scheduler_event_handling_duration_seconds).
+        events = TimedEvents(self.engine)
         self.cluster = ClusterInformers(
             api,
-            self.engine,
-            on_pod_deleted=self._pod_deleted,
+            events,
+            on_pod_deleted=events.timed_pod_deleted(self._pod_deleted),
             owners=self.owners,
             pdbs=self.pdbs,
             timings=config.timings.informer,
             storage_changes=self.storage_changes,
-            dra=DraInformers(api, self.dra_store, self.engine, config.timings.informer),
+            dra=DraInformers(api, self.dra_store, events, config.timings.informer),
         )
         for informer in [*self.informers(), *self.policy_informers.informers()]:
             informer.first_lists = first_lists
+        # APIs the cluster may not serve (DRA, storage kinds, the PodGroup CRD).
+        self.apis = ApiAvailability(
+            api,
+            self.informers,
+            services.unserved,
+            on_served=self._apis_served,
+            adopt=self._tasks.extend,
+            interval=config.api_discovery_interval,
+        )
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)
@@ -274,7 +297,9 @@ class Operator:
             pod_priority_counter(lambda: self.cluster.pods.store.values()),
             self.leader,
             timings=self.config.mirrors,
+            workqueue_observer=WorkQueueMetrics(MIRROR_QUEUE),
         )
+        unregister_queues = register_queues(lambda: [mirrors.queue])
         # kopf's Identity is a NewType of str (not re-exported): the string itself is one.
         identity: Any = self.identity
         try:
@@ -291,6 +316,7 @@ class Operator:
                 identity=identity,
             )
         finally:
+            unregister_queues()
             stop.set()
 
     def _profile_event(self, record: ProfileRecord, type_: str, reason: str, note: str) -> None:
@@ -308,7 +334,18 @@ class Operator:
             stats = self.reporter.stats.get(scheduler) if scheduler else None
             status = self.profiles.status(name, stats, synced)
             if status is not None:
+                self.apis.report(record, status, self._api_not_served)
                 self.status.set(PROFILES, name, status)
+
+    def _api_not_served(self, record: ProfileRecord, note: str) -> None:
+        if self.leader.is_leader():  # standbys see the same; one report is enough
+            ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+            self.events.event(ref, "Warning", REASON_NOT_SERVED, "Schedule", note)
+
+    def _apis_served(self) -> None:
+        """An API is served again: the pods that waited for it try again."""
+        for scheduler_name in list(self.engine.frameworks):
+            self.engine.retry_pending(scheduler_name)
 
     async def _status_loop(self) -> None:
         while True:
@@ -319,16 +356,19 @@ class Operator:
     # ---- lifecycle, in the order service/startup.py calls it ---------------------------------------
 
     async def start(self) -> None:
-        """The server, the writers, every informer and leader election. Raises ServingError if
-        the server cannot listen."""
-        # The release's semantics first: every profile is resolved for it.
-        await self.kubernetes.start()
+        """The server, the writers, every informer and leader election. Raises MissingCrdError if
+        our CRDs are not installed, ServingError if the server cannot listen."""
+        # What the cluster serves and its release, both before any profile is resolved.
+        served, _ = await asyncio.gather(self.apis.first_discovery(), self.kubernetes.start())
+        served.require_own_crds()
+        self.apis.apply(served)
         self._spawn(self.kubernetes.run(), "kubernetes-version")
         self._unregister = register_engine(self.engine)
         await self.server.start()
         self.events.start()
         self.reporter.start()
-        self._tasks.extend(informer.start() for informer in self.informers())
+        self._tasks.extend(informer.start() for informer in self.informers() if informer.served)
+        self._spawn(self.apis.run(), "api-discovery")
         self._spawn(self.policy_informers.run(), "policy-informers")
         self._spawn(self.podgroup_status.run(), "podgroup-status")
         self._spawn(self.leader.run(), "leader-election")

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from policy_scheduler.kube.serving.options import ServingError
+from policy_scheduler.kube.errors import StartError
 from policy_scheduler.scheduler.versioning.features import FeatureGateError
 from policy_scheduler.service.collector import RESUME_DEADLINE, StartupCollector
 from policy_scheduler.service.config import OperatorConfig
@@ -41,7 +41,7 @@ class Startup:
         self.collector.pause()
         try:
             return asyncio.run(self._main())
-        except ServingError as exc:
+        except StartError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         except FeatureGateError as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
@@ -40,6 +40,9 @@ from policy_scheduler.kube.server_version import VERSION_PATH, git_version
 from policy_scheduler.kube.storage_informers import STORAGE_RESOURCES
 from policy_scheduler.policy import constants as c
 from policy_scheduler.simulate.scenario import Scenario
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 PAGE_SIZE = 500
 RETRY = RetryPolicy(initial=0.5, cap=5.0, max_attempts=5)
@@ -231,7 +234,7 @@ async def read_snapshot(
         for failure in failures:
             stand_in = col.on_failure(failure) if col.on_failure else None
             if stand_in is None:
-                stats.unreadable.append(f"{col.path}: {object_key(failure.metadata)}: {failure.error}")
+                stats.unreadable.append(failure.describe(col.path))
             else:
                 col.add(scenario, stand_in)
         stats.counts[col.path] = len(items) + len(failures)
@@ -243,7 +246,7 @@ async def read_snapshot(
     return scenario, stats
 
 
-def api_get(api: Any) -> Get:
+def api_get(api: ApiClient) -> Get:
     """GET through the operator's client, retried as every API call is (kube/retry.py)."""
     from policy_scheduler.kube.client import CONNECTION_ERRORS, call
 

@@ -74,12 +74,16 @@ def reported(
 
 
 def whatif_command(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio.config import ConfigException
-
     from policy_scheduler.kube.client import CONNECTION_ERRORS
+    from policy_scheduler.kube.kubeconfig import KubeconfigError
     from policy_scheduler.simulate.command import write_outcomes
 
-    unreadable: tuple[type[BaseException], ...] = (SnapshotError, ConfigException, OSError, ValueError)
+    unreadable: tuple[type[BaseException], ...] = (
+        SnapshotError,
+        KubeconfigError,
+        OSError,
+        ValueError,
+    )
     try:
         scenario, stats = asyncio.run(take_snapshot(args.kubeconfig, args.namespace or ()))
     except unreadable + CONNECTION_ERRORS as exc:

@@ -16,7 +16,7 @@ from policy_scheduler.kube.serving.identity import Attributes, ResourceAttribute
 from policy_scheduler.kube.serving.options import DEFAULT_ALWAYS_ALLOW_PATHS
 from policy_scheduler.kube.serving.server import make_app
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
-from tests.test_explain import PENDING_EXPLANATION
+from tests.explain.test_explain import PENDING_EXPLANATION
 
 USERS = {
     "admin": UserInfo("admin", groups=("system:masters",)),

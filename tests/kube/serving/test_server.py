@@ -12,6 +12,7 @@ import pytest
 from policy_scheduler.devcluster.hostnet import free_ports
 from policy_scheduler.kube.serving.options import ServingError, ServingOptions, ServingOptionsError
 from policy_scheduler.kube.serving.server import Server
+from tests.no_api import NO_API
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "10.1.2.3", "::", "my-host"])
@@ -31,7 +32,7 @@ def test_a_port_in_use_is_one_clear_line() -> None:
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     port = taken.getsockname()[1]
-    server = Server(None, ServingOptions(secure_port=port, bind_address="127.0.0.1"), lambda: True)
+    server = Server(NO_API, ServingOptions(secure_port=port, bind_address="127.0.0.1"), lambda: True)
     try:
         with pytest.raises(ServingError) as raised:
             asyncio.run(server.start())
@@ -47,7 +48,7 @@ def test_secure_and_development_ports_side_by_side() -> None:
     options = ServingOptions(secure_port=secure, bind_address="127.0.0.1", insecure_port=plain)
 
     async def scenario() -> tuple[int, int, int]:
-        server = Server(None, options, lambda: True)
+        server = Server(NO_API, options, lambda: True)
         await server.start()
         try:
             async with aiohttp.ClientSession() as session:

@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -18,6 +18,9 @@ from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.paths import pod_path
 from policy_scheduler.kube.podstatus import patch_status, rfc3339
 from policy_scheduler.kube.retry import Answer, RetryPolicy, Sleep, retryable, with_retries
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +144,7 @@ class Result(msgspec.Struct, frozen=True):
 class EvictionApi:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         *,
         retry: RetryPolicy,
         call_fn: CallFn = call,

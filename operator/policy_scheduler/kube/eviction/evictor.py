@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from policy_scheduler.kube.client import call
 from policy_scheduler.kube.events import EventRecorder
@@ -30,6 +30,9 @@ from policy_scheduler.policy.eviction_settings import EvictionRecord, EvictionSe
 from policy_scheduler.scheduler.framework.interfaces import PostFilterResult
 from policy_scheduler.scheduler.framework.runtime import Framework
 from policy_scheduler.scheduler.model import Pod
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,7 @@ class _NoPods:
 class Evictor:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         events: EventRecorder,
         *,
         fence: Fence = UNFENCED,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from policy_scheduler.kube.eviction.api import API_FAILURES
 from policy_scheduler.kube.eviction.job import Job
@@ -13,13 +13,16 @@ from policy_scheduler.kube.fence import Fence, NotLeading
 from policy_scheduler.kube.podstatus import set_nominated_node
 from policy_scheduler.scheduler.model import Pod
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 log = logging.getLogger(__name__)
 
 
 class Nominations:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         *,
         pod_lookup: Callable[[str], Pod | None],
         fence: Fence,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.kube.client import CONNECTION_ERRORS, call
 from policy_scheduler.kube.events import EventRecorder
@@ -23,12 +23,15 @@ from policy_scheduler.scheduler.diagnosis_recorder import Explanation
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.pressure.placement import placement_pressure
 
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
+
 # A poll is retried by the next poll: within one, a failed read is tried once more only.
 POLL_RETRY = RetryPolicy(initial=0.5, cap=2.0, max_attempts=2, max_retry_after=5.0)
 READ_TIMEOUT = 10.0
 
 
-def polling_get(api: Any) -> Get:
+def polling_get(api: ApiClient) -> Get:
     async def get(path: str, query: dict[str, str | int | bool]) -> Answer:
         try:
             return await with_retries(
@@ -46,7 +49,7 @@ def polling_get(api: Any) -> Get:
 class NodePressure:
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         engine: Engine,
         *,
         limiters: Limiters,

@@ -11,13 +11,16 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from policy_scheduler.kube.client import ApiError, request_ok
 from policy_scheduler.kube.serving.identity import UserInfo
 from policy_scheduler.kube.serving.ttl_cache import TtlCache
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ class ApiTokenReviewer:
     """TokenReviews against the API server, with the operator's own credentials (which need
     `create` on tokenreviews: system:auth-delegator)."""
 
-    def __init__(self, api: Any, timeout: float) -> None:
+    def __init__(self, api: ApiClient, timeout: float) -> None:
         self.api = api
         self.timeout = timeout
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from policy_scheduler.kube.client import ApiError, request_ok
 from policy_scheduler.kube.serving.identity import Attributes, PathAttributes, UserInfo
 from policy_scheduler.kube.serving.ttl_cache import TtlCache
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
@@ -65,7 +68,7 @@ class ApiAccessReviewer:
     """SubjectAccessReviews against the API server (the operator needs `create` on them:
     system:auth-delegator)."""
 
-    def __init__(self, api: Any, timeout: float) -> None:
+    def __init__(self, api: ApiClient, timeout: float) -> None:
         self.api = api
         self.timeout = timeout
 

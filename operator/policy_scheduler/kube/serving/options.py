@@ -7,6 +7,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+from policy_scheduler.kube.errors import StartError
+
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
 
@@ -15,7 +17,7 @@ class ServingOptionsError(ValueError):
     """A serving option that cannot work; the message names the flag."""
 
 
-class ServingError(Exception):
+class ServingError(StartError):
     """The server could not start; the message says why in one line."""
 
 

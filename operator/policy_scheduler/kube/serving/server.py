@@ -8,7 +8,7 @@ import contextlib
 import errno
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -19,6 +19,9 @@ from policy_scheduler.kube.serving.guard import Guard
 from policy_scheduler.kube.serving.options import ServingError, ServingOptions
 from policy_scheduler.kube.serving.routes import ACCESS, Placement, Standing, add_routes
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
+
+if TYPE_CHECKING:
+    from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ def make_app(
     return app
 
 
-def make_guard(api: Any, options: ServingOptions) -> Guard:
+def make_guard(api: ApiClient, options: ServingOptions) -> Guard:
     authenticator = DelegatingAuthenticator(
         ApiTokenReviewer(api, options.review_timeout),
         options.token_cache_ttl,
@@ -66,7 +69,7 @@ class Server:
 
     def __init__(
         self,
-        api: Any,
+        api: ApiClient,
         options: ServingOptions,
         ready: Callable[[], bool],
         recorder: DiagnosisRecorder | None = None,

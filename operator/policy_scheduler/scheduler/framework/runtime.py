@@ -467,14 +467,19 @@ class Framework:
         for waiting in list(self.waiting_pods.values()):
             waiting.expire(now)
 
-    async def wait_on_permit(self, pod: Pod) -> Status:
+    async def wait_on_permit(self, pod: Pod, waited: Callable[[str, float], None] | None = None) -> Status:
+        """`waited(result, seconds)` if the pod did wait (upstream's permit_wait_duration_seconds)."""
         waiting = self.waiting_pods.get(pod.uid or pod.key)
         if waiting is None:
             return SUCCESS
+        started = time.perf_counter()
         try:
-            return await waiting.wait(self.clock)
+            status = await waiting.wait(self.clock)
         finally:
             self.waiting_pods.pop(pod.uid or pod.key, None)
+        if waited is not None:
+            waited(_CODE_NAMES[status.code], time.perf_counter() - started)
+        return status
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for plugin in self.points.pre_bind:

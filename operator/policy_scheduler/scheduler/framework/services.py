@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.framework.unserved import UnservedApis
 from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
@@ -71,3 +72,5 @@ class ClusterServices:
     # The nodes pressure relief holds under pressure, and the EvictionPolicies that relieve
     # (the NodePressure filter of their profiles). Empty: no relief anywhere.
     node_pressure: NodePressureView = field(default_factory=NodePressureView)
+    # The APIs the cluster does not serve (API discovery): the plugins that read one are off.
+    unserved: UnservedApis = field(default_factory=UnservedApis)

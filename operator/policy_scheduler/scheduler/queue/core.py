@@ -256,7 +256,7 @@ class PriorityQueue:
                 self.nominator.update_nominated_pod(old, new)
             hints = self.hints.for_profile(new.scheduler_name)
             for event in events:
-                strategy = is_pod_worth_requeuing(info, event, old, new, hints)
+                strategy = is_pod_worth_requeuing(info, event, old, new, hints, self.hints.observe)
                 queue = self._requeue(info, strategy, event_label(event))
                 if self._wakes_pop(queue):
                     self._broadcast()
@@ -355,7 +355,7 @@ class PriorityQueue:
                 for registered in gating_events(hints, info.gating_plugin)
             ):
                 continue  # only events the gating plugin registered can ungate a pod
-            strategy = is_pod_worth_requeuing(info, event, old, new, hints)
+            strategy = is_pod_worth_requeuing(info, event, old, new, hints, self.hints.observe)
             if strategy == Strategy.SKIP:
                 continue
             self.unschedulable.delete(info.pod.key)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -18,7 +19,7 @@ from policy_scheduler.scheduler.framework.events import (
 )
 from policy_scheduler.scheduler.framework.interfaces import QueuedPodInfo
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.queue.changes import is_wildcard, match_cluster_events
+from policy_scheduler.scheduler.queue.changes import event_label, is_wildcard, match_cluster_events
 from policy_scheduler.scheduler.queue.types import pod_uid
 
 log = logging.getLogger(__name__)
@@ -66,15 +67,26 @@ def is_event_of_interest(event: ClusterEvent, hint_maps: Iterable[list[HintEntry
     return any(match_cluster_events(e.event, event) for entries in hint_maps for e in entries)
 
 
-def _call_hint(entry: HintEntry, pod: Pod, old: Any, new: Any) -> QueueingHint:
+# observe(plugin, event label, hint or "Error", seconds): queueing_hint_execution_duration_seconds
+HintObserver = Callable[[str, str, str, float], None]
+
+
+def _call_hint(
+    entry: HintEntry, pod: Pod, old: Any, new: Any, event: ClusterEvent, observe: HintObserver | None
+) -> QueueingHint:
     if entry.fn is None:
         return QueueingHint.QUEUE
+    started = time.perf_counter()
     try:
-        return entry.fn(pod, old, new)
+        hint = entry.fn(pod, old, new)
+        label = hint.value
     except Exception:
         # As upstream on a hint error: Queue, so the pod cannot get stuck.
         log.exception("queueing hint of %s failed for pod %s", entry.plugin, pod.key)
-        return QueueingHint.QUEUE
+        hint, label = QueueingHint.QUEUE, "Error"
+    if observe is not None:
+        observe(entry.plugin, event_label(event), label, time.perf_counter() - started)
+    return hint
 
 
 def is_pod_worth_requeuing(
@@ -83,6 +95,7 @@ def is_pod_worth_requeuing(
     old: Any,
     new: Any,
     entries: list[HintEntry] | None,
+    observe: HintObserver | None = None,
 ) -> Strategy:
     """isPodWorthRequeuing: Queue from a pending plugin means immediately, from an unschedulable
     plugin after backoff; all Skip (or no matching hint) means stay unschedulable."""
@@ -100,7 +113,7 @@ def is_pod_worth_requeuing(
     for entry in entries:
         if entry.plugin not in rejectors or not match_cluster_events(entry.event, event):
             continue
-        if _call_hint(entry, info.pod, old, new) == QueueingHint.SKIP:
+        if _call_hint(entry, info.pod, old, new, event, observe) == QueueingHint.SKIP:
             continue
         if entry.plugin in info.pending_plugins:
             return Strategy.IMMEDIATELY

@@ -12,6 +12,7 @@ from policy_scheduler.scheduler.queue.active import ActiveQueue
 from policy_scheduler.scheduler.queue.backoff import has_rejector_plugins
 from policy_scheduler.scheduler.queue.hints import (
     HintEntry,
+    HintObserver,
     Strategy,
     build_hint_map,
     is_event_of_interest,
@@ -27,6 +28,7 @@ class ProfileHints:
 
     def __init__(self, framework_map: Callable[[], Mapping[str, QueueFramework]]) -> None:
         self._framework_map = framework_map
+        self.observe: HintObserver | None = None  # queueing hints' durations (the operator's metrics)
         self._cache: dict[str, tuple[QueueFramework, list[HintEntry]]] = {}
         # isEventOfInterest per event, for one framework mapping (the engine replaces the mapping
         # when profiles change; clear() empties it too): most pod events interest no plugin, and
@@ -73,7 +75,9 @@ class ProfileHints:
         hints = self.for_profile(info.pod.scheduler_name)
         result = Strategy.SKIP
         for recorded in events:
-            strategy = is_pod_worth_requeuing(info, recorded.event, recorded.old, recorded.new, hints)
+            strategy = is_pod_worth_requeuing(
+                info, recorded.event, recorded.old, recorded.new, hints, self.observe
+            )
             if strategy == Strategy.IMMEDIATELY:
                 return strategy
             if strategy == Strategy.AFTER_BACKOFF:

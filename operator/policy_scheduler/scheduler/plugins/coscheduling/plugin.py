@@ -33,6 +33,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     ReservePlugin,
 )
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
+from policy_scheduler.scheduler.framework.unserved import PODGROUPS as PODGROUPS_API
 from policy_scheduler.scheduler.gang.podgroup import PodGroup, group_key
 from policy_scheduler.scheduler.gang.store import PodGroupStore
 from policy_scheduler.scheduler.model import Pod
@@ -107,12 +108,19 @@ class Coscheduling(
 
     # ---- PreEnqueue --------------------------------------------------------------------------
 
+    def _not_found(self, key: str) -> str:
+        missing = self.handle.services.unserved.reason(PODGROUPS_API)
+        return f"{POD_GROUP_NOT_FOUND}: {key}" + (f": {missing}" if missing else "")
+
     def pre_enqueue(self, pod: Pod) -> Status:
         key, group = self._group(pod)
         if not key:
             return SUCCESS
         if group is None:
-            return self._note(key, f"{POD_GROUP_NOT_FOUND}: {key}")
+            if self.handle.services.unserved.reason(PODGROUPS_API):
+                # PreFilter turns the pod down saying so: a pod held here gets no condition.
+                return SUCCESS
+            return self._note(key, self._not_found(key))
         if group.malformed:
             return self._note(key, group.malformed)
         present = self.store.member_count(key)
@@ -127,7 +135,7 @@ class Coscheduling(
         if not key:
             return None, SUCCESS
         if group is None:
-            return None, self._note(key, f"{POD_GROUP_NOT_FOUND}: {key}")
+            return None, self._note(key, self._not_found(key))
         now = self.handle.clock()
         if self.backed_off.get(key, 0.0) > now:
             return None, self._note(key, f"podGroup {key} failed recently")

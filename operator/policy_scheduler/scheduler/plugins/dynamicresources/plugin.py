@@ -68,6 +68,8 @@ from policy_scheduler.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
+from policy_scheduler.scheduler.framework.unserved import DRA as DRA_API
+from policy_scheduler.scheduler.framework.unserved import UnservedApis
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
@@ -121,6 +123,11 @@ class DynamicResources(
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return None if pod.resource_claims else ()  # "pods with dra resource claims are not signable"
+
+    @property
+    def unserved(self) -> UnservedApis:
+        unserved: UnservedApis = self.handle.services.unserved
+        return unserved
 
     @property
     def dra(self) -> DraServices:
@@ -195,7 +202,8 @@ class DynamicResources(
         return found
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        if not has_claims(pod):
+        # Without the API, PreFilter turns the pod down saying so: a pod held here gets no condition.
+        if not has_claims(pod) or self.unserved.reason(DRA_API):
             return SUCCESS
         try:
             self._claims(pod)
@@ -210,6 +218,8 @@ class DynamicResources(
         state.write(STATE_KEY, s)
         if not has_claims(pod):
             return None, SKIP
+        if missing := self.unserved.reason(DRA_API):
+            return None, unresolvable(missing)
         try:
             s.claims = self._claims(pod)
         except ClaimUnavailable as e:

@@ -269,8 +269,15 @@ def _find_matching(
 
 
 def find_pod_volumes(
-    table: NodeTable, rows: Rows, claims: PodVolumeClaims, cache: AssumeCache, lister: StorageLister
+    table: NodeTable,
+    rows: Rows,
+    claims: PodVolumeClaims,
+    cache: AssumeCache,
+    lister: StorageLister,
+    capacity_unserved: str | None = None,
 ) -> FindResult:
+    """`capacity_unserved`: why capacity cannot be checked (CSIStorageCapacity is not served):
+    a claim whose driver needs the check is then an error saying so, never provisioned blindly."""
     count = len(rows)
     reasons = np.zeros(count, dtype=np.int8)
     error = np.full(count, NO_ERROR, dtype=np.int32)
@@ -309,7 +316,7 @@ def find_pod_volumes(
         active = needs[c] & ~done
         if not active.any():
             continue
-        message, ok, cap_index = _provision_check(table, rows, pvc, lister, capacities)
+        message, ok, cap_index = _provision_check(table, rows, pvc, lister, capacities, capacity_unserved)
         if message is not None:
             index = len(errors)
             errors.append(message)
@@ -344,6 +351,7 @@ def _provision_check(
     pvc: PersistentVolumeClaim,
     lister: StorageLister,
     capacities: list[CSIStorageCapacity],
+    capacity_unserved: str | None = None,
 ) -> tuple[str | None, BoolArray | None, IntMatrix | None]:
     """One claim of checkVolumeProvisions: (error, topology+provisioner ok per row, capacity
     index per row: >= 0 the CSIStorageCapacity used, -1 no check needed, -2 not enough)."""
@@ -366,6 +374,8 @@ def _provision_check(
     driver = lister.get_csi_driver(provisioner)
     if pvc.request is None or driver is None or not driver.storage_capacity:
         return None, ok, cap_index
+    if capacity_unserved is not None:
+        return f"claim {pvc.namespace}/{pvc.name}: {capacity_unserved}", None, None
     cap_index[:] = -2
     for k, capacity in enumerate(capacities):
         limit = capacity.volume_limit

@@ -25,6 +25,7 @@ from policy_scheduler.scheduler.framework.interfaces import (
     SignFragments,
 )
 from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Code, Status, error, unresolvable
+from policy_scheduler.scheduler.framework.unserved import CSI_STORAGE_CAPACITIES
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import scale_shape
@@ -84,6 +85,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return ((VOLUMES_SIGNER, volumes_signature(pod)),)
 
+    def _capacity_unserved(self) -> str | None:
+        reason: str | None = self.handle.services.unserved.reason(CSI_STORAGE_CAPACITIES)
+        return reason
+
     def _node_labels(self, node_name: str) -> dict[str, str] | None:
         row = self.table.index.get(node_name)
         return None if row is None else self.table.nodes[row].labels
@@ -113,7 +118,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         data = state.read(STATE_KEY)
         if not isinstance(data, _State) or data.claims is None:
             return error(f'reading "{STATE_KEY}" from cycleState: not found')
-        return find_pod_volumes(self.table, rows, data.claims, self.cache, self.handle.storage)
+        return find_pod_volumes(
+            self.table, rows, data.claims, self.cache, self.handle.storage, self._capacity_unserved()
+        )
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
         found = self._find(state, rows)
@@ -156,7 +163,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         if data.claims is None or row is None:
             data.all_bound = True
             return SUCCESS
-        found = find_pod_volumes(self.table, np.array([row]), data.claims, self.cache, self.handle.storage)
+        found = find_pod_volumes(
+            self.table,
+            np.array([row]),
+            data.claims,
+            self.cache,
+            self.handle.storage,
+            self._capacity_unserved(),
+        )
         volumes = found.pod_volumes(0)
         try:
             data.all_bound = self.binder.assume(pod, node_name, volumes)
