@@ -563,7 +563,7 @@ async def test_a_dry_run_eviction_is_the_eviction_api_with_dry_run_all() -> None
         sent.append((method, path, kwargs.get("query"), kwargs.get("body")))
         return Answer(429, PDB_429) if "guarded" in path else Answer(201, b"{}")
 
-    api = EvictionApi(None, retry=RetryPolicy(max_attempts=1), call_fn=call)
+    api = EvictionApi(NO_API, retry=RetryPolicy(max_attempts=1), call_fn=call)
     assert (await api.evict("shop", "web", "u1", None, dry_run=True)).outcome is Outcome.EVICTED
     assert (await api.evict("shop", "guarded", "u2", None, dry_run=True)).outcome is Outcome.BUDGET
     assert (await api.evict("shop", "web", "u1", None)).outcome is Outcome.EVICTED
