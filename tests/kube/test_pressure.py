@@ -13,7 +13,7 @@ import pytest
 
 from policy_scheduler.controllers.eviction_policy_store import compile_policy
 from policy_scheduler.kube.events import EventRecorder
-from policy_scheduler.kube.eviction.api import EvictionApi
+from policy_scheduler.kube.eviction.api import EvictionApi, Outcome
 from policy_scheduler.kube.eviction.limiter import Limiters
 from policy_scheduler.kube.fence import Fence
 from policy_scheduler.kube.pressure.monitor import PressureMonitor
@@ -66,6 +66,7 @@ class Cluster:
     configz: dict[str, dict[str, Any]] = field(default_factory=dict)
     eviction_answers: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # by pod name
     evictions: list[str] = field(default_factory=list)
+    dry_runs: list[str] = field(default_factory=list)  # evictions asked with dryRun=All
     reads: list[str] = field(default_factory=list)
 
     # ---- ClusterView --------------------------------------------------------------------------
@@ -117,14 +118,26 @@ class Cluster:
             return Answer(404, b"{}")
         return Answer(200, json.dumps({"metadata": {"uid": found.uid}, "spec": {}}).encode())
 
-    async def call(self, api: Any, method: str, path: str, *, fence: Fence | None = None, **_: Any) -> Answer:
+    async def call(
+        self,
+        api: Any,
+        method: str,
+        path: str,
+        *,
+        fence: Fence | None = None,
+        query: dict[str, str] | None = None,
+        **_: Any,
+    ) -> Answer:
         if fence is not None:
             fence.check()
         if method == "GET":
             return await self.get(path, {})
         name = path.split("/pods/", 1)[1].split("/", 1)[0]
         status, body = self.eviction_answers.get(name, (201, b"{}"))
-        if status == 201:
+        dry_run = (query or {}).get("dryRun") == "All"
+        if dry_run:
+            self.dry_runs.append(name)
+        if status == 201 and not dry_run:
             self.evictions.append(name)
         return Answer(status, body)
 
@@ -447,7 +460,24 @@ async def test_a_dry_run_records_and_evicts_nothing() -> None:
     await h.poll()
     await h.poll()
     assert h.cluster.evictions == []
-    assert h.policies.results() == [("hog", "WouldEvict")]
+    assert h.cluster.dry_runs == ["hog", "hog"]  # the Eviction API asked with dryRun=All, each pass
+    assert h.policies.results() == [("hog", "WouldEvict")]  # reported once in a while
+
+
+async def test_a_dry_run_skips_a_pod_its_budget_protects_as_a_real_run_does() -> None:
+    h = harness(policy(dryRun=True))
+    pressed(h)
+    h.cluster.eviction_answers["hog"] = (429, PDB_429)
+    await h.poll()
+    assert h.cluster.evictions == []
+    assert h.cluster.dry_runs == ["hog", "web"]
+    assert h.policies.results() == [("hog", "BlockedByBudget"), ("web", "WouldEvict")]
+    blocked = next(r for r in h.policies.records if r.name == "hog")
+    assert "disruption budget" in blocked.message
+    assert "(dryRun)" in blocked.message
+    assert ("hog", "NodePressureReliefBlocked") in [(n, r) for n, r, _ in h.events.said]
+    await h.poll()
+    assert h.policies.results() == [("hog", "BlockedByBudget"), ("web", "WouldEvict")]
 
 
 async def test_stale_or_missing_usage_evicts_nothing() -> None:
@@ -522,3 +552,24 @@ async def test_explain_says_where_a_pod_stands() -> None:
     assert (standing["position"], standing["of"], standing["victim"]) == (2, 2, False)
     assert standing["ahead"] == ["default/a"]
     assert await h.monitor.standing("default", "nowhere") is None
+
+
+async def test_a_dry_run_eviction_is_the_eviction_api_with_dry_run_all() -> None:
+    """The API server applies budgets to a dryRun=All eviction and evicts nothing; the answer
+    reads as a real one (201: would be evicted; 429: the budget refuses)."""
+    sent: list[tuple[str, str, dict[str, str] | None, Any]] = []
+
+    async def call(api: Any, method: str, path: str, **kwargs: Any) -> Answer:
+        sent.append((method, path, kwargs.get("query"), kwargs.get("body")))
+        return Answer(429, PDB_429) if "guarded" in path else Answer(201, b"{}")
+
+    api = EvictionApi(NO_API, retry=RetryPolicy(max_attempts=1), call_fn=call)
+    assert (await api.evict("shop", "web", "u1", None, dry_run=True)).outcome is Outcome.EVICTED
+    assert (await api.evict("shop", "guarded", "u2", None, dry_run=True)).outcome is Outcome.BUDGET
+    assert (await api.evict("shop", "web", "u1", None)).outcome is Outcome.EVICTED
+    assert [(m, p, q) for m, p, q, _ in sent] == [
+        ("POST", "/api/v1/namespaces/shop/pods/web/eviction", {"dryRun": "All"}),
+        ("POST", "/api/v1/namespaces/shop/pods/guarded/eviction", {"dryRun": "All"}),
+        ("POST", "/api/v1/namespaces/shop/pods/web/eviction", None),
+    ]
+    assert sent[0][3]["deleteOptions"] == {"preconditions": {"uid": "u1"}}

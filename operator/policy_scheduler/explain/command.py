@@ -14,7 +14,7 @@ from policy_scheduler.explain.client import Answer, OperatorUnreachable, ask_end
 from policy_scheduler.explain.format import format_explanation
 from policy_scheduler.explain.recompute import NotExplainable, recompute
 from policy_scheduler.kube.client import authorization
-from policy_scheduler.pressure.live import live_standing
+from policy_scheduler.pressure.live import live_standing, live_usage
 from policy_scheduler.scheduler.diagnosis_recorder import RUNNING, Explanation
 from policy_scheduler.scheduler.versioning.semantics import command_semantics
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, read_snapshot
@@ -86,7 +86,8 @@ async def _explain(args: argparse.Namespace) -> int:
             note += f"; recomputed from a live snapshot of the cluster, {semantics.describe()}"
             pressure = await live_standing(get, scenario, namespace, name)
             try:
-                explanation = recompute(scenario, namespace, name, semantics)
+                usage = await live_usage(get, scenario)
+                explanation = recompute(scenario, namespace, name, semantics, usage)
             except NotExplainable as exc:
                 if pressure is None:
                     raise

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from policy_scheduler.kube.pressure.standing import standing_lines
+from policy_scheduler.kube.pressure.standing import placement_lines, standing_lines
 from policy_scheduler.scheduler.diagnosis_recorder import PENDING, RUNNING, Explanation
 
 SOURCES = {
@@ -39,6 +39,8 @@ def format_explanation(explanation: Explanation, note: str = "") -> str:
         lines.append(f"Note:     {note}")
     if e.pressure is not None:
         lines += standing_lines(dict(e.pressure))
+    if e.placement is not None:
+        lines += placement_lines(dict(e.placement))
     if e.state == RUNNING:
         if e.message:
             lines.append(f"Message:  {e.message}")

@@ -14,6 +14,8 @@ from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder, Explanation
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
+from policy_scheduler.scheduler.pressure.placement import placement_pressure
 from policy_scheduler.scheduler.versioning.semantics import Semantics, command_semantics
 from policy_scheduler.simulate.policy_in_force import policy_in_force
 from policy_scheduler.simulate.scenario import Scenario
@@ -24,9 +26,15 @@ class NotExplainable(LookupError):
 
 
 def recompute(
-    scenario: Scenario, namespace: str, name: str, semantics: Semantics | None = None
+    scenario: Scenario,
+    namespace: str,
+    name: str,
+    semantics: Semantics | None = None,
+    node_usage: NodeUsageStore | None = None,
 ) -> Explanation:
-    """`semantics`: the release to decide like (None: the cluster's, as the operator follows it)."""
+    """`semantics`: the release to decide like (None: the cluster's, as the operator follows it);
+    `node_usage`: the nodes' usage (EvictionHeadroom scores with it, and the answer says whether
+    the pod's requests push its node below an eviction threshold)."""
     key = f"{namespace}/{name}"
     target = next((p for p in scenario.pods if p.key == key), None)
     if target is None:
@@ -39,6 +47,7 @@ def recompute(
         list_pdbs=lambda: list(scenario.pdbs),
         eviction_policy=policy.policy_for,
         owner_selectors=DefaultSelectorIndex(scenario.owners).owner_selectors,
+        node_usage=node_usage if node_usage is not None else NodeUsageStore(),
     )
     engine = Engine(seed=0, observer=recorder, services=services)
     engine.set_profiles(policy.profiles)
@@ -58,4 +67,6 @@ def recompute(
     found = recorder.get(namespace, name)
     if found is None:
         raise NotExplainable(f"pod {key} was not tried (gated or not schedulable by this scheduler)")
-    return dataclasses.replace(found, source="recomputed")
+    tried = engine.unassigned.get(key) or engine.cache.get_pod(key)
+    placement = placement_pressure(engine, found, tried) if tried is not None else None
+    return dataclasses.replace(found, source="recomputed", placement=placement)

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.kube.paths import NODES, PODS, PRIORITY_CLASSES
 from policy_scheduler.kube.pressure.relief import relieving_policy
-from policy_scheduler.kube.pressure.samples import NodeRecord, pod_inputs
+from policy_scheduler.kube.pressure.samples import NodeRecord, pod_inputs, sample_covers
 from policy_scheduler.kube.pressure.sources import Get, KubeletReads, SourceUnavailable, UsageApi
 from policy_scheduler.kube.pressure.standing import standing
 from policy_scheduler.policy.constants import EVICTION_POLICY_PLURAL
 from policy_scheduler.pressure.inputs import PressureInputs
 from policy_scheduler.scheduler.model import Node
 from policy_scheduler.scheduler.pressure.assess import assess
+from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore
 from policy_scheduler.scheduler.pressure.thresholds import EvictionConfig
 from policy_scheduler.simulate.live_snapshot import SnapshotError, api_get, collections, read_snapshot
 from policy_scheduler.simulate.policy_in_force import policy_in_force
@@ -139,3 +140,24 @@ async def live_standing(get: Get, scenario: Scenario, namespace: str, name: str)
     if not assessment.conditions:
         return None
     return standing(assessment, namespace, name)
+
+
+async def live_usage(get: Get, scenario: Scenario) -> NodeUsageStore:
+    """The nodes' usage as the operator keeps it for the scheduler (NodeMetrics; thresholds of
+    the EvictionPolicy relieving the node, else the kubelet's defaults), for `explain`'s
+    recomputed answer; empty when metrics.k8s.io cannot be read."""
+    store = NodeUsageStore()
+    try:
+        metrics = await UsageApi(get, kubelet_proxy=False).node_metrics()
+    except SourceUnavailable:
+        return store
+    thresholds = _policy_thresholds(scenario)
+    now = time.time()
+    for node in scenario.nodes:
+        record = NodeRecord(node)
+        record.update(node, metrics, None, thresholds(node), read_at=now, now=now)
+        if record.stats is None:
+            continue
+        measured = [p for p in scenario.pods if p.node_name == node.name and sample_covers(p, record.time)]
+        store.set(node.name, NodeUsage.of(record.stats, record.config, measured))
+    return store

@@ -106,6 +106,10 @@ class Explanation:
     # Where the pod stands in its node's eviction order when that node is under pressure
     # (JSON-ready, filled outside the core: kube/pressure/standing.py).
     pressure: Mapping[str, Any] | None = None
+    # Whether adding the pod's requests pushes its node (placed, nominated or considered)
+    # below an eviction threshold (JSON-ready, filled outside the recorder:
+    # scheduler/pressure/placement.py).
+    placement: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -132,6 +136,7 @@ class Explanation:
             "at": self.at,
             "source": self.source,
             **({"pressure": dict(self.pressure)} if self.pressure is not None else {}),
+            **({"placementPressure": dict(self.placement)} if self.placement is not None else {}),
         }
 
     @classmethod
@@ -158,6 +163,7 @@ class Explanation:
             at=float(data.get("at", 0.0)),
             source=str(data.get("source", "operator")),
             pressure=data["pressure"] if isinstance(data.get("pressure"), dict) else None,
+            placement=data["placementPressure"] if isinstance(data.get("placementPressure"), dict) else None,
         )
 
 

@@ -189,7 +189,12 @@ class Operator:
             timings=config.timings,
         )
         self.server = Server(
-            api, config.serving, self.synced, self.explanations, standing=self.pressure.standing
+            api,
+            config.serving,
+            self.synced,
+            self.explanations,
+            standing=self.pressure.standing,
+            placement=self.pressure.placement,
         )
         # Gang scheduling: scheduler-plugins' PodGroups through our own watch (a foreign CRD that
         # may be absent: its pods then wait with "PodGroup not found").

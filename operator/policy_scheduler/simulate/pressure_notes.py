@@ -10,12 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from policy_scheduler.scheduler.model import Pod
-from policy_scheduler.scheduler.pressure.headroom import (
-    DEMAND_RESOURCES,
-    NodeUsageStore,
-    PlacementTracker,
-    requests_of,
-)
+from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore, PlacementTracker
 
 
 def pressure_notes(
@@ -30,13 +25,7 @@ def pressure_notes(
     for pod in bound:
         on_node.setdefault(pod.node_name, []).append(pod)
     for node, pods in on_node.items():
-        usage = store.get(node)
-        if usage is None or usage.measured_requests is None:
-            continue
-        total = requests_of(pods)
-        tracker.seed(
-            node, {r: max(0, total[r] - usage.measured_requests.get(r, 0)) for r in DEMAND_RESOURCES}
-        )
+        tracker.seed(node, pods)
     notes: dict[str, list[str]] = {}
     for pod, node in placements:
         found = tracker.place(node, pod)

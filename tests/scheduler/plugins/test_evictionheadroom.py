@@ -22,7 +22,7 @@ from policy_scheduler.scheduler.plugins.evictionheadroom import (
     EvictionHeadroomArgs,
 )
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore, crossings
+from policy_scheduler.scheduler.pressure.headroom import NodeUsage, NodeUsageStore, placement_checks
 from policy_scheduler.scheduler.pressure.observations import FsStats, MemoryStats, NodeStats
 from policy_scheduler.scheduler.pressure.signals import MEMORY_AVAILABLE, NODEFS_AVAILABLE
 from policy_scheduler.scheduler.pressure.thresholds import (
@@ -192,23 +192,46 @@ def test_opt_in_only() -> None:
     assert "EvictionHeadroom" not in [ref.name for ref in default.points["score"]]
 
 
-def test_crossings() -> None:
+def test_placement_checks() -> None:
     usage = NodeUsage.of(memory(2 * GI, 6 * GI))
     one_gi = parse_threshold_statement(MEMORY_AVAILABLE, "1Gi", "")
     assert one_gi is not None
     floors = {MEMORY_AVAILABLE: one_gi}
-    assert crossings(usage, {}, {"memory": GI // 2}, floors) == []
-    [crossed] = crossings(usage, {}, {"memory": GI + MI}, floors)
+    [stays] = placement_checks(usage, {}, {"memory": GI // 2}, floors)
+    assert (stays.crosses, stays.short_by, stays.available_after) == (False, 0, GI + GI // 2)
+    assert stays.describe("a") == (
+        "would leave memory.available on a above its eviction threshold (1.5Gi left >= 1Gi)"
+    )
+    [crossed] = placement_checks(usage, {}, {"memory": GI + MI}, floors)
     assert (crossed.signal, crossed.available_after, crossed.level) == (MEMORY_AVAILABLE, GI - MI, GI)
+    assert (crossed.crosses, crossed.short_by) == (True, MI)
     assert (
         crossed.describe("a")
         == "would push memory.available on a below its eviction threshold (1023Mi left < 1Gi)"
     )
     # requests placed earlier count too
-    [after_earlier] = crossings(usage, {"memory": GI}, {"memory": MI}, floors)
+    [after_earlier] = placement_checks(usage, {"memory": GI}, {"memory": MI}, floors)
     assert after_earlier.available_after == GI - MI
-    [already] = crossings(NodeUsage.of(memory(GI // 2, 0)), {}, {"memory": 1}, floors)
+    assert after_earlier.crosses
+    [already] = placement_checks(NodeUsage.of(memory(GI // 2, 0)), {}, {"memory": 1}, floors)
     assert already.describe("a") == "a is already below its memory.available eviction threshold (512Mi < 1Gi)"
     # no usage data, no request of the resource: nothing to say
-    assert crossings(NodeUsage.of(NodeStats()), {}, {"memory": 10 * GI}, floors) == []
-    assert crossings(usage, {}, {"ephemeral-storage": 10 * GI}, floors) == []
+    assert placement_checks(NodeUsage.of(NodeStats()), {}, {"memory": 10 * GI}, floors) == []
+    assert placement_checks(usage, {}, {"ephemeral-storage": 10 * GI}, floors) == []
+
+
+def test_reasons_for_a_pod_on_the_node_count_its_requests_once() -> None:
+    """explain asks after binding: the table then holds the pod's requests, which must not count
+    a second time as demand the sample does not show."""
+    pending = make_pod({"memory": 2 * GI}, name="web", uid="web")
+    bound = make_pod({"memory": 2 * GI}, name="web", uid="web", node_name="a")
+    usage = {"a": NodeUsage.of(memory(5 * GI, 4 * GI), measured_pods=[])}
+    before, _, _ = build(usage)
+    after, _, _ = build(usage, pods=[bound])
+    # (5Gi - 2Gi - 1Gi) / 8Gi of room: 25, before binding and after
+    assert before.reasons(pending, "a") == after.reasons(bound, "a")
+    assert before.reasons(pending, "a")[0].endswith("score 25 (weight 1)")
+    # another pod's requests the sample does not show do count
+    other = make_pod({"memory": 2 * GI}, name="other", uid="other", node_name="a")
+    crowded, _, _ = build(usage, pods=[other])
+    assert crowded.reasons(pending, "a")[0].endswith("score 0 (weight 1)")

@@ -32,6 +32,7 @@ API_FAILURES: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 MARK_FAILURES: tuple[type[BaseException], ...] = (*API_FAILURES, NotLeading)
 
 CallFn = Callable[..., Awaitable[Answer]]
+DRY_RUN_ALL = {"dryRun": "All"}
 
 
 class Outcome(enum.Enum):
@@ -156,11 +157,15 @@ class EvictionApi:
         self.sleep = sleep
         self.fence = fence  # evictions and DisruptionTarget go out only while we may act as leader
 
-    async def send(self, method: str, path: str, body: Any = None) -> Result:
+    async def send(
+        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+    ) -> Result:
         """One logical write with retries of transient failures and throttling; NotLeading when
         the fence refuses an attempt."""
 
         async def once() -> Answer:
+            if query:
+                return await self.call_fn(self.api, method, path, body=body, query=query, fence=self.fence)
             return await self.call_fn(self.api, method, path, body=body, fence=self.fence)
 
         try:
@@ -180,9 +185,14 @@ class EvictionApi:
         message = status_text(answer.body)[0] or f"HTTP {answer.status}"
         return Result(outcome, message, answer.retry_after)
 
-    async def evict(self, namespace: str, name: str, uid: str, grace: int | None) -> Result:
+    async def evict(
+        self, namespace: str, name: str, uid: str, grace: int | None, *, dry_run: bool = False
+    ) -> Result:
+        """`dry_run`: dryRun=All, the API server checks everything (PodDisruptionBudgets
+        included) and evicts nothing; EVICTED then means "would be evicted"."""
         path = pod_path(namespace, name) + "/eviction"
-        return await self.send("POST", path, eviction_body(namespace, name, uid, grace))
+        body = eviction_body(namespace, name, uid, grace)
+        return await self.send("POST", path, body, query=DRY_RUN_ALL if dry_run else None)
 
     async def delete(self, namespace: str, name: str, uid: str, grace: int | None) -> Result:
         return await self.send("DELETE", pod_path(namespace, name), delete_options(uid, grace))

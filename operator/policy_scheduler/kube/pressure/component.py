@@ -19,7 +19,9 @@ from policy_scheduler.kube.pressure.relief import ReliefPolicies, Reliever
 from policy_scheduler.kube.pressure.sources import Get, UsageApi
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.timings import AdapterTimings
+from policy_scheduler.scheduler.diagnosis_recorder import Explanation
 from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.pressure.placement import placement_pressure
 
 if TYPE_CHECKING:
     from policy_scheduler.kube.client import ApiClient
@@ -58,6 +60,7 @@ class NodePressure:
         timings: AdapterTimings,
     ) -> None:
         services = engine.base_handle.services
+        self.engine = engine
         self.fence = fence
         self.usage = UsageApi(polling_get(api), kubelet_proxy=options.kubelet_proxy)
         self.reliever = Reliever(
@@ -86,3 +89,9 @@ class NodePressure:
     async def standing(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """explain: where the pod stands in its node's eviction order, if under pressure."""
         return await self.monitor.standing(namespace, name)
+
+    def placement(self, explanation: Explanation) -> Mapping[str, Any] | None:
+        """explain: whether the pod's placement pushes its node below an eviction threshold."""
+        key = explanation.key
+        pod = self.engine.unassigned.get(key) or self.engine.cache.get_pod(key)
+        return placement_pressure(self.engine, explanation, pod) if pod is not None else None

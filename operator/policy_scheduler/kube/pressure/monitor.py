@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from policy_scheduler.apiobjects import usage_structs as us
 from policy_scheduler.kube.pressure.options import DEFAULT_OPTIONS, PressureOptions
-from policy_scheduler.kube.pressure.samples import NodeRecord, PodInputs, pod_inputs
+from policy_scheduler.kube.pressure.samples import NodeRecord, PodInputs, pod_inputs, sample_covers
 from policy_scheduler.kube.pressure.sources import KubeletReads, SourceUnavailable, UsageApi
 from policy_scheduler.kube.pressure.standing import standing
 from policy_scheduler.observability import metrics as prom
@@ -162,7 +162,7 @@ class PressureMonitor:
         policy = self.relief.kubelet_config(node) if self.relief is not None else None
         changed = record.update(node, metrics, reads, policy, read_at=self.monotonic(), now=self.clock())
         if changed and record.stats is not None:
-            measured = [p for p in self.cluster.running_pods(node.name) if _started_by(p, record.time)]
+            measured = [p for p in self.cluster.running_pods(node.name) if sample_covers(p, record.time)]
             self.store.set(node.name, NodeUsage.of(record.stats, record.config, measured))
         return list(record.problems)
 
@@ -240,9 +240,3 @@ class PressureMonitor:
         ages = [r.age(now) for r in self.records.values()]
         prom.node_usage_age.set(max((a for a in ages if a is not None), default=0.0))
         prom.nodes_without_usage.set(sum(1 for a in ages if a is None))
-
-
-def _started_by(pod: Pod, when: float | None) -> bool:
-    """Whether the sample taken at `when` can include the pod (created before it)."""
-    created = pod.creation_timestamp
-    return when is None or not created or created <= when

@@ -13,7 +13,8 @@ reclaim needed:
   is tried: relief never deletes a pod;
 - the policy's rate limits are the preemption evictor's own buckets (one budget per policy):
   a pod over a limit waits for a later pass (recorded RateLimited once in a while);
-- dryRun records WouldEvict and evicts nothing;
+- dryRun asks the Eviction API with dryRun=All (it applies the budgets and evicts nothing):
+  WouldEvict, or BlockedByBudget and on to the next pod, as a real run would;
 - nothing is evicted from a node whose usage is missing or older than maxUsageAgeSeconds, and
   only while this replica may act as the leader (every eviction goes through the fence).
 """
@@ -292,8 +293,16 @@ class Reliever:
             pod = pods[ranked.pod.uid]
             frees = ranked.frees or 0
             if settings.config.dry_run:
-                self._note_once(settings, decision, pod, WOULD_EVICT, self._why(decision, ranked.frees))
-                needed -= frees
+                # The API server applies the PodDisruptionBudgets and evicts nothing.
+                result = await self.api.evict(pod.namespace, pod.name, pod.uid, None, dry_run=True)
+                if result.outcome is Outcome.EVICTED:
+                    self._note_once(settings, decision, pod, WOULD_EVICT, self._why(decision, ranked.frees))
+                    needed -= frees
+                elif result.outcome in (Outcome.BUDGET, Outcome.MULTIPLE_BUDGETS):
+                    self._note_once(settings, decision, pod, BLOCKED_BY_BUDGET, f"{result.message} (dryRun)")
+                elif result.outcome is not Outcome.GONE:
+                    self._note_once(settings, decision, pod, FAILED, result.message)
+                    return
                 continue
             self.fence.check()
             limiter = self.limiters.get(settings.policy_name, settings.limits)

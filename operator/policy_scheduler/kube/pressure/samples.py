@@ -64,6 +64,12 @@ def sample_time(stats: NodeStats | None) -> float | None:
     return min(times) if times else None
 
 
+def sample_covers(pod: Pod, when: float | None) -> bool:
+    """Whether a sample taken at `when` can include the pod (created before it)."""
+    created = pod.creation_timestamp
+    return when is None or not created or created <= when
+
+
 def configz_config(node: str, config: us.KubeletConfiguration) -> tuple[EvictionConfig | None, str | None]:
     """The node's eviction config from its /configz, or None and why."""
     try:

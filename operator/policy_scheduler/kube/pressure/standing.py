@@ -64,3 +64,36 @@ def standing_lines(s: dict[str, Any]) -> list[str]:
     if s.get("relief"):
         lines.append(f"          relieved under EvictionPolicy {s['relief']}")
     return lines
+
+
+ROLES = {"chosen": "placed on", "nominated": "nominated to", "considered": "considered for"}
+
+
+def placement_lines(p: dict[str, Any]) -> list[str]:
+    """The placement check (scheduler/pressure/placement.py) as explain's table shows it."""
+    lines: list[str] = []
+    for entry in p.get("nodes") or []:
+        node = entry.get("node", "")
+        head = f"Headroom: {ROLES.get(entry.get('role', ''), entry.get('role', ''))} {node}"
+        body: list[str] = []
+        if not entry.get("usage"):
+            body.append(
+                f"no usage data for node {node}: whether its requests push it below a threshold is unknown"
+            )
+        else:
+            usage, thresholds = entry.get("usageSource") or "-", entry.get("thresholdSource") or "-"
+            head += f" (usage: {usage}; thresholds: {thresholds})"
+            checks = entry.get("checks") or []
+            if not checks:
+                body.append(
+                    "its requests draw on no signal with a threshold (no memory or ephemeral-storage request)"
+                )
+            for check in checks:
+                text = str(check.get("text", ""))
+                if check.get("crosses"):
+                    text += f": {check.get('shortByText')} short"
+                body.append(text)
+        body += [f"EvictionHeadroom: {reason}" for reason in entry.get("evictionHeadroom") or []]
+        lines.append(head)
+        lines += [f"          {line}" for line in body]
+    return lines

@@ -23,6 +23,8 @@ NOT_RECORDED = (
 # Where a pod stands in its node's eviction order, if that node is under pressure (node pressure).
 Standing = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
 NOT_RECORDED_RUNNING = "no scheduling attempt recorded for this pod; its node is under pressure"
+# Whether the pod's placement pushes its node below an eviction threshold (node pressure).
+Placement = Callable[[Explanation], Mapping[str, Any] | None]
 
 # A route's access, from its match: routes without one need `get` on their path (non-resource).
 RouteAccess = Callable[[web.Request], Attributes]
@@ -45,6 +47,7 @@ def add_routes(
     ready: Callable[[], bool],
     recorder: DiagnosisRecorder | None,
     standing: Standing | None = None,
+    placement: Placement | None = None,
 ) -> None:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -79,6 +82,9 @@ def add_routes(
             )
         if pressure is not None:
             found = dataclasses.replace(found, pressure=pressure)
+        checked = placement(found) if placement is not None else None
+        if checked is not None:
+            found = dataclasses.replace(found, placement=checked)
         return web.json_response(found.to_json())
 
     route = app.router.add_get(EXPLAIN_PATH + "/{namespace}/{name}", explain)

@@ -17,7 +17,7 @@ from policy_scheduler.kube.serving.authorization import ApiAccessReviewer, Deleg
 from policy_scheduler.kube.serving.certificates import KeyPair, ServingCertificate
 from policy_scheduler.kube.serving.guard import Guard
 from policy_scheduler.kube.serving.options import ServingError, ServingOptions
-from policy_scheduler.kube.serving.routes import ACCESS, Standing, add_routes
+from policy_scheduler.kube.serving.routes import ACCESS, Placement, Standing, add_routes
 from policy_scheduler.scheduler.diagnosis_recorder import DiagnosisRecorder
 
 if TYPE_CHECKING:
@@ -31,10 +31,11 @@ def make_app(
     recorder: DiagnosisRecorder | None,
     guard: Guard | None,
     standing: Standing | None = None,
+    placement: Placement | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[guard.middleware] if guard is not None else [])
     app[ACCESS] = {}
-    add_routes(app, ready, recorder, standing)
+    add_routes(app, ready, recorder, standing, placement)
     return app
 
 
@@ -73,12 +74,14 @@ class Server:
         ready: Callable[[], bool],
         recorder: DiagnosisRecorder | None = None,
         standing: Standing | None = None,
+        placement: Placement | None = None,
     ) -> None:
         self.api = api
         self.options = options
         self.ready = ready
         self.recorder = recorder
         self.standing = standing
+        self.placement = placement
         self.certificate: ServingCertificate | None = None
         self._runners: list[web.AppRunner] = []
         self._reload: asyncio.Task[None] | None = None
@@ -95,7 +98,9 @@ class Server:
                 cert_dir=options.cert_dir,
                 client_ca=options.client_ca_file,
             )
-            app = make_app(self.ready, self.recorder, make_guard(self.api, options), self.standing)
+            app = make_app(
+                self.ready, self.recorder, make_guard(self.api, options), self.standing, self.placement
+            )
             await self._serve(
                 app,
                 options.bind_address,
@@ -110,7 +115,7 @@ class Server:
                 "plain HTTP without authentication on loopback (development only)",
                 extra={"address": options.insecure_bind_address, "port": options.insecure_port},
             )
-            app = make_app(self.ready, self.recorder, None, self.standing)
+            app = make_app(self.ready, self.recorder, None, self.standing, self.placement)
             await self._serve(app, options.insecure_bind_address, options.insecure_port, "--insecure-port")
 
     async def _serve(self, app: web.Application, host: str, port: int, flag: str, **ssl: Any) -> None:

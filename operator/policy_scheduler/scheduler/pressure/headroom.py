@@ -54,6 +54,7 @@ class NodeUsage:
     measured_requests: Mapping[str, int] | None = None
     time: float | None = None  # the sample's time (the oldest of its signals)
     source: str = ""
+    threshold_source: str = ""  # where `thresholds` come from ("" when unknown)
 
     @classmethod
     def of(
@@ -70,7 +71,15 @@ class NodeUsage:
             requests_of(measured_pods) if measured_pods is not None else None,
             min(times) if times else None,
             stats.source,
+            config.source if config is not None else "",
         )
+
+    def unmeasured(self, requested: Mapping[str, int]) -> dict[str, int]:
+        """Of `requested` (the summed requests of pods on the node), what the sample does not
+        show yet; nothing when it is unknown which pods the sample covers."""
+        if self.measured_requests is None:
+            return dict.fromkeys(DEMAND_RESOURCES, 0)
+        return {r: max(0, requested.get(r, 0) - self.measured_requests.get(r, 0)) for r in DEMAND_RESOURCES}
 
     def level(self, signal: str, floor: Threshold | None) -> int | None:
         """The highest of the node's thresholds on `signal` and `floor`, resolved against the
@@ -108,30 +117,42 @@ class NodeUsageStore:
 
 @dataclass(frozen=True, slots=True)
 class Crossing:
-    """A placement that leaves a signal below a threshold (amounts in the signal's unit)."""
+    """What a placement leaves of a signal against the node's threshold (amounts in the
+    signal's unit); `crosses` when that is below the threshold."""
 
     signal: str
     available_before: int  # what the sample shows, less the requests placed before
     available_after: int
     level: int
 
+    @property
+    def crosses(self) -> bool:
+        return self.available_after < self.level
+
+    @property
+    def short_by(self) -> int:
+        """How far below the threshold the placement leaves the signal (0: not below)."""
+        return max(0, self.level - self.available_after)
+
     def describe(self, node: str) -> str:
         threshold = amount(self.level, self.signal)
         if self.available_before < self.level:
             before = amount(self.available_before, self.signal)
             return f"{node} is already below its {self.signal} eviction threshold ({before} < {threshold})"
-        after = amount(self.available_after, self.signal)
-        return f"would push {self.signal} on {node} below its eviction threshold ({after} left < {threshold})"
+        after, what = amount(self.available_after, self.signal), f"{self.signal} on {node}"
+        if self.crosses:
+            return f"would push {what} below its eviction threshold ({after} left < {threshold})"
+        return f"would leave {what} above its eviction threshold ({after} left >= {threshold})"
 
 
-def crossings(
+def placement_checks(
     usage: NodeUsage,
     earlier: Mapping[str, int],
     added: Mapping[str, int],
     floors: Mapping[str, Threshold] | None = None,
 ) -> list[Crossing]:
-    """The signals a pod requesting `added` leaves below the node's thresholds (or `floors`),
-    after `earlier` requests the sample does not show yet."""
+    """What a pod requesting `added` leaves of each signal its requests draw on, against the
+    node's thresholds (or `floors`), after `earlier` requests the sample does not show yet."""
     found: list[Crossing] = []
     for signal, resource in DEMAND_RESOURCE.items():
         observed = usage.observations.get(signal)
@@ -141,30 +162,39 @@ def crossings(
         if not level:
             continue
         before = observed.available - earlier.get(resource, 0)
-        after = before - added[resource]
-        if after < level:
-            found.append(Crossing(signal, before, after, level))
+        found.append(Crossing(signal, before, before - added[resource], level))
     return found
 
 
 @dataclass(slots=True)
 class PlacementTracker:
     """Requests placed on each node since its usage sample, to tell which placements leave the
-    node below a threshold (simulate's note)."""
+    node below a threshold (simulate's note, explain's check)."""
 
     store: NodeUsageStore
     placed: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def seed(self, node: str, unmeasured: Mapping[str, int]) -> None:
-        """Requests already on the node that its usage sample does not include."""
-        self.placed[node] = {r: unmeasured.get(r, 0) for r in DEMAND_RESOURCES}
+    def seed(self, node: str, pods: Iterable[Pod]) -> None:
+        """The pods already on the node: their requests the usage sample does not include."""
+        usage = self.store.get(node)
+        if usage is not None:
+            self.placed[node] = usage.unmeasured(requests_of(pods))
 
-    def place(self, node: str, pod: Pod) -> list[Crossing]:
+    def check(self, node: str, pod: Pod) -> list[Crossing] | None:
+        """What placing the pod on the node leaves of each signal (placing nothing); None
+        without usage for the node."""
         usage = self.store.get(node)
         if usage is None:
+            return None
+        earlier = self.placed.get(node, dict.fromkeys(DEMAND_RESOURCES, 0))
+        return placement_checks(usage, earlier, requests_of([pod]))
+
+    def place(self, node: str, pod: Pod) -> list[Crossing]:
+        """Place the pod; the signals its placement leaves below a threshold."""
+        found = self.check(node, pod)
+        if found is None:
             return []
-        earlier = self.placed.setdefault(node, dict.fromkeys(DEMAND_RESOURCES, 0))
+        earlier = self.placed.get(node, dict.fromkeys(DEMAND_RESOURCES, 0))
         added = requests_of([pod])
-        found = crossings(usage, earlier, added)
         self.placed[node] = {r: earlier[r] + added[r] for r in DEMAND_RESOURCES}
-        return found
+        return [c for c in found if c.crosses]

@@ -97,12 +97,12 @@ class EvictionHeadroom(ScorePlugin):
         self._columns = _Columns(key, available, capacity, level, known, time, measured)
         return self._columns
 
-    def _unmeasured(self, cols: _Columns, resource: str, rows: Rows) -> FloatArray:
-        """Requests of the rows' pods beyond those the usage sample includes."""
+    def _unmeasured(self, cols: _Columns, resource: str, rows: Rows, minus: int = 0) -> FloatArray:
+        """Requests of the rows' pods (less `minus`) beyond those the usage sample includes."""
         index = self.table.resource_row(resource)
         if index is None:
             return np.zeros(len(rows))
-        requested = self.table.requested[index, rows].astype(np.float64)
+        requested = self.table.requested[index, rows].astype(np.float64) - minus
         measured = cols.measured[resource][rows]
         return np.where(np.isnan(measured), 0.0, np.maximum(requested - measured, 0.0))
 
@@ -116,13 +116,17 @@ class EvictionHeadroom(ScorePlugin):
         with np.errstate(invalid="ignore"):
             return known & (np.isnan(times) | (now - times <= limit))
 
-    def signal_scores(self, pod: Pod, rows: Rows) -> tuple[IntArray, BoolArray]:
-        """Per configured signal and row: the score, and whether it had (fresh) usage data."""
+    def signal_scores(self, pod: Pod, rows: Rows, counted: bool = False) -> tuple[IntArray, BoolArray]:
+        """Per configured signal and row: the score, and whether it had (fresh) usage data.
+        `counted`: the rows' requests include the pod's own (it is bound or assumed there), which
+        then count once, as when it was scored."""
         cols = self._sync()
         fresh = self._fresh(cols, rows)
         scores = np.full((len(self.typed.signals), len(rows)), NEUTRAL_SCORE, dtype=np.int64)
         demand_of = {
-            r: float(pod.requests.get(r, 0)) + self._unmeasured(cols, r, rows) for r in DEMAND_RESOURCES
+            r: float(pod.requests.get(r, 0))
+            + self._unmeasured(cols, r, rows, pod.requests.get(r, 0) if counted else 0)
+            for r in DEMAND_RESOURCES
         }
         for i, s in enumerate(self.typed.signals):
             resource = DEMAND_RESOURCE.get(s.name)
@@ -149,7 +153,8 @@ class EvictionHeadroom(ScorePlugin):
         if node_name not in self.table:
             return [f"node {node_name} is not known"]
         row = np.asarray([self.table.row(node_name)], dtype=np.intp)
-        scores, fresh = self.signal_scores(pod, row)
+        counted = any(p.key == pod.key for p in self.table.pods_on(int(row[0])))
+        scores, fresh = self.signal_scores(pod, row, counted)
         cols = self._sync()
         lines: list[str] = []
         for i, s in enumerate(self.typed.signals):
