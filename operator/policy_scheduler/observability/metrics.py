@@ -105,6 +105,26 @@ pod_scheduled_after_flush = Counter(
     "handling issues.",
     registry=REGISTRY,
 )
+# The volume binder's series (k8s.io/kubernetes pkg/scheduler/framework/plugins/volumebinding/
+# metrics): the cache counter is registered and never incremented there either.
+volume_scheduling_stage_errors = Counter(
+    "scheduler_volume_scheduling_stage_error",
+    "Volume scheduling stage error count",
+    ["operation"],
+    registry=REGISTRY,
+)
+volume_binder_cache_requests = Counter(
+    "scheduler_volume_binder_cache_requests",
+    "Total number for request volume binding cache",
+    ["operation"],
+    registry=REGISTRY,
+)
+
+
+def count_volume_stage_failures(operation: str, count: int) -> None:
+    volume_scheduling_stage_errors.labels(operation).inc(count)
+
+
 plugin_execution_duration = Histogram(
     "scheduler_plugin_execution_duration_seconds",
     "Duration for running a plugin at a specific extension point.",

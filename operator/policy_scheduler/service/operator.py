@@ -160,6 +160,7 @@ class Operator:
             preemption_in_progress=self.evictor.in_progress,
             owner_selectors=self.owners.owner_selectors,
             dra=DraServices(self.dra_store, _compile_selector, ApiClaimWriter(api, fence)),
+            volume_stage_failed=metrics.count_volume_stage_failures,
         )
         self.storage_changes = StorageChanges()
         # Explanations of the last attempts (served on /debug/explain) and kube-scheduler's metrics.

@@ -12,6 +12,7 @@ import pytest
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status
 from policy_scheduler.scheduler.model import Node
 from policy_scheduler.scheduler.nodetable import NodeTable
@@ -291,6 +292,31 @@ def test_find_pod_volumes_translation_error_is_an_error() -> None:
     state, pod = CycleState(), make_pod("p", "claim")
     plugin.pre_filter(state, pod)
     assert plugin.filter(state, pod, np.array([0])).status_of(0).code == Code.ERROR
+
+
+def test_a_failed_find_is_counted_as_a_predicate_stage_error_per_node() -> None:
+    pvc = bound(make_pvc("claim", WAIT_SC.name), "pv")
+    pv = dataclasses.replace(migration_pv(pvc), labels={LABEL_ZONE_BETA: "bad__zones"})
+    table = NodeTable()
+    for name in ("node1", "node2"):
+        table.set_node(Node(name, labels={HOSTNAME: name}))
+    failures: list[tuple[str, int]] = []
+    services = ClusterServices(volume_stage_failed=lambda operation, n: failures.append((operation, n)))
+    storage = StorageObjects(
+        [
+            WAIT_SC,
+            pvc,
+            pv,
+            CSI_NODE_MIGRATED,
+            CSINode("node2", annotations={ANN_MIGRATED_PLUGINS: GCE_PD_PLUGIN}),
+        ]
+    )
+    handle = Handle(table=table, storage=storage, services=services)
+    plugin = VolumeBinding.from_profile(handle, {"bindTimeoutSeconds": 300})
+    state, pod = CycleState(), make_pod("p", "claim")
+    plugin.pre_filter(state, pod)
+    plugin.filter(state, pod, np.array([0, 1]))
+    assert failures == [("predicate", 2)]
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,10 @@ def no_owner_selectors(pod: Pod) -> LabelSelector | None:
     return None
 
 
+def uncounted_volume_stage_failures(operation: str, count: int) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterServices:
     # getPodDisruptionBudgets: the PDBs preemption must respect.
@@ -74,3 +78,6 @@ class ClusterServices:
     node_pressure: NodePressureView = field(default_factory=NodePressureView)
     # The APIs the cluster does not serve (API discovery): the plugins that read one are off.
     unserved: UnservedApis = field(default_factory=UnservedApis)
+    # VolumeBinding's failed stages ("predicate", "assume", "bind") and how many, for the
+    # volume binder's scheduler_volume_scheduling_stage_error_total.
+    volume_stage_failed: Callable[[str, int], None] = uncounted_volume_stage_failures

@@ -126,6 +126,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         found = self._find(state, rows)
         if isinstance(found, Status):
             return FilterResult.reject_all(len(rows), found)
+        failed = int(np.count_nonzero(found.error != NO_ERROR))
+        if failed:  # FindPodVolumes failed on these nodes (upstream counts each call)
+            self.handle.services.volume_stage_failed("predicate", failed)
         # One status per distinct reason set, then errors (which win over reasons).
         bits = found.reasons.astype(np.int32)
         statuses: list[Status] = []
@@ -175,6 +178,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         try:
             data.all_bound = self.binder.assume(pod, node_name, volumes)
         except (AssumeError, BinderError) as exc:
+            self.handle.services.volume_stage_failed("assume", 1)
             return error(str(exc))
         data.node_name, data.volumes = node_name, volumes
         return SUCCESS
@@ -197,6 +201,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         except NotLeading:
             raise  # not a failure: the binding cycle drops the decision
         except Exception as exc:  # fwk.AsStatus(err): API failures and timeouts are Errors
+            self.handle.services.volume_stage_failed("bind", 1)
             log.debug("binding volumes failed", extra={"pod": pod.key, "error": str(exc)})
             return Status(Code.ERROR, (str(exc),))
         return SUCCESS
