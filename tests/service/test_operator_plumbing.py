@@ -15,12 +15,14 @@ import pytest
 from policy_scheduler.app.cli import build_parser
 from policy_scheduler.controllers.selector import parse_selector
 from policy_scheduler.kube import informer as informer_module
+from policy_scheduler.kube.event_objects import ObjectRef
 from policy_scheduler.kube.paths import EVICTION_POLICIES, SCHEDULING_PROFILES
 from policy_scheduler.kube.retry import Answer
 from policy_scheduler.kube.timings import DEFAULTS
 from policy_scheduler.observability.logs import JsonFormatter, KeyValueFormatter
 from policy_scheduler.observability.profile_stats import ProfileStats, reason_key
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.versioning.semantics import choose_semantics
 from policy_scheduler.service.config import OperatorConfig
 from policy_scheduler.service.operator import Operator
 from tests.no_api import NO_API
@@ -238,3 +240,30 @@ def test_commands_other_than_run_log_warnings_only(argv: list[str], level: str) 
     from policy_scheduler.app.cli import log_level
 
     assert log_level(build_parser().parse_args(argv)) == level
+
+
+def test_a_server_release_we_do_not_support_is_one_warning_event_per_profile_and_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    operator = Operator(NO_API, OperatorConfig(leader_elect=False, identity="me"))
+    profiles = operator.policy_informers.profiles
+    operator.policy_informers.eviction_policies.has_synced.set()
+    obj = _versioned(_object("p", {"schedulerName": "p"}), "1")
+    profiles._handle_line(json.dumps({"type": "ADDED", "object": obj}).encode())
+    sent: list[tuple[str, str, str]] = []
+
+    def event(ref: ObjectRef, type_: str, reason: str, action: str, note: str, **_: Any) -> None:
+        sent.append((ref.name, type_, reason))
+
+    monkeypatch.setattr(operator.events, "event", event)
+
+    operator.profiles.set_semantics(choose_semantics("v1.37.2"))
+    operator._refresh_status()
+    assert sent == []  # a supported release: the condition says so, no Event
+    operator.profiles.set_semantics(choose_semantics("v1.38.0"))
+    operator._refresh_status()
+    operator._refresh_status()
+    assert sent == [("p", "Warning", "NewerThanSupported")]
+    operator.profiles.set_semantics(choose_semantics("v1.39.1"))
+    operator._refresh_status()
+    assert len(sent) == 2  # another server version is told again

@@ -254,6 +254,8 @@ class Operator:
             adopt=self._tasks.extend,
             interval=config.api_discovery_interval,
         )
+        # (profile uid, reason, server version) already told in a KubernetesVersion Event.
+        self._version_reported: set[tuple[str, str, str | None]] = set()
 
     def _pending_summary(self, pod: Pod) -> str | None:
         found = self.explanations.get(pod.namespace, pod.name)
@@ -336,12 +338,27 @@ class Operator:
             status = self.profiles.status(name, stats, synced)
             if status is not None:
                 self.apis.report(record, status, self._api_not_served)
+                self._report_version(record)
                 self.status.set(PROFILES, name, status)
 
     def _api_not_served(self, record: ProfileRecord, note: str) -> None:
         if self.leader.is_leader():  # standbys see the same; one report is enough
             ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
             self.events.event(ref, "Warning", REASON_NOT_SERVED, "Schedule", note)
+
+    def _report_version(self, record: ProfileRecord) -> None:
+        """A Warning Event, once per profile and server version, when the profile cannot decide
+        like the cluster's own kube-scheduler (a release older or newer than we support, or
+        --feature-gates the new release refused); its KubernetesVersion condition says the same."""
+        semantics = self.profiles.semantics
+        if semantics.matches_cluster or record.accepted is None or not self.leader.is_leader():
+            return
+        key = (record.uid, semantics.reason, semantics.server_version)
+        if key not in self._version_reported:
+            self._version_reported.add(key)
+            ref = ObjectRef(SCHEDULING_PROFILE_KIND, record.name, uid=record.uid, api_version=API_VERSION)
+            note = semantics.describe(record.accepted.features)
+            self.events.event(ref, "Warning", semantics.reason, "Schedule", note)
 
     def _apis_served(self) -> None:
         """An API is served again: the pods that waited for it try again."""
