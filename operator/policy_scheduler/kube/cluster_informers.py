@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects import structs
 from policy_scheduler.apiobjects.convert import pod_from_api_or_malformed, pod_from_decode_failure
@@ -21,31 +21,13 @@ from policy_scheduler.kube.informer import OWNER_RESOURCES, Informer, ListFormat
 from policy_scheduler.kube.paths import NAMESPACES, NODES, PDBS, POD_FIELD_SELECTOR, PODS
 from policy_scheduler.kube.storage_informers import StorageChanges, storage_informers
 from policy_scheduler.kube.timings import InformerTimings
-from policy_scheduler.scheduler.model import Node, Pod
-from policy_scheduler.scheduler.storage.lister import StorageObject
+from policy_scheduler.scheduler.event_sinks import ClusterSink
+from policy_scheduler.scheduler.model import Pod
 
 if TYPE_CHECKING:
     from policy_scheduler.kube.client import ApiClient
 
 log = logging.getLogger(__name__)
-
-
-class ClusterSink(Protocol):
-    """What the informers tell the scheduler (the Engine)."""
-
-    def pod_added(self, pod: Pod) -> None: ...
-
-    def pod_updated(self, old: Pod, new: Pod) -> None: ...
-
-    def node_added(self, node: Node) -> None: ...
-
-    def node_updated(self, old: Node, new: Node) -> None: ...
-
-    def node_deleted(self, node: Node) -> None: ...
-
-    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
-
-    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
 
 
 class ClusterInformers:

@@ -7,7 +7,7 @@ queue then runs the plugin's hints (a new slice or a deallocated claim may make 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects import dra as api_dra
 from policy_scheduler.kube.informer import Informer
@@ -15,14 +15,11 @@ from policy_scheduler.kube.paths import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURC
 from policy_scheduler.kube.timings import InformerTimings
 from policy_scheduler.scheduler.dra.model import DeviceClass, ResourceClaim, ResourceSlice
 from policy_scheduler.scheduler.dra.store import DraStore
+from policy_scheduler.scheduler.event_sinks import DraSink
 from policy_scheduler.scheduler.framework.events import Resource
 
 if TYPE_CHECKING:
     from policy_scheduler.kube.client import ApiClient
-
-
-class DraSink(Protocol):
-    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None: ...
 
 
 class DraInformers:

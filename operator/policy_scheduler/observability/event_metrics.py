@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import Histogram
 
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.metrics import exponential_buckets
+from policy_scheduler.scheduler.event_sinks import EngineEvents
 from policy_scheduler.scheduler.framework.events import Action, Resource
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.events import storage_event
@@ -32,27 +33,6 @@ def event_label(resource: Resource | str, action: Action) -> str:
     """framework.ClusterEvent.Label(): the resource, then Add, Update or Delete."""
     verb = "Add" if action == Action.ADD else "Delete" if action == Action.DELETE else "Update"
     return f"{resource}{verb}"
-
-
-class EngineEvents(Protocol):
-    """What the informers tell the engine (kube's ClusterSink and DraSink: observability is a
-    leaf and imports no adapter)."""
-
-    def pod_added(self, pod: Pod) -> None: ...
-
-    def pod_updated(self, old: Pod, new: Pod) -> None: ...
-
-    def node_added(self, node: Node) -> None: ...
-
-    def node_updated(self, old: Node, new: Node) -> None: ...
-
-    def node_deleted(self, node: Node) -> None: ...
-
-    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None: ...
-
-    def storage_changed(self, old: StorageObject | None, new: StorageObject | None) -> None: ...
-
-    def dra_changed(self, resource: Resource, old: object | None, new: object | None) -> None: ...
 
 
 def _pod_resource(pod: Pod) -> Resource:
