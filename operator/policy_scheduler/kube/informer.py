@@ -48,9 +48,10 @@ OWNER_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], OwnerInfo]], ...] =
 
 # A label no object carries: a list selecting it is empty, whatever the collection holds.
 NOTHING_CARRIES = "policy-scheduler.io/catch-up-selects-nothing"
-# The API server sends a watch its bookmark two seconds before the watch's deadline, or at once
-# if that is past: a watch this short gets one at the next bookmark tick (see _catch_up_by_bookmark).
-BOOKMARK_WATCH_TIMEOUT = 2
+# The API server schedules a watch's bookmark two seconds before the watch's deadline, and none
+# if that is already past when the watch starts: the shortest watch that gets one within its
+# first second or so (see _catch_up_by_bookmark).
+BOOKMARK_WATCH_TIMEOUT = 3
 
 
 class HasMetadata(Protocol):
@@ -374,8 +375,9 @@ class Informer(Generic[S, V]):
         anything newer (cacheWatcher.processInterval). Bookmarks are dispatched in line with events
         (Cacher.dispatchEvents) carrying the last revision dispatched, so one proves every event up
         to it has been sent. cacheWatcher.nextBookmarkTime schedules one two seconds before the
-        watch's deadline, so a watch of BOOKMARK_WATCH_TIMEOUT seconds is due one at the next
-        bookmark tick instead of a minute later. A stream that merely closes at its timeout
+        watch's deadline (none if that has passed), in one-second buckets that the dispatcher's
+        bookmark tick pops, so a watch of BOOKMARK_WATCH_TIMEOUT seconds gets one about a second
+        after it opens instead of a minute later. A stream that merely closes at its timeout
         proves nothing: the handler may stop before the watcher has sent everything it holds.
         """
         await self._fresh_at(version)
