@@ -509,13 +509,19 @@ class BookmarkWatchInformer(GatedInformer):
         self.end_watch.clear()
 
 
-async def test_a_quiet_stream_catches_up_by_a_bookmark_watch_without_listing() -> None:
+async def watching_bookmark_informer() -> tuple[BookmarkWatchInformer, Recorder]:
+    """Listed (empty) and watching; catch-ups ask for a bookmark watch at once."""
     inf, rec = make(BookmarkWatchInformer)
     assert isinstance(inf, BookmarkWatchInformer)
     inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)
     inf.go.set()  # lists answer at once
     inf.start()
     await settle()
+    return inf, rec
+
+
+async def test_a_quiet_stream_catches_up_by_a_bookmark_watch_without_listing() -> None:
+    inf, rec = await watching_bookmark_informer()
     assert inf.watches == [False]
     inf._handle_line(line("ADDED", pod("a", "10")))
     waiting = asyncio.create_task(inf.catch_up(40))
@@ -536,12 +542,7 @@ async def test_a_quiet_stream_catches_up_by_a_bookmark_watch_without_listing() -
 
 
 async def test_a_bookmark_watch_that_ends_without_a_bookmark_falls_back_to_a_list() -> None:
-    inf, _ = make(BookmarkWatchInformer)
-    assert isinstance(inf, BookmarkWatchInformer)
-    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)
-    inf.go.set()  # lists answer at once
-    inf.start()
-    await settle()
+    inf, _ = await watching_bookmark_informer()
     inf._handle_line(line("ADDED", pod("a", "10")))
     inf.listing = (structs_of(pod("a", "10")), [], "45")
     waiting = asyncio.create_task(inf.catch_up(40))
