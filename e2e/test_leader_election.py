@@ -107,3 +107,17 @@ def test_standby_takes_over_when_leader_dies(
     # A second binding of a bound pod would be refused with a Conflict and reported on the pod.
     failed = [e for e in events if e.get("reason") == "FailedScheduling"]
     assert not failed, [e.get("note") for e in failed]
+    # The pods written before the takeover reached the standby's caches without a pod list: the
+    # pod stream is quiet after the Lease write, so a bookmark of a short watch brought it there.
+    catch_up = _catch_up_lines(operators[standby].log_path, "/api/v1/pods")
+    print("standby's pod catch-up:", catch_up)
+    assert not [line for line in catch_up if "caught up by a list" in line], catch_up
+    assert [line for line in catch_up if "caught up by a bookmark" in line], catch_up
+
+
+def _catch_up_lines(log_path: Path, resource: str) -> list[str]:
+    return [
+        line
+        for line in log_path.read_text().splitlines()
+        if "caught up by a" in line and f"resource={resource} " in line + " "
+    ]

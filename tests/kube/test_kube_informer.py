@@ -243,7 +243,7 @@ async def test_list_failure_waits_at_least_the_servers_retry_after(monkeypatch: 
     async def fake_sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    async def stop_watching() -> None:
+    async def stop_watching(**_: Any) -> None:
         raise asyncio.CancelledError
 
     monkeypatch.setattr(informer_module, "call", fake_call)
@@ -484,3 +484,73 @@ def test_an_undecodable_object_is_logged_by_its_name_and_field(caplog: pytest.Lo
     assert record.error.startswith(  # type: ignore[attr-defined]
         "resourceslices/gpu-node-1: spec.devices[0].consumesCounters[0].counterSet: Expected `str`, got `int`"
     )
+
+
+class BookmarkWatchInformer(GatedInformer):
+    """Its watch is played by the test: each one records its kind and waits to be ended."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.watches: list[bool] = []  # bookmark_watch of each watch opened
+        self.freshness_asked: list[int] = []
+        self.end_watch = asyncio.Event()
+
+    async def _fresh_at(self, version: int) -> str:
+        self.freshness_asked.append(version)
+        return str(version + 1)
+
+    async def _watch(self, *, bookmark_watch: bool = False) -> None:
+        self.watches.append(bookmark_watch)
+        self.current.set()
+        try:
+            await self.end_watch.wait()
+        finally:
+            self.current.clear()
+        self.end_watch.clear()
+
+
+async def watching_bookmark_informer() -> tuple[BookmarkWatchInformer, Recorder]:
+    """Listed (empty) and watching; catch-ups ask for a bookmark watch at once."""
+    inf, rec = make(BookmarkWatchInformer)
+    assert isinstance(inf, BookmarkWatchInformer)
+    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)
+    inf.go.set()  # lists answer at once
+    inf.start()
+    await settle()
+    return inf, rec
+
+
+async def test_a_quiet_stream_catches_up_by_a_bookmark_watch_without_listing() -> None:
+    inf, rec = await watching_bookmark_informer()
+    assert inf.watches == [False]
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert inf.freshness_asked == [40]
+    assert inf.watches == [False, True]  # the open watch was replaced by a bookmark watch
+    assert not waiting.done()
+    inf._handle_line(line("ADDED", pod("b", "30")))  # replayed from the cache first
+    inf._handle_line(b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"41"}}}')
+    await asyncio.wait_for(waiting, 1)
+    assert inf.asked == [0]  # the first list only
+    assert inf.catch_up_bookmarks == 1
+    assert rec.calls == [("add", "a@10"), ("add", "b@30")]
+    inf.end_watch.set()  # the short watch times out: an ordinary watch follows
+    await settle()
+    assert inf.watches == [False, True, False]
+    await inf.stop()
+
+
+async def test_a_bookmark_watch_that_ends_without_a_bookmark_falls_back_to_a_list() -> None:
+    inf, _ = await watching_bookmark_informer()
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    inf.listing = (structs_of(pod("a", "10")), [], "45")
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert inf.watches == [False, True]
+    inf.end_watch.set()  # closed at its timeout, no bookmark: proves nothing
+    await asyncio.wait_for(waiting, 1)
+    assert inf.asked == [0, 40]
+    assert inf.catch_up_lists == 1
+    assert inf.catch_up_bookmarks == 0
+    await inf.stop()

@@ -154,7 +154,7 @@ def _versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
 
 
-async def _never_watch() -> None:
+async def _never_watch(**_: Any) -> None:
     await asyncio.Event().wait()
 
 

@@ -7,7 +7,8 @@ Then, `--rounds` times: a Lease is written (as a replica taking the lease does) 
 `ClusterInformers.catch_up` waits until pods, nodes and claims hold every change up to that
 write (events or a consistent list, whichever gets there first); then, as on a cluster where no
 event comes at all, `--rounds` consistent lists of pods and of nodes applied to the stores.
-Printed: wall seconds, this process's CPU seconds, and how many lists each catch-up made.
+Printed: wall seconds, this process's CPU seconds, and how many lists and bookmark watches each
+catch-up used.
 """
 
 from __future__ import annotations
@@ -96,10 +97,14 @@ async def _measure(kubeconfig: Path, rounds: int) -> list[dict[str, Any]]:
         for round_ in range(rounds):
             version = await _write_lease(lease, round_)
             lists = {i.path: i.catch_up_lists for i in informers.essential()}
+            bookmarks = {i.path: i.catch_up_bookmarks for i in informers.essential()}
             wall, cpu = time.monotonic(), time.process_time()
             await informers.catch_up(version)
             caught_up = _timed(wall, cpu, "catch-up")
             caught_up["lists"] = {i.path: i.catch_up_lists - lists[i.path] for i in informers.essential()}
+            caught_up["bookmarks"] = {
+                i.path: i.catch_up_bookmarks - bookmarks[i.path] for i in informers.essential()
+            }
             results.append(caught_up)
             print(f"[catch-up] round {round_ + 1}: {caught_up}", file=sys.stderr)
             await asyncio.sleep(2.0)  # the cluster quiet again

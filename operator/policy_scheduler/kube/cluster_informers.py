@@ -133,6 +133,7 @@ class ClusterInformers:
         await self.wait_current()
         if version:
             await asyncio.gather(*(informer.catch_up(version) for informer in self.essential()))
+            await self.wait_current()  # a catch-up may have reopened a watch
 
     async def wait_current(self) -> None:
         """Until every informer follows the server again (listed, or its watch open)."""

@@ -46,6 +46,14 @@ OWNER_RESOURCES: tuple[tuple[str, type[Any], Callable[[Any], OwnerInfo]], ...] =
 )
 
 
+# A label no object carries: a list selecting it is empty, whatever the collection holds.
+NOTHING_CARRIES = "policy-scheduler.io/catch-up-selects-nothing"
+# The API server schedules a watch's bookmark two seconds before the watch's deadline, and none
+# if that is already past when the watch starts: the shortest watch that gets one within its
+# first second or so (see _catch_up_by_bookmark).
+BOOKMARK_WATCH_TIMEOUT = 3
+
+
 class HasMetadata(Protocol):
     @property
     def metadata(self) -> structs.ObjectMeta: ...
@@ -136,6 +144,13 @@ class Informer(Generic[S, V]):
         # revision are already in the store.
         self._floor = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # catch_up's, by revision
+        # catch_up's request that the open watch be replaced by one short bookmark watch, and
+        # the signal that such a watch has ended (however it ended).
+        self._restart_watch = asyncio.Event()
+        self._bookmark_watch_wanted = False
+        self._bookmark_watch_ended = asyncio.Event()
+        self.catch_up_bookmarks = 0  # catch-ups a short bookmark watch satisfied
+        self._bookmark_catch_up = False  # the running catch-up asked for a bookmark watch
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -171,7 +186,7 @@ class Informer(Generic[S, V]):
                     await self._list_and_sync()
                     need_list = False
                     self.backoff.reset()
-                await self._watch()
+                await self._watch_until_restarted()
             except _Gone:
                 log.info("resource version expired; relisting", extra={"resource": self.path})
                 need_list = True
@@ -305,9 +320,16 @@ class Informer(Generic[S, V]):
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (version, waiter)
         self._waiters.append(entry)
+        self._bookmark_catch_up = False
+        lists_before = self.catch_up_lists
         lister = asyncio.create_task(self._list_until(version), name=f"catch-up {self.path}")
         try:
             await asyncio.wait({waiter, lister}, return_when=asyncio.FIRST_COMPLETED)
+            if self._bookmark_catch_up and self.catch_up_lists == lists_before and self.reached(version):
+                self.catch_up_bookmarks += 1
+                log.info(
+                    "caught up by a bookmark", extra={"resource": self.path, "rv": self.resource_version}
+                )
         finally:
             self._waiters.remove(entry)
             waiter.cancel()
@@ -317,6 +339,15 @@ class Informer(Generic[S, V]):
 
     async def _list_until(self, version: int) -> None:
         await self.sleep(self.timings.catch_up_grace)
+        if not self.reached(version) and self._task is not None and not self._task.done():
+            try:
+                await self._catch_up_by_bookmark(version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info(
+                    "catch-up by bookmark failed; listing", extra={"resource": self.path, "error": repr(exc)}
+                )
         backoff = Backoff(self.timings.retry)
         while not self.reached(version):
             try:
@@ -330,6 +361,66 @@ class Informer(Generic[S, V]):
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
                 )
                 await self.sleep(delay)
+
+    async def _catch_up_by_bookmark(self, version: int) -> None:
+        """Bring the store to revision `version` without listing the collection: make the API
+        server's watch cache fresh at `version`, then reopen the watch from where the store is
+        for one short stream whose bookmark carries the cache's revision.
+
+        Why this is complete (k8s.io/apiserver pkg/storage/cacher): a list with
+        resourceVersionMatch=NotOlderThan waits until the watch cache has reached `version`
+        (GetList, waitUntilFreshAndBlock, which asks etcd for progress on a quiet resource), and a
+        label selector nothing carries makes its answer empty. A watch from the store's own
+        version gets every cached event after it (Cacher.Watch, getAllEventsSinceLocked) before
+        anything newer (cacheWatcher.processInterval). Bookmarks are dispatched in line with events
+        (Cacher.dispatchEvents) carrying the last revision dispatched, so one proves every event up
+        to it has been sent. cacheWatcher.nextBookmarkTime schedules one two seconds before the
+        watch's deadline (none if that has passed), in one-second buckets that the dispatcher's
+        bookmark tick pops, so a watch of BOOKMARK_WATCH_TIMEOUT seconds gets one about a second
+        after it opens instead of a minute later. A stream that merely closes at its timeout
+        proves nothing: the handler may stop before the watcher has sent everything it holds.
+        """
+        await self._fresh_at(version)
+        if self.reached(version):
+            return
+        self._bookmark_watch_ended.clear()
+        self._bookmark_catch_up = True
+        self._bookmark_watch_wanted = True
+        self._restart_watch.set()
+        reached = asyncio.create_task(self._until_reached(version))
+        ended = asyncio.create_task(self._bookmark_watch_ended.wait())
+        try:
+            await asyncio.wait({reached, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reached.cancel()
+            ended.cancel()
+
+    async def _until_reached(self, version: int) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (version, waiter)
+        self._waiters.append(entry)
+        try:
+            if not self.reached(version):
+                await waiter
+        finally:
+            self._waiters.remove(entry)
+
+    async def _fresh_at(self, version: int) -> str:
+        """Wait until the API server's watch cache of this collection holds revision `version`,
+        by an empty list at that revision; its resourceVersion."""
+        label_selector = ",".join(filter(None, [self.label_selector, NOTHING_CARRIES]))
+        query: Query = {
+            "resourceVersion": str(version),
+            "resourceVersionMatch": "NotOlderThan",
+            **self.selectors(),
+            "labelSelector": label_selector,
+        }
+        answer = await call(
+            self.api, "GET", self.path, query=query, request_timeout=self.timings.list_timeout
+        )
+        if answer.status != 200:
+            raise ApiError.from_answer(answer)
+        return self._decode_json_list(answer.body).resource_version
 
     async def list_at_least(self, version: int) -> str:
         """List the collection as of revision `version` or later and apply the list to the store,
@@ -347,9 +438,30 @@ class Informer(Generic[S, V]):
 
     # --- watch ---------------------------------------------------------------------------------
 
-    async def _watch(self) -> None:
+    async def _watch_until_restarted(self) -> None:
+        """One watch, cut short if catch_up asks for a bookmark watch meanwhile."""
+        bookmark_watch, self._bookmark_watch_wanted = self._bookmark_watch_wanted, False
+        self._restart_watch.clear()
+        watching = asyncio.create_task(self._watch(bookmark_watch=bookmark_watch), name=f"watch {self.path}")
+        restart = asyncio.create_task(self._restart_watch.wait())
+        try:
+            done, _ = await asyncio.wait({watching, restart}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            restart.cancel()
+            if not watching.done():
+                watching.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watching
+            if bookmark_watch:
+                self._bookmark_watch_ended.set()
+        if watching in done:
+            watching.result()
+
+    async def _watch(self, *, bookmark_watch: bool = False) -> None:
         # Like the reflector, spread watch lifetimes over [t, 2t) so reconnects don't align.
         timeout_seconds = int(self.timings.watch_timeout * (1.0 + random.random()))
+        if bookmark_watch:
+            timeout_seconds = BOOKMARK_WATCH_TIMEOUT
         query: Query = {
             "watch": True,
             "resourceVersion": self.resource_version,
@@ -377,6 +489,8 @@ class Informer(Generic[S, V]):
                         self.backoff.reset()
             finally:
                 self.current.clear()
+        if bookmark_watch:
+            return
         if not received and time.monotonic() - started < self.timings.min_healthy_watch:
             raise ConnectionError("watch closed immediately")
 
