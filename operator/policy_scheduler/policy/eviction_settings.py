@@ -6,7 +6,9 @@ simulator; nothing here talks to the API.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from policy_scheduler.scheduler.model import LabelSelector
 from policy_scheduler.scheduler.plugins.defaultpreemption.policy import DEFAULT_POLICY, EvictionPolicyConfig
@@ -20,13 +22,15 @@ BLOCKED_BY_BUDGET = "BlockedByBudget"
 RATE_LIMITED = "RateLimited"
 FAILED = "Failed"
 # The same results as the eviction metrics label them.
-RESULT_METRIC_LABEL = {
-    EVICTED: "evicted",
-    WOULD_EVICT: "dry_run",
-    BLOCKED_BY_BUDGET: "blocked_by_budget",
-    RATE_LIMITED: "rate_limited",
-    FAILED: "error",
-}
+RESULT_METRIC_LABEL: Mapping[str, str] = MappingProxyType(
+    {
+        EVICTED: "evicted",
+        WOULD_EVICT: "dry_run",
+        BLOCKED_BY_BUDGET: "blocked_by_budget",
+        RATE_LIMITED: "rate_limited",
+        FAILED: "error",
+    }
+)
 # Why a pod was chosen, as status.recentEvictions spells it.
 REASON_PREEMPTION = "Preemption"
 REASON_NODE_PRESSURE = "NodePressure"

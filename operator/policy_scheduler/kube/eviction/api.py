@@ -8,7 +8,8 @@ import enum
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,7 +33,7 @@ API_FAILURES: tuple[type[BaseException], ...] = (ApiError, *CONNECTION_ERRORS)
 MARK_FAILURES: tuple[type[BaseException], ...] = (*API_FAILURES, NotLeading)
 
 CallFn = Callable[..., Awaitable[Answer]]
-DRY_RUN_ALL = {"dryRun": "All"}
+DRY_RUN_ALL: Mapping[str, str] = MappingProxyType({"dryRun": "All"})
 
 
 class Outcome(enum.Enum):
@@ -158,7 +159,7 @@ class EvictionApi:
         self.fence = fence  # evictions and DisruptionTarget go out only while we may act as leader
 
     async def send(
-        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+        self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None
     ) -> Result:
         """One logical write with retries of transient failures and throttling; NotLeading when
         the fence refuses an attempt."""

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from policy_scheduler.apiobjects import usage_structs as us
@@ -42,11 +43,13 @@ from policy_scheduler.scheduler.pressure.view import NodePressureView
 log = logging.getLogger(__name__)
 
 # The signal whose order `explain` shows for a node relief holds under a condition.
-ORDER_SIGNAL_OF = {
-    MEMORY_PRESSURE: MEMORY_AVAILABLE,
-    DISK_PRESSURE: NODEFS_AVAILABLE,
-    PID_PRESSURE: PID_AVAILABLE,
-}
+ORDER_SIGNAL_OF: Mapping[str, str] = MappingProxyType(
+    {
+        MEMORY_PRESSURE: MEMORY_AVAILABLE,
+        DISK_PRESSURE: NODEFS_AVAILABLE,
+        PID_PRESSURE: PID_AVAILABLE,
+    }
+)
 
 
 class ClusterView(Protocol):

@@ -3,6 +3,8 @@ under pressure (the operator's answer and the recomputed one alike)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from policy_scheduler.scheduler.pressure.assess import NodeAssessment
@@ -66,7 +68,9 @@ def standing_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-ROLES = {"chosen": "placed on", "nominated": "nominated to", "considered": "considered for"}
+ROLES: Mapping[str, str] = MappingProxyType(
+    {"chosen": "placed on", "nominated": "nominated to", "considered": "considered for"}
+)
 
 
 def placement_lines(p: dict[str, Any]) -> list[str]:

@@ -12,6 +12,9 @@ profile, are untouched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import numpy as np
 
 from policy_scheduler.scheduler.framework.batch import TOLERATIONS_SIGNER, tolerations_signature
@@ -25,11 +28,13 @@ from policy_scheduler.scheduler.pressure.signals import DISK_PRESSURE, MEMORY_PR
 from policy_scheduler.scheduler.pressure.view import NodePressureView
 
 # The taints TaintNodesByCondition puts on a node reporting each condition.
-CONDITION_TAINTS: dict[str, Taint] = {
-    MEMORY_PRESSURE: Taint(key="node.kubernetes.io/memory-pressure", effect=NO_SCHEDULE),
-    DISK_PRESSURE: Taint(key="node.kubernetes.io/disk-pressure", effect=NO_SCHEDULE),
-    PID_PRESSURE: Taint(key="node.kubernetes.io/pid-pressure", effect=NO_SCHEDULE),
-}
+CONDITION_TAINTS: Mapping[str, Taint] = MappingProxyType(
+    {
+        MEMORY_PRESSURE: Taint(key="node.kubernetes.io/memory-pressure", effect=NO_SCHEDULE),
+        DISK_PRESSURE: Taint(key="node.kubernetes.io/disk-pressure", effect=NO_SCHEDULE),
+        PID_PRESSURE: Taint(key="node.kubernetes.io/pid-pressure", effect=NO_SCHEDULE),
+    }
+)
 ERR_REASON = "node(s) had {conditions} that pressure relief holds (EvictionPolicy {policy})"
 
 
