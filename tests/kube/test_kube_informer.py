@@ -446,6 +446,28 @@ async def test_a_list_older_than_what_the_watch_brought_meanwhile_is_dropped() -
     assert inf.resource_version == "6"
 
 
+async def test_a_catch_up_does_not_list_while_the_informer_is_reconnecting() -> None:
+    """During an outage the informer's own loop retries with its backoff; a catch-up waits for it
+    instead of retrying a list of the same collection in a second loop."""
+    inf, _ = gated()
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    reconnecting = asyncio.create_task(asyncio.Event().wait())  # the informer's loop, watch down
+    inf._task = reconnecting
+    inf.current.clear()
+    inf.listing = (structs_of(pod("a", "10")), [], "45")
+    waiting = asyncio.create_task(inf.catch_up(40))
+    await settle()
+    assert inf.lists_started == 0
+    inf.current.set()  # the watch is open again
+    await settle()
+    assert inf.lists_started == 1
+    inf.go.set()
+    await asyncio.wait_for(waiting, 1)
+    assert inf.catch_up_lists == 1
+    inf._task = None
+    reconnecting.cancel()
+
+
 async def test_a_catch_up_lists_only_after_its_grace() -> None:
     """On a busy cluster events get there within the grace: no list costs the server anything."""
     inf, _ = make(GatedInformer)

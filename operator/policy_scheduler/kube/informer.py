@@ -339,6 +339,7 @@ class Informer(Generic[S, V]):
 
     async def _list_until(self, version: int) -> None:
         await self.sleep(self.timings.catch_up_grace)
+        await self._until_following()
         if not self.reached(version) and self._task is not None and not self._task.done():
             try:
                 await self._catch_up_by_bookmark(version)
@@ -350,6 +351,9 @@ class Informer(Generic[S, V]):
                 )
         backoff = Backoff(self.timings.retry)
         while not self.reached(version):
+            await self._until_following()
+            if self.reached(version):
+                return
             try:
                 await self.list_at_least(version)
             except asyncio.CancelledError:
@@ -361,6 +365,13 @@ class Informer(Generic[S, V]):
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
                 )
                 await self.sleep(delay)
+
+    async def _until_following(self) -> None:
+        """While this informer's own loop is reconnecting (the server is down or unreachable),
+        wait for it: a catch-up adds no second retry loop against the same collection, and the
+        reconnected watch or relist may bring the store there by itself."""
+        if self._task is not None and not self._task.done():
+            await self.current.wait()
 
     async def _catch_up_by_bookmark(self, version: int) -> None:
         """Bring the store to revision `version` without listing the collection: make the API
