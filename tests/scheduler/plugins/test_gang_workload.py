@@ -1,0 +1,110 @@
+"""The Workload API's gangs on the engine (in memory, fake clock): the default profile of v1.37
+with GenericWorkload on, so GangScheduling is in it, fed scheduling.k8s.io PodGroups."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from policy_scheduler.apiobjects.workloads import pod_group_from_dict
+from policy_scheduler.scheduler.config import ProfileConfig
+from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.framework.services import ClusterServices
+from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup
+from policy_scheduler.scheduler.model import Container, Pod
+from policy_scheduler.scheduler.profile_resolution import resolve_profile
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_37
+from tests.fakeclock import FakeClock
+from tests.scheduler.plugins.test_gang import Binder, Hooks, World
+
+
+def workload_world(*nodes: int) -> World:
+    hooks, binder, clock = Hooks(), Binder(), FakeClock()
+    engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock, services=ClusterServices())
+    binder.engine = engine
+    features = Features(V1_37, (("GenericWorkload", True),))
+    engine.set_profiles([resolve_profile(ProfileConfig(), features=features)])
+    w = World(engine, hooks, binder, clock)
+    for i, cpu in enumerate(nodes):
+        w.node(f"n{i}", cpu)
+    return w
+
+
+def pod_group(name: str, min_count: int | None) -> PodGroup:
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return pod_group_from_dict(
+        {"metadata": {"name": name, "namespace": "default"}, "spec": {"schedulingPolicy": policy}}
+    )
+
+
+def member(w: World, name: str, group: str, cpu: int = 100) -> None:
+    w.engine.pod_added(
+        Pod(name, uid=name, scheduling_group=group, containers=(Container("c", requests={"cpu": cpu}),))
+    )
+
+
+def test_the_default_profile_has_gang_scheduling_with_the_gate() -> None:
+    w = workload_world(1000)
+    points = w.engine.frameworks["default-scheduler"].profile.points
+    assert "GangScheduling" in {ref.name for ref in points["preEnqueue"]}
+    assert "GangScheduling" in {ref.name for ref in points["permit"]}
+
+
+def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole() -> None:
+    w = workload_world(1000, 1000)
+    member(w, "g-0", "g")
+    member(w, "g-1", "g")
+    w.run()
+    assert w.binder.bound == {}
+    assert w.engine.queue.where(w.engine.unassigned["default/g-0"]) == "gated"
+    w.engine.workload_group_set(pod_group("g", 3))
+    w.run()
+    assert w.binder.bound == {}, "two of minCount 3"
+    member(w, "g-2", "g")
+    w.run()
+    assert sorted(w.binder.bound) == ["g-0", "g-1", "g-2"]
+
+
+def test_a_gang_that_cannot_complete_binds_nothing_and_its_waiting_members_time_out() -> None:
+    w = workload_world(1000, 1000)
+    w.engine.workload_group_set(pod_group("g", 3))
+    for i in range(3):
+        member(w, f"g-{i}", "g", cpu=600)  # two fit, the third nowhere
+    w.run(rounds=20, step=20.0)  # past the five-minute Permit timeout
+    assert w.binder.bound == {}
+    timed_out = [m for m in w.hooks.failures.values() if "rejected due to timeout" in m]
+    assert timed_out == [
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 5m0s at plugin GangScheduling."
+    ]
+
+
+def test_a_basic_policy_group_schedules_one_by_one() -> None:
+    w = workload_world(1000)
+    w.engine.workload_group_set(pod_group("b", None))
+    member(w, "b-0", "b")
+    w.run()
+    assert w.binder.bound == {"b-0": "n0"}
+
+
+def test_a_lowered_min_count_releases_a_waiting_gang() -> None:
+    w = workload_world(1000, 1000)
+    w.engine.workload_group_set(pod_group("g", 3))
+    member(w, "g-0", "g")
+    member(w, "g-1", "g")
+    w.run()
+    assert w.binder.bound == {}
+    w.engine.workload_group_set(pod_group("g", 2))
+    w.run()
+    assert sorted(w.binder.bound) == ["g-0", "g-1"]
+
+
+def test_the_two_front_doors_do_not_share_groups() -> None:
+    """A scheduler-plugins PodGroup of the same name is not the Workload API's group."""
+    w = workload_world(1000, 1000)
+    w.engine.pod_group_set(PodGroup("default", "g", 1))
+    member(w, "g-0", "g")
+    w.run()
+    assert w.binder.bound == {}, "its scheduling.k8s.io PodGroup is missing"
+    labelled = Pod("x", uid="x", labels={POD_GROUP_LABEL: "g"})
+    assert w.engine.workload_groups.key_of(labelled) == ""
+    assert w.engine.pod_groups.key_of(dataclasses.replace(labelled, labels={})) == ""
