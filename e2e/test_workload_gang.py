@@ -1,0 +1,183 @@
+"""Gang scheduling through the Workload API (scheduling.k8s.io/v1beta1 PodGroups) on a real v1.37.2
+control plane whose API server serves it (GenericWorkload on, the beta version enabled), with the
+operator running as its ServiceAccount (manifests/rbac.yaml) and a SchedulingProfile that turns
+GenericWorkload on, so GangScheduling is in its default plugins.
+
+Its own cluster: the shared one's API server does not serve the Workload API (its flags are the
+defaults), and a pod's spec.schedulingGroup is dropped by an API server without the gate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fixtures_operator import (
+    ServiceAccountOperator,
+    install_crds_and_rbac,
+    kubeconfig_token,
+    private_cluster,
+    service_account_kubeconfig,
+)
+from kubectl import Kubectl, condition, namespace, pod, profile
+from policy_scheduler.devcluster.cluster import DevCluster
+from polling import holds_for, wait_until
+
+APISERVER_FLAGS = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+NS = "e2e-workload"
+SCHEDULER = "workload-gang"
+NODE_LABEL = "e2e-workload"
+PG_API = "scheduling.k8s.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
+    with private_cluster(
+        tmp_path_factory,
+        pytestconfig,
+        "workload-cluster",
+        nodes=0,
+        apiserver_flags=lambda _w: APISERVER_FLAGS,
+    ) as dev:
+        yield dev
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: DevCluster) -> Kubectl:
+    kubectl = Kubectl(cluster.kubeconfig)
+    install_crds_and_rbac(kubectl)
+    kubectl.apply(namespace(NS))
+    # Two nodes of one CPU that only this module's pods tolerate.
+    taint = {"key": NODE_LABEL, "value": "yes", "effect": "NoSchedule"}
+    cluster.create_nodes(2, prefix="wl", cpu="1", memory="8Gi", labels={NODE_LABEL: "yes"}, taints=[taint])
+    return kubectl
+
+
+@pytest.fixture(scope="module")
+def operator(
+    admin: Kubectl, cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceAccountOperator]:
+    workdir = tmp_path_factory.mktemp("workload-operator")
+    kubeconfig = service_account_kubeconfig(admin, workdir / "kubeconfig")
+    process = ServiceAccountOperator(
+        kubeconfig,
+        workdir / "operator.log",
+        "--no-leader-elect",
+        reader_token=kubeconfig_token(cluster.kubeconfig),
+    )
+    try:
+        process.wait_ready()
+        admin.apply(profile(SCHEDULER, SCHEDULER, featureGates={"GenericWorkload": True}))
+
+        def ready() -> bool:
+            found = condition(admin.get("schedulingprofile", SCHEDULER), "Ready")
+            return bool(found and found["status"] == "True")
+
+        wait_until("the profile is ready", ready, timeout=30)
+        yield process
+    finally:
+        process.stop()
+
+
+def pod_group(name: str, policy: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": PG_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def member(name: str, group: str, cpu: str = "100m") -> dict[str, Any]:
+    toleration = {"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+    return pod(
+        name,
+        NS,
+        SCHEDULER,
+        cpu=cpu,
+        extra_spec={"schedulingGroup": {"podGroupName": group}, "tolerations": [toleration]},
+    )
+
+
+def bound(admin: Kubectl, names: list[str]) -> dict[str, str]:
+    pods = {p["metadata"]["name"]: p for p in admin.items("pods", NS)}
+    return {
+        n: pods[n]["spec"].get("nodeName", "")
+        for n in names
+        if pods.get(n, {}).get("spec", {}).get("nodeName")
+    }
+
+
+def gated(operator: ServiceAccountOperator) -> int:
+    found = re.search(
+        rf'scheduler_unschedulable_pods\{{plugin="GangScheduling",profile="{SCHEDULER}"\}} (\d+)',
+        operator.metrics(),
+    )
+    return int(found.group(1)) if found else 0
+
+
+def test_the_workload_api_is_served_and_the_profile_uses_it(
+    operator: ServiceAccountOperator, admin: Kubectl
+) -> None:
+    served = condition(admin.get("schedulingprofile", SCHEDULER), "APIsServed")
+    assert served is None or served["status"] == "True", served
+    assert "scheduling.k8s.io Workload API" not in operator.tail(400)
+
+
+def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole(
+    operator: ServiceAccountOperator, admin: Kubectl
+) -> None:
+    names = [f"g-{i}" for i in range(4)]
+    for name in names[:3]:
+        admin.apply(member(name, "g"))
+    stored = admin.get("pod", "g-0", NS)
+    assert stored["spec"]["schedulingGroup"] == {"podGroupName": "g"}, "the API server kept the field"
+    # No PodGroup yet: held in PreEnqueue ("waiting for pods's pod group ... to appear").
+    wait_until("three pods gated by GangScheduling", lambda: gated(operator) == 3, timeout=30)
+    holds_for("no member binds without its PodGroup", lambda: not bound(admin, names), seconds=3)
+    admin.apply(pod_group("g", {"gang": {"minCount": 4}}))
+    # Three of minCount 4: still held.
+    holds_for("three of minCount 4 do not bind", lambda: not bound(admin, names), seconds=5)
+    assert gated(operator) == 3
+    admin.apply(member("g-3", "g"))
+
+    def whole() -> dict[str, str] | None:
+        placed = bound(admin, names)
+        return placed if len(placed) == len(names) else None
+
+    placed = wait_until("the whole gang bound", whole, timeout=60)
+    assert set(placed) == set(names)
+    assert gated(operator) == 0
+
+
+def test_a_gang_that_cannot_fit_binds_no_member(operator: ServiceAccountOperator, admin: Kubectl) -> None:
+    """Two 600m members fit (one per one-CPU node), the third nowhere: the two wait at Permit and
+    nothing is bound."""
+    admin.apply(pod_group("big", {"gang": {"minCount": 3}}))
+    names = [f"big-{i}" for i in range(3)]
+    for name in names:
+        admin.apply(member(name, "big", cpu="600m"))
+
+    def third_unschedulable() -> bool:
+        states = [condition(admin.get("pod", n, NS), "PodScheduled") for n in names]
+        return any(s is not None and s["status"] == "False" for s in states)
+
+    wait_until("a member found unschedulable", third_unschedulable, timeout=60)
+    holds_for("no member of an incomplete gang binds", lambda: not bound(admin, names), seconds=8)
+    for name in names:
+        admin.run("delete", "pod", name, "-n", NS, "--wait=false")
+
+
+def test_a_basic_policy_pod_group_schedules_pod_by_pod(
+    operator: ServiceAccountOperator, admin: Kubectl
+) -> None:
+    admin.apply(pod_group("solo", {"basic": {}}))
+    admin.apply(member("solo-0", "solo"))
+    wait_until("the basic pod bound", lambda: bound(admin, ["solo-0"]), timeout=60)
+
+
+def test_the_service_account_was_never_refused(operator: ServiceAccountOperator) -> None:
+    assert operator.forbidden_lines() == []
