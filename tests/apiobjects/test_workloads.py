@@ -113,3 +113,20 @@ def test_the_pods_workload_ref_v1_35() -> None:
 def test_a_pod_in_no_group() -> None:
     pod = pod_from_api(_pod({}))
     assert (pod.scheduling_group, pod.workload_ref, scheduling_group_key(pod)) == ("", None, "")
+
+
+@pytest.mark.parametrize(
+    ("mode", "disrupt_all"),
+    [
+        ({"all": {}}, True),  # v1beta1
+        ({"single": {}}, False),
+        ("PodGroup", True),  # v1alpha2 (v1.36)
+        ("Pod", False),
+        (None, False),
+    ],
+)
+def test_the_disruption_mode(mode: object, disrupt_all: bool) -> None:
+    spec: dict[str, object] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+    if mode is not None:
+        spec["disruptionMode"] = mode
+    assert pod_group_from_dict({"metadata": {"name": "pg"}, "spec": spec}).disrupt_all is disrupt_all

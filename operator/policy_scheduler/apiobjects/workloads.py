@@ -8,7 +8,7 @@ gives one group per podGroups entry, keyed `namespace/workload/podGroup`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import msgspec
@@ -33,8 +33,26 @@ class SchedulingPolicy(_Base):
     gang: GangSchedulingPolicy | None = None
 
 
+class DisruptionMode(_Base):
+    """v1beta1's union: exactly one of single and all."""
+
+    single: dict[str, Any] | None = None
+    all: dict[str, Any] | None = None
+
+
+# v1alpha2 (v1.36) spells the mode as a string.
+DISRUPTION_MODE_POD_GROUP_V1_36 = "PodGroup"
+
+
 class PodGroupSpec(_Base):
     scheduling_policy: SchedulingPolicy = msgspec.field(default_factory=SchedulingPolicy)
+    disruption_mode: DisruptionMode | str | None = None
+
+
+def _disrupt_all(mode: DisruptionMode | str | None) -> bool:
+    if isinstance(mode, str):
+        return mode == DISRUPTION_MODE_POD_GROUP_V1_36
+    return mode is not None and mode.all is not None
 
 
 class PodGroupObject(_Base):
@@ -84,7 +102,8 @@ def _group(meta: ObjectMeta, name: str, policy: SchedulingPolicy, field: str, wh
 
 def pod_group_from_api(obj: PodGroupObject) -> PodGroup:
     meta = obj.metadata
-    return _group(meta, meta.name, obj.spec.scheduling_policy, "spec.schedulingPolicy", "PodGroup")
+    group = _group(meta, meta.name, obj.spec.scheduling_policy, "spec.schedulingPolicy", "PodGroup")
+    return replace(group, disrupt_all=_disrupt_all(obj.spec.disruption_mode))
 
 
 @dataclass(frozen=True, slots=True)

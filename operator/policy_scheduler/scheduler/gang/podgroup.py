@@ -31,6 +31,9 @@ class PodGroup:
     malformed: str | None = None
     # False for the Workload API's Basic policy: the group's pods schedule one by one.
     gang: bool = True
+    # The Workload API's disruptionMode All (v1.36: "PodGroup"): preemption evicts its members
+    # together (workload-aware preemption).
+    disrupt_all: bool = False
 
     @property
     def key(self) -> str:

@@ -120,7 +120,7 @@ IMPLEMENTED: Mapping[str, frozenset[bool]] = MappingProxyType(
         VOLUME_ATTRIBUTES_CLASS: _ON,
         # NodeVolumeLimits' CSI driver check (the scheduler's only use of it).
         VOLUME_LIMIT_SCALING: _BOTH,
-        WORKLOAD_AWARE_PREEMPTION: _OFF,
+        WORKLOAD_AWARE_PREEMPTION: _BOTH,
     }
 )
 
