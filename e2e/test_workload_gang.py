@@ -1,5 +1,6 @@
 """Gang scheduling through the Workload API (scheduling.k8s.io/v1beta1 PodGroups) on a real v1.37.2
-control plane whose API server serves it (GenericWorkload on, the beta version enabled), with the
+control plane whose API server serves it (devcluster's workload_api_flags: GenericWorkload on, the
+beta version enabled; `policy-scheduler dev-cluster up --workload-api` does the same), with the
 operator running as its ServiceAccount (manifests/rbac.yaml) and a SchedulingProfile that turns
 GenericWorkload on, so GangScheduling is in its default plugins.
 
@@ -24,9 +25,10 @@ from fixtures_operator import (
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.devcluster.flags import workload_api_flags
+from policy_scheduler.devcluster.versions import control_plane
 from polling import holds_for, wait_until
 
-APISERVER_FLAGS = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
 NS = "e2e-workload"
 SCHEDULER = "workload-gang"
 NODE_LABEL = "e2e-workload"
@@ -35,12 +37,12 @@ PG_API = "scheduling.k8s.io/v1beta1"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
+    kubernetes = control_plane().kubernetes
+    if not kubernetes.startswith("v1.37."):
+        pytest.skip(f"written for v1.37's scheduling.k8s.io/v1beta1 PodGroups, not {kubernetes}")
+    flags = workload_api_flags(kubernetes)
     with private_cluster(
-        tmp_path_factory,
-        pytestconfig,
-        "workload-cluster",
-        nodes=0,
-        apiserver_flags=lambda _w: APISERVER_FLAGS,
+        tmp_path_factory, pytestconfig, "workload-cluster", nodes=0, apiserver_flags=lambda _w: flags
     ) as dev:
         yield dev
 
