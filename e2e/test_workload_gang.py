@@ -1,8 +1,9 @@
-"""Gang scheduling through the Workload API (scheduling.k8s.io/v1beta1 PodGroups) on a real v1.37.2
-control plane whose API server serves it (devcluster's workload_api_flags: GenericWorkload on, the
-beta version enabled; `policy-scheduler dev-cluster up --workload-api` does the same), with the
-operator running as its ServiceAccount (manifests/rbac.yaml) and a SchedulingProfile that turns
-GenericWorkload on, so GangScheduling is in its default plugins.
+"""Gang scheduling through the Workload API on a real control plane whose API server serves it
+(devcluster's workload_api_flags; `policy-scheduler dev-cluster up --workload-api` does the same):
+v1beta1 PodGroups and spec.schedulingGroup on v1.37.2 (the suite's default), v1alpha2 on v1.36,
+v1alpha1 Workloads and spec.workloadRef on v1.35 (POLICY_SCHEDULER_K8S_VERSION). The operator runs
+as its ServiceAccount (manifests/rbac.yaml); the SchedulingProfile turns the release's gates on, so
+GangScheduling is in its default plugins.
 
 Its own cluster: the shared one's API server does not serve the Workload API (its flags are the
 defaults), and a pod's spec.schedulingGroup is dropped by an API server without the gate.
@@ -25,22 +26,25 @@ from fixtures_operator import (
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
-from policy_scheduler.devcluster.flags import workload_api_flags
+from policy_scheduler.devcluster.flags import WORKLOAD_API_VERSIONS, workload_api_flags
 from policy_scheduler.devcluster.versions import control_plane
 from polling import holds_for, wait_until
 
 NS = "e2e-workload"
 SCHEDULER = "workload-gang"
 NODE_LABEL = "e2e-workload"
-PG_API = "scheduling.k8s.io/v1beta1"
+KUBERNETES = control_plane().kubernetes
+MINOR = ".".join(KUBERNETES.lstrip("v").split(".")[:2])
+API_VERSION = f"scheduling.k8s.io/{WORKLOAD_API_VERSIONS.get(MINOR, '?')}"
+# v1.35 and v1.36 need GangScheduling too; v1.37 removed that gate.
+GATES = {"GenericWorkload": True} if MINOR == "1.37" else {"GenericWorkload": True, "GangScheduling": True}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[DevCluster]:
-    kubernetes = control_plane().kubernetes
-    if not kubernetes.startswith("v1.37."):
-        pytest.skip(f"written for v1.37's scheduling.k8s.io/v1beta1 PodGroups, not {kubernetes}")
-    flags = workload_api_flags(kubernetes)
+    if MINOR not in WORKLOAD_API_VERSIONS:
+        pytest.skip(f"Kubernetes {KUBERNETES} has no Workload API")
+    flags = workload_api_flags(KUBERNETES)
     with private_cluster(
         tmp_path_factory, pytestconfig, "workload-cluster", nodes=0, apiserver_flags=lambda _w: flags
     ) as dev:
@@ -72,7 +76,7 @@ def operator(
     )
     try:
         process.wait_ready()
-        admin.apply(profile(SCHEDULER, SCHEDULER, featureGates={"GenericWorkload": True}))
+        admin.apply(profile(SCHEDULER, SCHEDULER, featureGates=GATES))
 
         def ready() -> bool:
             found = condition(admin.get("schedulingprofile", SCHEDULER), "Ready")
@@ -85,23 +89,29 @@ def operator(
 
 
 def pod_group(name: str, policy: dict[str, Any]) -> dict[str, Any]:
+    """The release's gang object: a PodGroup (v1.36 on), a Workload with one podGroups entry
+    named "main" (v1.35)."""
+    meta = {"name": name, "namespace": NS}
+    if MINOR == "1.35":
+        spec = {"podGroups": [{"name": "main", "policy": policy}]}
+        return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": meta, "spec": spec}
     return {
-        "apiVersion": PG_API,
+        "apiVersion": API_VERSION,
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": meta,
         "spec": {"schedulingPolicy": policy},
     }
 
 
+def membership(group: str) -> dict[str, Any]:
+    if MINOR == "1.35":
+        return {"workloadRef": {"name": group, "podGroup": "main"}}
+    return {"schedulingGroup": {"podGroupName": group}}
+
+
 def member(name: str, group: str, cpu: str = "100m") -> dict[str, Any]:
     toleration = {"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
-    return pod(
-        name,
-        NS,
-        SCHEDULER,
-        cpu=cpu,
-        extra_spec={"schedulingGroup": {"podGroupName": group}, "tolerations": [toleration]},
-    )
+    return pod(name, NS, SCHEDULER, cpu=cpu, extra_spec={**membership(group), "tolerations": [toleration]})
 
 
 def bound(admin: Kubectl, names: list[str]) -> dict[str, str]:
@@ -136,7 +146,8 @@ def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole(
     for name in names[:3]:
         admin.apply(member(name, "g"))
     stored = admin.get("pod", "g-0", NS)
-    assert stored["spec"]["schedulingGroup"] == {"podGroupName": "g"}, "the API server kept the field"
+    for field, value in membership("g").items():
+        assert stored["spec"][field] == value, "the API server kept the field"
     # No PodGroup yet: held in PreEnqueue ("waiting for pods's pod group ... to appear").
     wait_until("three pods gated by GangScheduling", lambda: gated(operator) == 3, timeout=30)
     holds_for("no member binds without its PodGroup", lambda: not bound(admin, names), seconds=3)
