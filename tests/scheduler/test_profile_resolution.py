@@ -136,8 +136,8 @@ def test_default_profile_is_upstreams() -> None:
     ("version", "gate", "points"),
     [
         (V1_35, "GangScheduling", "preEnqueue, reserve, permit"),
-        (V1_36, "GangScheduling", "preEnqueue, permit"),
-        (V1_37, "GenericWorkload", "preEnqueue, permit"),
+        (V1_36, "GangScheduling", "preEnqueue, postFilter, permit"),
+        (V1_37, "GenericWorkload", "preEnqueue, postFilter, permit"),
     ],
     ids=str,
 )
@@ -145,7 +145,7 @@ def test_gang_scheduling_is_a_default_with_its_gate(
     version: KubernetesVersion, gate: str, points: str
 ) -> None:
     """applyFeatureGates: GangScheduling joins the default profile with its release's gate, at the
-    extension points of that release (v1.35 also Reserve)."""
+    extension points of that release (v1.35 also Reserve; from v1.36 our PostFilter)."""
     on = Features(version, (("GenericWorkload", True), (gate, True)))
     assert "GangScheduling" in {ref.name for ref in default_plugins(on)}
     assert "GangScheduling" not in {ref.name for ref in default_plugins(Features(version))}

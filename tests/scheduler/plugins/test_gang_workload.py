@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from policy_scheduler.apiobjects.workloads import pod_group_from_dict
+from policy_scheduler.apiobjects.workloads import pod_group_from_dict, workload_from_dict
 from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.services import ClusterServices
@@ -13,16 +13,21 @@ from policy_scheduler.scheduler.gang import POD_GROUP_LABEL, PodGroup
 from policy_scheduler.scheduler.model import Container, Pod
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.versioning.features import Features
-from policy_scheduler.scheduler.versioning.version import V1_37
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_37, KubernetesVersion
 from tests.fakeclock import FakeClock
 from tests.scheduler.plugins.test_gang import Binder, Hooks, World
 
 
-def workload_world(*nodes: int) -> World:
+def workload_world(*nodes: int, version: KubernetesVersion = V1_37) -> World:
     hooks, binder, clock = Hooks(), Binder(), FakeClock()
     engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock, services=ClusterServices())
     binder.engine = engine
-    features = Features(V1_37, (("GenericWorkload", True),))
+    gates = (
+        (("GenericWorkload", True),)
+        if version == V1_37
+        else (("GenericWorkload", True), ("GangScheduling", True))
+    )
+    features = Features(version, gates)
     engine.set_profiles([resolve_profile(ProfileConfig(), features=features)])
     w = World(engine, hooks, binder, clock)
     for i, cpu in enumerate(nodes):
@@ -65,13 +70,43 @@ def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole() -> None
     assert sorted(w.binder.bound) == ["g-0", "g-1", "g-2"]
 
 
-def test_a_gang_that_cannot_complete_binds_nothing_and_its_waiting_members_time_out() -> None:
+def test_a_gang_that_cannot_complete_releases_its_waiting_members_at_once() -> None:
+    """v1.37: when a member fits nowhere and the gang cannot reach minCount, the members waiting at
+    Permit are released at once (upstream's pod-group cycle assumes none), not at the timeout."""
     w = workload_world(1000, 1000)
     w.engine.workload_group_set(pod_group("g", 3))
     for i in range(3):
         member(w, f"g-{i}", "g", cpu=600)  # two fit, the third nowhere
+    w.run(rounds=1, step=0.0)
+    assert w.binder.bound == {}
+    released = {m for m in w.hooks.failures.values() if "minCount (3) cannot be satisfied" in m}
+    assert released == {
+        "0/1 nodes are available: 1 minCount (3) cannot be satisfied: 2 scheduled, 0 remaining."
+    }
+    assert not any("timeout" in m for m in w.hooks.failures.values())
+
+
+def test_a_gang_that_cannot_complete_binds_nothing_and_its_waiting_members_time_out_v1_35() -> None:
+    """v1.35 schedules pod by pod: the members that fit wait at Permit until the timeout."""
+    w = workload_world(1000, 1000, version=V1_35)
+    workload = {
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"podGroups": [{"name": "g", "policy": {"gang": {"minCount": 3}}}]},
+    }
+    for group in workload_from_dict(workload).groups:
+        w.engine.workload_group_set(group)
+    for i in range(3):
+        w.engine.pod_added(
+            Pod(
+                f"g-{i}",
+                uid=f"g-{i}",
+                workload_ref=("w", "g", ""),
+                containers=(Container("c", requests={"cpu": 600}),),
+            )
+        )
     w.run(rounds=20, step=20.0)  # past the five-minute Permit timeout
     assert w.binder.bound == {}
+    assert not any("minCount" in m for m in w.hooks.failures.values()), "no early release in v1.35"
     timed_out = [m for m in w.hooks.failures.values() if "rejected due to timeout" in m]
     assert timed_out == [
         "0/1 nodes are available: 1 rejected due to timeout after waiting 5m0s at plugin GangScheduling."

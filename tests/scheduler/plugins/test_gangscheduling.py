@@ -10,6 +10,7 @@ import pytest
 
 from policy_scheduler.apiobjects.workloads import pod_group_from_dict, workload_from_dict
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
 from policy_scheduler.scheduler.framework.services import ClusterServices
@@ -59,8 +60,13 @@ class FakeWaiting:
     allowed: bool = False
     outcome: Status | None = None
 
+    rejected: str = ""
+
     def allow(self, plugin: str) -> None:
         self.allowed = True
+
+    def reject(self, plugin: str, message: str) -> None:
+        self.rejected = message
 
 
 @dataclass
@@ -519,3 +525,46 @@ def test_events_to_register_per_release(
 ) -> None:
     h = harness(version, [], [])
     assert {(e.event.resource, e.event.action) for e in h.plugin.events_to_register()} == events
+
+
+# ---- PostFilter (ours from v1.36: the pod-group cycle's all-or-nothing outcome) -------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "others_waiting", "others_pending", "released"),
+    [
+        (
+            "two wait, none left to try: released",
+            2,
+            0,
+            "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+        ),
+        (
+            "one waits, one left to try: released",
+            1,
+            1,
+            "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining",
+        ),
+        ("one waits, two left to try: quorum still possible", 1, 2, ""),
+        ("none waits: nothing to release", 0, 0, ""),
+    ],
+)
+def test_post_filter_releases_the_waiting_members_of_a_gang_that_cannot_complete(
+    name: str, others_waiting: int, others_pending: int, released: str
+) -> None:
+    failing = pod("f", "pg1")
+    waiting = [pod(f"w{i}", "pg1") for i in range(others_waiting)]
+    pending = [pod(f"q{i}", "pg1") for i in range(others_pending)]
+    h = harness(V1_37, [pod_group("pg1", 3)], [failing, *waiting, *pending])
+    for p in waiting:
+        h.framework.waiting.append(FakeWaiting(h.assume(p)))
+    result, status = h.plugin.post_filter(CycleState(), failing, Diagnosis())
+    assert result is None
+    assert status.code == Code.UNSCHEDULABLE
+    assert {w.rejected for w in h.framework.waiting} <= {released}, name
+    assert all(w.rejected == released for w in h.framework.waiting), name
+
+
+def test_post_filter_is_not_a_v1_35_point() -> None:
+    assert "postFilter" in GangScheduling.points_absent_in(Features(V1_35))
+    assert "postFilter" not in GangScheduling.points_absent_in(Features(V1_37))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import (
     Action,
     ClusterEvent,
@@ -24,6 +25,8 @@ from policy_scheduler.scheduler.framework.events import (
 from policy_scheduler.scheduler.framework.interfaces import (
     Handle,
     PermitPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreEnqueuePlugin,
     ReservePlugin,
 )
@@ -58,7 +61,12 @@ def template_missing(template: str, workload: str) -> str:
     return f'pod group "{template}" doesn\'t exist for a workload "{workload}"'
 
 
-class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
+def min_count_unsatisfiable(min_count: int, scheduled: int, remaining: int) -> str:
+    """PlacementFeasible's verdict on a gang that cannot reach minCount (v1.36+)."""
+    return f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+
+
+class GangScheduling(PreEnqueuePlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
     name = NAME
 
     def __init__(self, handle: Handle, args: object) -> None:
@@ -69,8 +77,9 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
 
     @classmethod
     def points_absent_in(cls, features: Features) -> frozenset[str]:
-        # Reserve/Unreserve tracked v1.35's assumed pods; from v1.36 the cache does.
-        return frozenset({"reserve"}) if features.version >= V1_36 else frozenset()
+        # Reserve/Unreserve tracked v1.35's assumed pods; from v1.36 the cache does. PostFilter
+        # stands in for v1.36's pod-group cycle (docs/differences.md); v1.35 has none.
+        return frozenset({"reserve"}) if features.version >= V1_36 else frozenset({"postFilter"})
 
     # ---- PreEnqueue --------------------------------------------------------------------------
 
@@ -102,6 +111,32 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
         if self.store.member_count(key) < group.min_member:
             return unresolvable(QUORUM_NOT_IN_QUEUE)
         return SUCCESS
+
+    # ---- PostFilter (v1.36+: the pod-group cycle's all-or-nothing outcome) --------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """A member that fits nowhere (and could not preempt): if its gang can no longer reach
+        minCount in this round (PlacementFeasible: scheduled + remaining < minCount), the members
+        waiting at Permit are released with that verdict, as upstream's pod-group cycle assumes
+        none of them; they return to the queue instead of holding nodes until the timeout."""
+        key = self.store.key_of(pod)
+        group = self.store.group_of(pod) if key else None
+        if group is None or not group.gang:
+            return None, Status(Code.UNSCHEDULABLE)
+        assigned = self.store.assigned(key)
+        members = self.store.state(key).members
+        remaining = sum(1 for k in members if k != pod.key and k not in assigned)
+        scheduled = len(assigned)
+        framework = self.handle.framework
+        if scheduled + remaining >= group.min_member or framework is None:
+            return None, Status(Code.UNSCHEDULABLE)
+        message = min_count_unsatisfiable(group.min_member, scheduled, remaining)
+        for waiting in list(framework.iterate_over_waiting_pods()):
+            if waiting.outcome is None and self.store.key_of(waiting.pod) == key:
+                waiting.reject(self.name, message)
+        return None, Status(Code.UNSCHEDULABLE)
 
     # ---- Reserve (v1.35: the assumed pods are counted from the node table) -------------------
 
