@@ -308,6 +308,15 @@ class Engine:
     def workload_group_deleted(self, key: str) -> None:
         self.workload_groups.delete_group(key)
 
+    def activate_with_group(self, pod: Pod) -> None:
+        """Activate a preemptor whose evictions are over, with the pending members of its Workload
+        API gang: workload-aware DefaultPreemption held them while it preempted for the group."""
+        store = self.workload_groups
+        key = store.key_of(pod)
+        members = store.state(key).members if key and key in store.states else {}
+        siblings = [p for k in members if k != pod.key and (p := self.unassigned.get(k)) is not None]
+        self.queue.activate([pod, *siblings])
+
     def reject_expired_waiting_pods(self) -> None:
         """Time out Permit waits by the engine's clock (tests with a fake clock call this)."""
         for framework in self.frameworks.values():

@@ -105,7 +105,7 @@ class EnginePods:
         return self.engine.unassigned.get(key)
 
     def requeue(self, pod: Pod) -> None:
-        self.engine.queue.activate([pod])
+        self.engine.activate_with_group(pod)
 
 
 class Operator:

@@ -136,3 +136,58 @@ def test_a_gang_preemptor_preempts_for_every_member_it_lacks() -> None:
     assert [(p.name, n) for p, n in result.nominations] == [
         ("g-1", "node-b" if result.nominated_node_name == "node-a" else "node-a")
     ]
+
+
+# ---- PreEnqueue (v1.37.2's TestPreEnqueue rows with pod groups) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "features", "preempting", "check", "want"),
+    [
+        (
+            "GenericWorkload enabled, pod in same PodGroup, returns UnschedulableAndUnresolvable",
+            V1_37_ON,
+            "p-g1",
+            "other-g1",
+            "waiting for the preemption for this pod group to be finished",
+        ),
+        (
+            "GenericWorkload disabled, pod in same PodGroup, returns nil",
+            Features(V1_37),
+            "p-g1",
+            "other-g1",
+            "",
+        ),
+        ("GenericWorkload enabled, pod in different PodGroup, returns nil", V1_37_ON, "p-g1", "other-g2", ""),
+        ("GenericWorkload enabled, pod group not found, returns nil", V1_37_ON, "p-g1", "other-missing", ""),
+        (
+            "GenericWorkload disabled, the preempting pod itself",
+            Features(V1_37),
+            "p-g1",
+            "p-g1",
+            "waiting for the preemption for this pod to be finished",
+        ),
+    ],
+)
+def test_pre_enqueue_waits_for_its_groups_preemption(
+    name: str, features: Features, preempting: str, check: str, want: str
+) -> None:
+    pods = {
+        "p-g1": member(pod("p-g1"), "pg1"),
+        "other-g1": member(pod("other-g1"), "pg1"),
+        "other-g2": member(pod("other-g2"), "pg2"),
+        "other-missing": member(pod("other-missing"), "missing"),
+    }
+    store = workload_pod_groups()
+    store.set_group(pod_group("pg1", min_count=2))
+    store.set_group(pod_group("pg2", min_count=2))
+    for p in pods.values():
+        store.pod_seen(p)
+    env = build(
+        [node("node-a")],
+        services={"workload_groups": store, "preemption_in_progress": lambda p: p.name == preempting},
+        features=features,
+    )
+    status = env.plugin.pre_enqueue(pods[check])
+    assert status.message == want, name
+    assert status.code == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if want else Code.SUCCESS), name

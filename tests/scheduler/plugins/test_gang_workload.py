@@ -143,3 +143,27 @@ def test_the_two_front_doors_do_not_share_groups() -> None:
     labelled = Pod("x", uid="x", labels={POD_GROUP_LABEL: "g"})
     assert w.engine.workload_groups.key_of(labelled) == ""
     assert w.engine.pod_groups.key_of(dataclasses.replace(labelled, labels={})) == ""
+
+
+def test_members_wait_while_their_gang_preempts_and_go_on_with_the_preemptor() -> None:
+    """Workload-aware DefaultPreemption (v1.37) holds a gang's members while one of them preempts
+    for the group; the preemptor's requeue after its evictions activates them too."""
+    preempting = {"g-0"}
+    hooks, binder, clock = Hooks(), Binder(), FakeClock()
+    services = ClusterServices(preemption_in_progress=lambda pod: pod.name in preempting)
+    engine = Engine(hooks=hooks, binder=binder, seed=3, clock=clock, services=services)
+    binder.engine = engine
+    engine.set_profiles(
+        [resolve_profile(ProfileConfig(), features=Features(V1_37, (("GenericWorkload", True),)))]
+    )
+    w = World(engine, hooks, binder, clock)
+    w.node("n0", 1000)
+    engine.workload_group_set(pod_group("g", 2))
+    member(w, "g-0", "g")
+    member(w, "g-1", "g")
+    assert engine.queue.where(engine.unassigned["default/g-1"]) == "gated"
+    preempting.clear()
+    engine.activate_with_group(engine.unassigned["default/g-0"])
+    assert engine.queue.where(engine.unassigned["default/g-1"]) != "gated", "activated with the preemptor"
+    w.run()
+    assert sorted(w.binder.bound) == ["g-0", "g-1"]

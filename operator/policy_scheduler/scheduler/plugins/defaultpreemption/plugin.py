@@ -63,6 +63,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 
 def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
@@ -89,7 +90,18 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        if self.handle.services.preemption_in_progress(pod):
+        services = self.handle.services
+        if self.workload_aware and services.workload_groups.key_of(pod):
+            # A Workload API gang preempts as one: its members wait while any of them preempts.
+            # Without its PodGroup the pod is not held here (GangScheduling's business).
+            store = services.workload_groups
+            if store.group_of(pod) is None:
+                return SUCCESS
+            members = store.state(store.key_of(pod)).members.values()
+            if any(services.preemption_in_progress(member) for member in members):
+                return unresolvable(WAITING_FOR_GROUP_PREEMPTION)
+            return SUCCESS
+        if services.preemption_in_progress(pod):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS
 
