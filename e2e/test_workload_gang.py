@@ -201,5 +201,63 @@ def test_a_basic_policy_pod_group_schedules_pod_by_pod(
     wait_until("the basic pod bound", lambda: bound(admin, ["solo-0"]), timeout=60)
 
 
+def test_a_pod_group_with_disruption_mode_all_is_preempted_whole(
+    operator: ServiceAccountOperator, admin: Kubectl, cluster: DevCluster
+) -> None:
+    """Workload-aware preemption (v1.37, GenericWorkload): a low-priority PodGroup with
+    disruptionMode all has a member on each of two nodes; a high-priority pod needs one node, and
+    both members are evicted (through the Eviction API), not one."""
+    if MINOR != "1.37":
+        pytest.skip("disruptionMode {all: {}} is v1.37's (v1beta1)")
+    label = "e2e-workload-preempt"
+    taint = {"key": label, "value": "yes", "effect": "NoSchedule"}
+    cluster.create_nodes(2, prefix="wlp", cpu="1", memory="8Gi", labels={label: "yes"}, taints=[taint])
+    classes = {"wl-low": 10, "wl-high": 1000}
+    admin.apply(
+        *(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": n},
+                "value": v,
+            }
+            for n, v in classes.items()
+        )
+    )
+    group = pod_group("victims", {"basic": {}})
+    group["spec"]["disruptionMode"] = {"all": {}}
+    admin.apply(group)
+    placement = {
+        "nodeSelector": {label: "yes"},
+        "tolerations": [{"key": label, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    victims = ["v-0", "v-1"]
+    for name in victims:
+        admin.apply(
+            pod(
+                name,
+                NS,
+                SCHEDULER,
+                cpu="600m",
+                priority_class="wl-low",
+                extra_spec={**membership("victims"), **placement},
+            )
+        )
+
+    def spread() -> dict[str, str] | None:
+        placed = bound(admin, victims)
+        return placed if len(set(placed.values())) == 2 else None
+
+    wait_until("one victim member on each node", spread, timeout=60)
+    admin.apply(pod("urgent", NS, SCHEDULER, cpu="600m", priority_class="wl-high", extra_spec=placement))
+
+    def both_gone() -> bool:
+        names = {p["metadata"]["name"] for p in admin.items("pods", NS)}
+        return not names & set(victims)
+
+    wait_until("both members of the group evicted", both_gone, timeout=60)
+    wait_until("the urgent pod bound", lambda: bound(admin, ["urgent"]), timeout=60)
+
+
 def test_the_service_account_was_never_refused(operator: ServiceAccountOperator) -> None:
     assert operator.forbidden_lines() == []
