@@ -123,6 +123,15 @@ def bound(admin: Kubectl, names: list[str]) -> dict[str, str]:
     }
 
 
+def group_condition(admin: Kubectl, name: str) -> dict[str, Any] | None:
+    """kube-scheduler's condition on a PodGroup: PodGroupInitiallyScheduled (v1.37),
+    PodGroupScheduled (v1.36)."""
+    group, version = API_VERSION.split("/")
+    found = admin.get(f"podgroups.{version}.{group}", name, NS)
+    wanted = "PodGroupInitiallyScheduled" if MINOR == "1.37" else "PodGroupScheduled"
+    return condition(found, wanted)
+
+
 def gated(operator: ServiceAccountOperator) -> int:
     found = re.search(
         rf'scheduler_unschedulable_pods\{{plugin="GangScheduling",profile="{SCHEDULER}"\}} (\d+)',
@@ -164,6 +173,9 @@ def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole(
     placed = wait_until("the whole gang bound", whole, timeout=60)
     assert set(placed) == set(names)
     assert gated(operator) == 0
+    if MINOR != "1.35":  # v1.36+: the PodGroup's scheduling condition, as kube-scheduler writes it
+        scheduled = wait_until("the PodGroup's condition", lambda: group_condition(admin, "g"), timeout=30)
+        assert (scheduled["status"], scheduled["reason"]) == ("True", "Scheduled")
 
 
 def test_a_gang_that_cannot_fit_binds_no_member(operator: ServiceAccountOperator, admin: Kubectl) -> None:
@@ -189,6 +201,9 @@ def test_a_gang_that_cannot_fit_binds_no_member(operator: ServiceAccountOperator
             )
 
         wait_until("the waiting members released", released, timeout=30)
+        verdict = wait_until("the PodGroup's condition", lambda: group_condition(admin, "big"), timeout=30)
+        assert (verdict["status"], verdict["reason"]) == ("False", "Unschedulable")
+        assert verdict["message"].startswith("minCount (3) cannot be satisfied: ")
     for name in names:
         admin.run("delete", "pod", name, "-n", NS, "--wait=false")
 

@@ -97,6 +97,7 @@ def _group(meta: ObjectMeta, name: str, policy: SchedulingPolicy, field: str, wh
         uid=meta.uid,
         malformed=malformed,
         gang=gang,
+        generation=meta.generation,
     )
 
 

@@ -70,5 +70,12 @@ class WorkloadInformers:
         for group in new.groups if new is not None else ():
             self.on_set(group)
 
+    def served_pod_group_version(self) -> str | None:
+        """The scheduling.k8s.io version whose PodGroups are watched (None: none served)."""
+        for informer in self.pod_groups:
+            if informer.served:
+                return informer.path.split("/")[3]
+        return None
+
     def informers(self) -> list[Informer[Any, Any]]:
         return [*self.pod_groups, self.workloads]

@@ -53,6 +53,7 @@ from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
 from policy_scheduler.kube.workload_informers import WorkloadInformers
+from policy_scheduler.kube.workload_status import WorkloadGroupStatusWriter
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
@@ -216,6 +217,9 @@ class Operator:
             on_set=self.engine.workload_group_set,
             on_delete=self.engine.workload_group_deleted,
             timings=config.timings.informer,
+        )
+        self.workload_status = WorkloadGroupStatusWriter(
+            api, self.engine.workload_groups, self.workload_groups.served_pod_group_version, fence=fence
         )
         self.podgroup_status = PodGroupStatusWriter(
             api, self.engine.pod_groups, self.engine.table, fence=fence
@@ -397,6 +401,7 @@ class Operator:
         self._spawn(self.apis.run(), "api-discovery")
         self._spawn(self.policy_informers.run(), "policy-informers")
         self._spawn(self.podgroup_status.run(), "podgroup-status")
+        self._spawn(self.workload_status.run(), "workload-podgroup-status")
         self._spawn(self.leader.run(), "leader-election")
 
     async def wait_synced(self) -> None:

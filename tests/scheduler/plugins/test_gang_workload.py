@@ -68,6 +68,8 @@ def test_a_gang_waits_for_its_pod_group_and_min_count_then_binds_whole() -> None
     member(w, "g-2", "g")
     w.run()
     assert sorted(w.binder.bound) == ["g-0", "g-1", "g-2"]
+    state = w.engine.workload_groups.state("default/g")
+    assert (state.message, state.scheduled) == ("", 3), "the PodGroup's status: scheduled"
 
 
 def test_a_gang_that_cannot_complete_releases_its_waiting_members_at_once() -> None:
@@ -84,6 +86,9 @@ def test_a_gang_that_cannot_complete_releases_its_waiting_members_at_once() -> N
         "0/1 nodes are available: 1 minCount (3) cannot be satisfied: 2 scheduled, 0 remaining."
     }
     assert not any("timeout" in m for m in w.hooks.failures.values())
+    assert w.engine.workload_groups.state("default/g").message == (
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+    ), "the PodGroup's status: why it is unschedulable"
 
 
 def test_a_gang_that_cannot_complete_binds_nothing_and_its_waiting_members_time_out_v1_35() -> None:

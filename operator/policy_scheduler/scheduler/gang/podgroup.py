@@ -34,6 +34,8 @@ class PodGroup:
     # The Workload API's disruptionMode All (v1.36: "PodGroup"): preemption evicts its members
     # together (workload-aware preemption).
     disrupt_all: bool = False
+    # metadata.generation (the Workload API's status conditions record it).
+    generation: int = 0
 
     @property
     def key(self) -> str:

@@ -133,6 +133,7 @@ class GangScheduling(PreEnqueuePlugin, PostFilterPlugin, ReservePlugin, PermitPl
         if scheduled + remaining >= group.min_member or framework is None:
             return None, Status(Code.UNSCHEDULABLE)
         message = min_count_unsatisfiable(group.min_member, scheduled, remaining)
+        self.store.note(key, message)  # the PodGroup's status: unschedulable, and why
         for waiting in list(framework.iterate_over_waiting_pods()):
             if waiting.outcome is None and self.store.key_of(waiting.pod) == key:
                 waiting.reject(self.name, message)
@@ -172,6 +173,7 @@ class GangScheduling(PreEnqueuePlugin, PostFilterPlugin, ReservePlugin, PermitPl
             for waiting in list(framework.iterate_over_waiting_pods()):
                 if self.store.key_of(waiting.pod) == key:
                     waiting.allow(self.name)
+        self.store.note(key, "", scheduled=scheduled)  # the PodGroup's status: scheduled
         return SUCCESS, 0.0
 
     # ---- queueing hints ----------------------------------------------------------------------
