@@ -111,3 +111,24 @@ async def test_nothing_is_written_without_pod_group_objects(
     store.note("ml/pg", "x")
     await WorkloadGroupStatusWriter(NO_API, store, lambda: None).flush()
     assert sent == []
+
+
+async def test_a_pod_group_created_again_gets_its_own_condition(
+    sent: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    store = workload_pod_groups()
+
+    def create(uid: str) -> None:
+        meta = {"name": "pg", "namespace": "ml", "uid": uid}
+        store.set_group(
+            pod_group_from_dict({"metadata": meta, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        )
+
+    writer = WorkloadGroupStatusWriter(NO_API, store, lambda: "v1beta1", clock=lambda: NOW)
+    create("u1")
+    store.note("ml/pg", "", scheduled=2)
+    await writer.flush()
+    create("u2")  # deleted and created again: a new object without the condition
+    store.note("ml/pg", "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining")
+    await writer.flush()
+    assert [c[2]["conditions"][0]["status"] for c in sent] == ["True", "False"]

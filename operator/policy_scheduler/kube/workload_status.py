@@ -54,18 +54,19 @@ class WorkloadGroupStatusWriter:
         self.interval = interval
         self.fence = fence  # only the leader writes status
         self.clock = clock
-        self._written: dict[str, tuple[str, str, str]] = {}  # key -> (status, reason, message)
+        # key -> (PodGroup uid, (status, reason, message)): a PodGroup created again starts afresh.
+        self._written: dict[str, tuple[str, tuple[str, str, str]]] = {}
         self.writes = 0
 
     def desired(self) -> dict[str, tuple[str, str, str]]:
         """(status, reason, message) per PodGroup with a verdict (v1.35's Workload groups, keyed
         workload/podGroup, have no PodGroup object to write to)."""
         found: dict[str, tuple[str, str, str]] = {}
-        for key in list(self.store.groups):
+        for key, group in list(self.store.groups.items()):
             state = self.store.states.get(key)
             if key.count("/") != 1 or state is None:
                 continue
-            if self._written.get(key, ("",))[0] == "True":
+            if self._last(key, group.uid)[0] == "True":
                 continue  # terminal: never back to False
             if state.message:
                 found[key] = ("False", REASON_UNSCHEDULABLE, state.message)
@@ -73,13 +74,19 @@ class WorkloadGroupStatusWriter:
                 found[key] = ("True", REASON_SCHEDULED, "")
         return found
 
+    def _last(self, key: str, uid: str) -> tuple[str, str, str]:
+        written = self._written.get(key)
+        return written[1] if written is not None and written[0] == uid else ("", "", "")
+
     async def flush(self) -> None:
         version = self.served_version()
         condition_type = CONDITION_TYPES.get(version or "")
         if version is None or condition_type is None or not self.fence.may_act():
             return
         for key, verdict in self.desired().items():
-            if self._written.get(key) == verdict:
+            group = self.store.groups.get(key)
+            uid = group.uid if group is not None else ""
+            if self._last(key, uid) == verdict:
                 continue
             namespace, _, name = key.partition("/")
             status, reason, message = verdict
@@ -90,7 +97,6 @@ class WorkloadGroupStatusWriter:
                 "message": message,
                 "lastTransitionTime": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
             }
-            group = self.store.groups.get(key)
             if group is not None and group.generation:
                 condition["observedGeneration"] = group.generation
             body: Any = {"conditions": [condition]}
@@ -102,7 +108,7 @@ class WorkloadGroupStatusWriter:
                 self._written.pop(key, None)
             elif outcome == "written":
                 self.writes += 1
-                self._written[key] = verdict
+                self._written[key] = (uid, verdict)
 
     async def run(self) -> None:
         await flush_every(self.interval, self.flush)
