@@ -33,6 +33,7 @@ PG_LABEL = "scheduling.x-k8s.io/pod-group"
 DRA_NOT_SERVED = "resource.k8s.io/v1 is not served by the API server"
 CAPACITY_NOT_SERVED = "storage.k8s.io/v1 csistoragecapacities is not served by the API server"
 PODGROUPS_NOT_SERVED = "scheduling.x-k8s.io/v1alpha1 podgroups is not served by the API server"
+WORKLOAD_API_NOT_SERVED = "scheduling.k8s.io Workload API is not served by the API server"
 
 
 class AdminOperator(OperatorProcess):
@@ -181,3 +182,20 @@ def test_gang_pods_wait_for_the_podgroup_crd_and_go_on_once_it_is_installed(
         return found if found and PODGROUPS_NOT_SERVED not in found["message"] else None
 
     wait_until("the PodGroup API reported served", served, timeout=30)
+
+
+def test_a_profile_with_the_workload_api_gate_is_told_the_api_is_not_served(
+    operator: OperatorProcess, admin: Kubectl
+) -> None:
+    """GenericWorkload on in the profile, but this API server serves no scheduling.k8s.io pod
+    groups: GangScheduling is off and the profile says why (the API server's flags to set)."""
+    admin.apply(profile("apis-workload", "apis-workload", featureGates={"GenericWorkload": True}))
+
+    def not_served() -> dict[str, Any] | None:
+        found = condition(admin.get("schedulingprofile", "apis-workload"), "APIsServed")
+        return found if found and WORKLOAD_API_NOT_SERVED in found.get("message", "") else None
+
+    served = wait_until("the Workload API reported not served", not_served, timeout=30)
+    assert served["status"] == "False"
+    assert "--feature-gates=GenericWorkload=true" in served["message"]
+    assert "--runtime-config=scheduling.k8s.io/v1beta1=true" in served["message"]

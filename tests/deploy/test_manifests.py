@@ -72,6 +72,10 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     # Gang scheduling: PodGroups read, their status reported.
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
+    # The Workload API's gangs (scheduling.k8s.io): read, their scheduling condition written.
+    ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.k8s.io", "podgroups/status"): {"patch"},
+    ("scheduling.k8s.io", "workloads"): {"get", "list", "watch"},
     # Node pressure: usage from metrics-server, read only.
     ("metrics.k8s.io", "nodes"): {"get", "list"},
     ("metrics.k8s.io", "pods"): {"get", "list"},

@@ -22,6 +22,7 @@ from policy_scheduler.devcluster.flags import (
     controller_manager_args,
     kwok_args,
     with_overrides,
+    workload_api_flags,
 )
 from policy_scheduler.devcluster.kwokstages import STAGE_FILES, install_stages
 from policy_scheduler.devcluster.nodes import NodeShape, is_ready, next_names, node_ip, node_manifest
@@ -444,3 +445,32 @@ def test_extra_apiserver_flags_replace_the_defaults_of_the_same_name() -> None:
     assert [a for a in merged if a.startswith("--authorization-mode")] == ["--authorization-mode=RBAC"]
     assert merged[-1] == "--runtime-config=resource.k8s.io/v1=false"
     assert len(merged) == len(args) + 1
+
+
+@pytest.mark.parametrize(
+    ("kubernetes", "flags"),
+    [
+        (
+            "v1.37.2",
+            ["--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"],
+        ),
+        (
+            "v1.36.3",
+            [
+                "--feature-gates=GenericWorkload=true,GangScheduling=true",
+                "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+            ],
+        ),
+        (
+            "v1.35.4",
+            [
+                "--feature-gates=GenericWorkload=true,GangScheduling=true",
+                "--runtime-config=scheduling.k8s.io/v1alpha1=true",
+            ],
+        ),
+    ],
+)
+def test_workload_api_flags_per_release(kubernetes: str, flags: list[str]) -> None:
+    assert workload_api_flags(kubernetes) == flags
+    with pytest.raises(ValueError, match="no Workload API"):
+        workload_api_flags("v1.34.0")

@@ -171,8 +171,8 @@ ERRORS: list[tuple[str, str, str, str]] = [
     ),
     (
         "alpha plugin enabled",
-        config("profiles: [{plugins: {permit: {enabled: [{name: GangScheduling}]}}}]\n"),
-        "profiles[0].plugins.permit.enabled[0].name",
+        config("profiles: [{plugins: {multiPoint: {enabled: [{name: TopologyPlacementGenerator}]}}}]\n"),
+        "profiles[0].plugins.multiPoint.enabled[0].name",
         "not supported by policy-scheduler",
     ),
     (

@@ -125,10 +125,33 @@ def test_default_profile_drops_unimplemented_defaults() -> None:
 
 def test_default_profile_is_upstreams() -> None:
     """policy-scheduler implements every plugin of upstream's default profiles, and by default a
-    profile may use exactly those (NodeDeclaredFeatures is alpha in v1.35, a default from v1.36)."""
-    assert ALL_IN_TREE | {"NodeDeclaredFeatures"} == IN_TREE
-    assert {ref.name for ref in default_plugins(Features(V1_37))} == IN_TREE
+    profile may use exactly those (NodeDeclaredFeatures is alpha in v1.35, a default from v1.36;
+    GangScheduling a default once the Workload API's gate is on)."""
+    assert ALL_IN_TREE | {"NodeDeclaredFeatures", "GangScheduling"} == IN_TREE
+    assert {ref.name for ref in default_plugins(Features(V1_37))} == IN_TREE - {"GangScheduling"}
     assert resolve() == UPSTREAM_DEFAULT
+
+
+@pytest.mark.parametrize(
+    ("version", "gate", "points"),
+    [
+        (V1_35, "GangScheduling", "preEnqueue, reserve, permit"),
+        (V1_36, "GangScheduling", "preEnqueue, postFilter, permit"),
+        (V1_37, "GenericWorkload", "preEnqueue, postFilter, permit"),
+    ],
+    ids=str,
+)
+def test_gang_scheduling_is_a_default_with_its_gate(
+    version: KubernetesVersion, gate: str, points: str
+) -> None:
+    """applyFeatureGates: GangScheduling joins the default profile with its release's gate, at the
+    extension points of that release (v1.35 also Reserve; from v1.36 our PostFilter)."""
+    on = Features(version, (("GenericWorkload", True), (gate, True)))
+    assert "GangScheduling" in {ref.name for ref in default_plugins(on)}
+    assert "GangScheduling" not in {ref.name for ref in default_plugins(Features(version))}
+    wrong_point = ProfileConfig(plugins=plugins(score={"enabled": ["GangScheduling"]}))
+    with pytest.raises(ProfileError, match=rf"it implements {points}\)"):
+        resolve_profile(wrong_point, features=on)
 
 
 def test_v137_nodename_has_a_prefilter() -> None:
@@ -377,12 +400,6 @@ ERRORS: list[tuple[str, ProfileConfig, str, str]] = [
         'unknown plugin "NoSuchPlugin"',
     ),
     (
-        "unimplemented in-tree plugin",
-        ProfileConfig(plugins=plugins(multiPoint={"enabled": ["GangScheduling"]})),
-        "spec.plugins.multiPoint.enabled[0].name",
-        "not supported by policy-scheduler",
-    ),
-    (
         "removed plugin",
         ProfileConfig(plugins=plugins(filter={"enabled": ["EBSLimits"]})),
         "spec.plugins.filter.enabled[0].name",
@@ -520,8 +537,6 @@ def test_validation_follows_the_plugin_class(name: str, version: KubernetesVersi
 @pytest.mark.parametrize(
     ("version", "name", "point", "points"),
     [
-        (V1_35, "GangScheduling", "permit", "preEnqueue, reserve, permit"),
-        (V1_37, "GangScheduling", "permit", "preEnqueue, permit"),
         (V1_37, "DeferredPodScheduling", "filter", "preFilter, filter, permit"),
     ],
 )

@@ -138,3 +138,28 @@ def test_an_affected_profile_gets_the_condition_and_one_event_per_api() -> None:
     assert "resource.k8s.io/v1 is not served" in found["message"]
     assert len(told) == 2  # DRA and CSIStorageCapacity (default plugins), once each
     assert any(note.startswith("resource.k8s.io/v1 is not served") for note in told)
+
+
+async def test_the_workload_api_is_served_when_one_of_its_versions_is() -> None:
+    """A server serves one version of scheduling.k8s.io's pod groups at most: that one informer
+    starts, the others stay off, and GangScheduling is on; with none, its pods are told why."""
+    workload_paths = [*paths.WORKLOAD_API_PODGROUPS, paths.WORKLOAD_API_WORKLOADS]
+    informers: list[Informer[Any, Any]] = [
+        Started(NO_API, path, object, lambda x: x) for path in workload_paths
+    ]
+    apis = UnservedApis()
+    availability = ApiAvailability(
+        NO_API, lambda: informers, apis, on_served=lambda: None, adopt=lambda _t: None
+    )
+    availability.apply(ServedApis(frozenset()))
+    reason = apis.reason(unserved.WORKLOAD_API) or ""
+    assert reason.startswith(
+        "scheduling.k8s.io Workload API is not served by the API server: GangScheduling is off"
+    )
+    assert "--feature-gates=GenericWorkload=true" in reason
+    assert [w.api for w in availability.affecting({"GangScheduling"})] == [unserved.WORKLOAD_API]
+    v1beta1 = "/apis/scheduling.k8s.io/v1beta1/podgroups"
+    started = availability.apply(ServedApis(frozenset({v1beta1})))
+    await asyncio.gather(*started)
+    assert apis.reason(unserved.WORKLOAD_API) is None
+    assert [i.path for i in informers if i.served] == [v1beta1]

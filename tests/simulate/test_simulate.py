@@ -288,3 +288,17 @@ def test_pod_groups_are_placed_whole_or_say_why_they_wait(capsys: pytest.Capture
     assert got["short-0"]["message"] == (
         "pre-filter pod short-1 cannot find enough sibling pods, current pods number: 2, minMember of group: 3"
     )
+
+
+def test_workload_api_pod_groups_are_placed_whole_or_say_why_they_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    got = by_name(run_json(capsys, *fixture("workload_gang.yaml"), "--kubernetes-version", "v1.37.2"))
+    assert all(got[f"fits-{i}"]["node"] for i in range(3)), "its scheduler-plugins namesake does not count"
+    assert got["solo-0"]["node"]
+    for name in ("toobig-0", "toobig-1", "toobig-2", "short-0", "short-1", "missing-0"):
+        assert got[name]["node"] is None, name
+    assert got["short-0"]["message"] == "waiting for minCount pods from a gang to appear in scheduling queue"
+    assert (
+        got["missing-0"]["message"] == 'waiting for pods\'s pod group "missing" to appear in scheduling queue'
+    )

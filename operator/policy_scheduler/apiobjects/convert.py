@@ -282,6 +282,8 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
         tolerations=tuple(_toleration(t) for t in spec.tolerations or ()),
         topology_spread_constraints=tuple(_spread(c) for c in spec.topology_spread_constraints or ()),
         scheduling_gates=tuple(g.name for g in spec.scheduling_gates or ()),
+        scheduling_group=(spec.scheduling_group.pod_group_name or "") if spec.scheduling_group else "",
+        workload_ref=_workload_ref(spec.workload_ref),
         volumes=tuple(_volume(v) for v in spec.volumes or ()),
         resource_claims=tuple(_resource_claim(c) for c in spec.resource_claims or ()),
         owner_references=tuple(
@@ -296,6 +298,10 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
         ),
         scheduled_condition=None if spec.node_name else _scheduled_verdict(status),
     )
+
+
+def _workload_ref(ref: structs.WorkloadReference | None) -> tuple[str, str, str] | None:
+    return None if ref is None else (ref.name, ref.pod_group, ref.pod_group_replica_key)
 
 
 def _scheduled(status: structs.PodStatus) -> structs.PodCondition | None:

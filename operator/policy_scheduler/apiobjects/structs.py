@@ -164,6 +164,20 @@ class PodSchedulingGate(_Base):
     name: str = ""
 
 
+class PodSchedulingGroup(_Base):
+    """spec.schedulingGroup (v1.36 and later)."""
+
+    pod_group_name: str | None = None
+
+
+class WorkloadReference(_Base):
+    """spec.workloadRef (v1.35 only: v1.36 replaced it with schedulingGroup)."""
+
+    name: str = ""
+    pod_group: str = ""
+    pod_group_replica_key: str = ""
+
+
 # --- volumes and resource claims ------------------------------------------------------------
 
 
@@ -282,6 +296,8 @@ class PodSpec(_Base):
     scheduling_gates: list[PodSchedulingGate] | None = None
     volumes: list[Volume] | None = None
     resource_claims: list[PodResourceClaim] | None = None
+    scheduling_group: PodSchedulingGroup | None = None
+    workload_ref: WorkloadReference | None = None
 
 
 class PodCondition(_Base):

@@ -42,6 +42,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     up = actions.add_parser("up", help="build if needed, start the cluster and leave it running")
     up.add_argument("--nodes", type=int, default=10, help="fake (kwok) nodes to create (default 10)")
     up.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C stops the cluster")
+    up.add_argument(
+        "--workload-api",
+        action="store_true",
+        help="serve the Workload API (scheduling.k8s.io PodGroups; GenericWorkload on in the API server)",
+    )
     up.set_defaults(func=Deferred(_CLI, "cmd_up"))
 
     down = actions.add_parser("down", help="stop the cluster started by `up`")

@@ -13,6 +13,7 @@ from policy_scheduler.devcluster.arguments import add_parser, default_workdir
 from policy_scheduler.devcluster.build import BuildError, build_all, missing_binaries
 from policy_scheduler.devcluster.cluster import DevCluster
 from policy_scheduler.devcluster.errors import DevClusterError
+from policy_scheduler.devcluster.flags import workload_api_flags
 from policy_scheduler.devcluster.tools import HELM_VERSION, ensure_helm
 from policy_scheduler.devcluster.versions import ControlPlaneVersions, UnsupportedVersionError, control_plane
 
@@ -74,7 +75,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"dev cluster already running in {workdir} ({running.versions.summary()})")
             _print_hints(running, detached=True)
             return 0
-        cluster = DevCluster(workdir, args.nodes, die_with_parent=args.foreground, versions=versions)
+        extra = workload_api_flags(versions.kubernetes) if args.workload_api else []
+        cluster = DevCluster(
+            workdir, args.nodes, die_with_parent=args.foreground, versions=versions, apiserver_flags=extra
+        )
         if missing_binaries(cluster.binaries):
             build_all(versions, out=sys.stderr)
         print(

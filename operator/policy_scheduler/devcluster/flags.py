@@ -89,6 +89,22 @@ def apiserver_args(
     return args
 
 
+# The scheduling.k8s.io version that serves the Workload API, by Kubernetes minor release.
+WORKLOAD_API_VERSIONS = {"1.35": "v1alpha1", "1.36": "v1alpha2", "1.37": "v1beta1"}
+
+
+def workload_api_flags(kubernetes: str) -> list[str]:
+    """kube-apiserver flags that serve the Workload API (scheduling.k8s.io Workloads/PodGroups)
+    and keep pods' spec.schedulingGroup (or v1.35's workloadRef): GenericWorkload on, the
+    release's version enabled. ValueError for a release without it."""
+    minor = ".".join(kubernetes.lstrip("v").split(".")[:2])
+    version = WORKLOAD_API_VERSIONS.get(minor)
+    if version is None:
+        raise ValueError(f"Kubernetes {kubernetes} has no Workload API this dev cluster knows")
+    gates = "GenericWorkload=true" + (",GangScheduling=true" if minor in ("1.35", "1.36") else "")
+    return [f"--feature-gates={gates}", f"--runtime-config=scheduling.k8s.io/{version}=true"]
+
+
 def with_overrides(args: Sequence[str], extra: Sequence[str]) -> list[str]:
     """`args` then `extra`, where a flag in `extra` replaces the same flag in `args` (list flags
     such as --authorization-mode would otherwise be given twice, which the API server refuses)."""

@@ -82,12 +82,14 @@ class StatusWriter:
 Outcome = Literal["written", "gone", "failed"]
 
 
-async def patch_status(api: ApiClient, path: str, status: Any, what: str, fence: Fence) -> Outcome:
+async def patch_status(
+    api: ApiClient, path: str, status: Any, what: str, fence: Fence, content_type: str = MERGE_PATCH
+) -> Outcome:
     """One merge patch of a status subresource; a failure (or a refusal by the fence) is logged
     and left to the next flush."""
     try:
         code, body = await request(
-            api, "PATCH", path, body={"status": status}, content_type=MERGE_PATCH, fence=fence
+            api, "PATCH", path, body={"status": status}, content_type=content_type, fence=fence
         )
     except NotLeading:
         log.debug("status not written: not the leader now", extra={"object": what})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from policy_scheduler.apiobjects import podgroup_api
+from policy_scheduler.apiobjects import podgroup_api, workload_api
 from policy_scheduler.policy.constants import (
     EVICTION_POLICY_PLURAL,
     GROUP,
@@ -37,6 +37,14 @@ DEVICE_CLASSES = f"{DRA_API}/deviceclasses"
 RESOURCE_CLAIMS = f"{DRA_API}/resourceclaims"
 # scheduler-plugins' PodGroups (a foreign CRD that may be absent).
 PODGROUPS = f"/apis/{podgroup_api.API_VERSION}/{podgroup_api.PLURAL}"
+# The Workload API (scheduling.k8s.io): PodGroups from v1.36, v1.35's Workloads.
+WORKLOAD_API_PODGROUPS = tuple(
+    f"/apis/{workload_api.GROUP}/{version}/{workload_api.PODGROUPS}"
+    for version in workload_api.PODGROUP_VERSIONS
+)
+WORKLOAD_API_WORKLOADS = (
+    f"/apis/{workload_api.GROUP}/{workload_api.WORKLOAD_VERSION_V1_35}/{workload_api.WORKLOADS}"
+)
 # As kube-scheduler: terminal pods hold no resources and are never scheduled.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 # Our CRDs' policy objects.

@@ -25,7 +25,7 @@ from policy_scheduler.scheduler.framework.events import ASSIGNED_POD_DELETE, Act
 from policy_scheduler.scheduler.framework.interfaces import Binder, Handle, Plugin
 from policy_scheduler.scheduler.framework.runtime import Framework, PluginMetrics
 from policy_scheduler.scheduler.framework.services import ClusterServices
-from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore, group_key
+from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore
 from policy_scheduler.scheduler.model import Node, Pod, same_but_version
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.registry import plugin_registry
@@ -121,6 +121,7 @@ class Engine:
             services=services if services is not None else ClusterServices(),
             storage=storage if storage is not None else StorageObjects(),
             volume_api=volume_api,
+            activate=self.queue.activate,
         )
         self.scheduler = ScheduleOne(
             self.cache,
@@ -184,8 +185,16 @@ class Engine:
     def pod_groups(self) -> PodGroupStore:
         return self.base_handle.services.pod_groups
 
+    @property
+    def workload_groups(self) -> PodGroupStore:
+        return self.base_handle.services.workload_groups
+
+    def _gang_stores(self) -> tuple[PodGroupStore, PodGroupStore]:
+        return self.pod_groups, self.workload_groups
+
     def pod_added(self, pod: Pod) -> None:
-        self.pod_groups.pod_seen(pod)
+        for store in self._gang_stores():
+            store.pod_seen(pod)
         if pod.node_name:
             self.unassigned.pop(pod.key, None)
             self.cache.add_pod(pod)
@@ -198,16 +207,18 @@ class Engine:
             self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
         if self.responsible_for(pod) and not pod.terminating:
             self.queue.add(pod)
-        if group_key(pod):
-            # A new member may complete its group: wake the siblings PreEnqueue held back. Only
-            # they can care, and only once minMember pods exist: offering every arrival to every
-            # unschedulable pod cost O(pods x unschedulable) hint calls (docs/gang.md).
-            siblings = self.pod_groups.siblings_to_wake(pod)
-            if siblings:
-                self.queue.move_to_active_or_backoff(siblings, EVENT_UNSCHEDULED_POD_ADD, None, pod)
+        for store in self._gang_stores():
+            if store.key_of(pod):
+                # A new member may complete its group: wake the siblings PreEnqueue held back.
+                # Only they can care, and only once minMember pods exist: offering every arrival
+                # to every unschedulable pod cost O(pods x unschedulable) hint calls (docs/gang.md).
+                siblings = store.siblings_to_wake(pod)
+                if siblings:
+                    self.queue.move_to_active_or_backoff(siblings, EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
-        self.pod_groups.pod_seen(new)
+        for store in self._gang_stores():
+            store.pod_seen(new)
         if new.node_name:
             if not old.node_name:
                 self.pod_added(new)  # just bound (by us or anyone): leaves the queue
@@ -247,7 +258,8 @@ class Engine:
         return True
 
     def pod_deleted(self, pod: Pod) -> None:
-        self.pod_groups.pod_gone(pod)
+        for store in self._gang_stores():
+            store.pod_gone(pod)
         self.unassigned.pop(pod.key, None)
         self.nominator.delete_nominated_pod_if_exists(pod)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
@@ -283,6 +295,27 @@ class Engine:
 
     def pod_group_deleted(self, key: str) -> None:
         self.pod_groups.delete_group(key)
+
+    def workload_group_set(self, group: PodGroup) -> None:
+        """A Workload API pod group added or changed (a scheduling.k8s.io PodGroup, or one
+        podGroups entry of a v1.35 Workload): its held-back members may go now."""
+        old = self.workload_groups.set_group(group)
+        action = Action.ADD if old is None else Action.UPDATE
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(Resource.WORKLOAD_POD_GROUP, action), old, group
+        )
+
+    def workload_group_deleted(self, key: str) -> None:
+        self.workload_groups.delete_group(key)
+
+    def activate_with_group(self, pod: Pod) -> None:
+        """Activate a preemptor whose evictions are over, with the pending members of its Workload
+        API gang: workload-aware DefaultPreemption held them while it preempted for the group."""
+        store = self.workload_groups
+        key = store.key_of(pod)
+        members = store.state(key).members if key and key in store.states else {}
+        siblings = [p for k in members if k != pod.key and (p := self.unassigned.get(k)) is not None]
+        self.queue.activate([pod, *siblings])
 
     def reject_expired_waiting_pods(self) -> None:
         """Time out Permit waits by the engine's clock (tests with a fake clock call this)."""

@@ -173,6 +173,11 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    # The Workload API's pod group (scheduling.k8s.io): spec.schedulingGroup.podGroupName
+    # (v1.36 and later), "" when unset.
+    scheduling_group: str = ""
+    # v1.35's spec.workloadRef as (workload name, podGroup, podGroupReplicaKey); None when unset.
+    workload_ref: tuple[str, str, str] | None = None
     owner_references: tuple[OwnerReference, ...] = ()
     creation_timestamp: float = 0.0
     start_time: float | None = None

@@ -131,14 +131,10 @@ _PLACEMENT: Mapping[str, frozenset[str]] = {
 }
 UNIMPLEMENTED_UPSTREAM_PLUGINS: Mapping[KubernetesVersion, Mapping[str, frozenset[str]]] = MappingProxyType(
     {
-        V1_35: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"})}),
-        V1_36: MappingProxyType({GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}), **_PLACEMENT}),
+        V1_35: MappingProxyType({}),
+        V1_36: MappingProxyType({**_PLACEMENT}),
         V1_37: MappingProxyType(
-            {
-                GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}),
-                **_PLACEMENT,
-                DEFERRED_POD_SCHEDULING: frozenset({"preFilter", "filter", "permit"}),
-            }
+            {**_PLACEMENT, DEFERRED_POD_SCHEDULING: frozenset({"preFilter", "filter", "permit"})}
         ),
     }
 )

@@ -43,6 +43,12 @@ class WatchedApi:
     collections: tuple[str, ...]
     plugins: tuple[str, ...]  # off while the API is missing
     consequence: str
+    # The API is there when any one collection is served (versions of which a server has one).
+    any_collection: bool = False
+
+    def missing_from(self, served: ServedApis) -> bool:
+        missing = served.missing(self.collections)
+        return len(missing) == len(self.collections) if self.any_collection else bool(missing)
 
     def reason(self) -> str:
         return f"{self.api} is not served by the API server: {self.consequence}"
@@ -73,6 +79,15 @@ WATCHED_APIS = (
         (paths.PODGROUPS,),
         ("Coscheduling",),
         f"the PodGroup CRD is not installed; gang pods wait for it: {PODGROUP_INSTALL}",
+    ),
+    WatchedApi(
+        unserved.WORKLOAD_API,
+        (*paths.WORKLOAD_API_PODGROUPS, paths.WORKLOAD_API_WORKLOADS),
+        ("GangScheduling",),
+        "GangScheduling is off; pods of a pod group (spec.schedulingGroup, or v1.35's workloadRef) wait "
+        "until it is served (the API server needs --feature-gates=GenericWorkload=true and "
+        "--runtime-config=scheduling.k8s.io/v1beta1=true on v1.37, v1alpha2 on v1.36, v1alpha1 on v1.35)",
+        any_collection=True,
     ),
 )
 
@@ -119,7 +134,7 @@ class ApiAvailability:
     def apply(self, served: ServedApis) -> list[asyncio.Task[None]]:
         """Informers of unserved collections off, those served again started (their tasks are
         returned), the plugins told; a warning for each API newly missing."""
-        missing = [w for w in WATCHED_APIS if served.missing(w.collections)]
+        missing = [w for w in WATCHED_APIS if w.missing_from(served)]
         started: list[asyncio.Task[None]] = []
         for informer in self.informers():
             if not served.serves(informer.path):

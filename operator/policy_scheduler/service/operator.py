@@ -52,6 +52,8 @@ from policy_scheduler.kube.pressure.component import NodePressure
 from policy_scheduler.kube.serving.server import Server
 from policy_scheduler.kube.storage_informers import StorageChanges
 from policy_scheduler.kube.volume_api import KubeVolumeAPI
+from policy_scheduler.kube.workload_informers import WorkloadInformers
+from policy_scheduler.kube.workload_status import WorkloadGroupStatusWriter
 from policy_scheduler.observability import metrics
 from policy_scheduler.observability.event_metrics import TimedEvents
 from policy_scheduler.observability.metrics import extension_point_duration, pending_pods
@@ -104,7 +106,7 @@ class EnginePods:
         return self.engine.unassigned.get(key)
 
     def requeue(self, pod: Pod) -> None:
-        self.engine.queue.activate([pod])
+        self.engine.activate_with_group(pod)
 
 
 class Operator:
@@ -209,6 +211,16 @@ class Operator:
             on_delete=lambda group: self.engine.pod_group_deleted(group.key),
             timings=config.timings.informer,
         )
+        # The Workload API's pod groups (scheduling.k8s.io), the GangScheduling plugin's.
+        self.workload_groups = WorkloadInformers(
+            api,
+            on_set=self.engine.workload_group_set,
+            on_delete=self.engine.workload_group_deleted,
+            timings=config.timings.informer,
+        )
+        self.workload_status = WorkloadGroupStatusWriter(
+            api, self.engine.workload_groups, self.workload_groups.served_pod_group_version, fence=fence
+        )
         self.podgroup_status = PodGroupStatusWriter(
             api, self.engine.pod_groups, self.engine.table, fence=fence
         )
@@ -272,7 +284,7 @@ class Operator:
 
     def informers(self) -> list[Informer[Any, Any]]:
         """The informers of the cluster's objects (the policy informers run in their own order)."""
-        return [*self.cluster.informers(), self.podgroups]
+        return [*self.cluster.informers(), self.podgroups, *self.workload_groups.informers()]
 
     def on_profile_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata", {})
@@ -389,6 +401,7 @@ class Operator:
         self._spawn(self.apis.run(), "api-discovery")
         self._spawn(self.policy_informers.run(), "policy-informers")
         self._spawn(self.podgroup_status.run(), "podgroup-status")
+        self._spawn(self.workload_status.run(), "workload-podgroup-status")
         self._spawn(self.leader.run(), "leader-election")
 
     async def wait_synced(self) -> None:

@@ -25,6 +25,8 @@ from policy_scheduler.apiobjects.convert_cluster import (
     priority_class_from_api,
 )
 from policy_scheduler.apiobjects.decode import DecodeFailure, decode_list
+from policy_scheduler.apiobjects.workloads import PodGroupObject, WorkloadObject, workload_from_api
+from policy_scheduler.apiobjects.workloads import pod_group_from_api as workload_pod_group_from_api
 from policy_scheduler.kube.informer import OWNER_RESOURCES, object_key
 from policy_scheduler.kube.paths import (
     DRA_API,
@@ -34,6 +36,8 @@ from policy_scheduler.kube.paths import (
     POD_FIELD_SELECTOR,
     PODS,
     PRIORITY_CLASSES,
+    WORKLOAD_API_PODGROUPS,
+    WORKLOAD_API_WORKLOADS,
 )
 from policy_scheduler.kube.retry import Answer, RetryPolicy, with_retries
 from policy_scheduler.kube.server_version import VERSION_PATH, git_version
@@ -128,6 +132,14 @@ def _add_dra(scenario: Scenario, obj: Any) -> None:
     scenario.dra.append(obj)
 
 
+def _add_workload_group(scenario: Scenario, obj: Any) -> None:
+    scenario.workload_groups.append(obj)
+
+
+def _add_workload(scenario: Scenario, obj: Any) -> None:
+    scenario.workload_groups.extend(obj.groups)
+
+
 def _cr_path(plural: str) -> str:
     return f"/apis/{c.GROUP}/{c.VERSION}/{plural}"
 
@@ -175,7 +187,15 @@ def collections() -> list[Collection]:
             ("resourceclaimtemplates", "ResourceClaimTemplate"),
         )
     ]
-    return [*core, *owners, *storage, *policy, *dra]
+    # The Workload API (GangScheduling): whichever version the server serves, if any.
+    workload_api = [
+        *(
+            Collection(path, PodGroupObject, workload_pod_group_from_api, _add_workload_group, optional=True)
+            for path in WORKLOAD_API_PODGROUPS
+        ),
+        Collection(WORKLOAD_API_WORKLOADS, WorkloadObject, workload_from_api, _add_workload, optional=True),
+    ]
+    return [*core, *owners, *storage, *policy, *dra, *workload_api]
 
 
 def _meta_key(item: Any) -> str:

@@ -187,6 +187,8 @@ async def _simulate(
     engine.set_profiles(profiles)
     for group in scenario.pod_groups:
         engine.pod_group_set(group)
+    for group in scenario.workload_groups:
+        engine.workload_group_set(group)
     engine.set_namespace_labels({name: ns.labels for name, ns in scenario.namespaces.items()})
     for node in scenario.nodes:
         engine.node_added(node)

@@ -32,6 +32,9 @@ from policy_scheduler.apiobjects.owners import OwnerInfo, owner_from_dict
 from policy_scheduler.apiobjects.podgroup_api import GROUP as PODGROUP_GROUP
 from policy_scheduler.apiobjects.podgroups import pod_group_from_dict
 from policy_scheduler.apiobjects.storage_convert import STORAGE_KINDS, storage_object_from_dict
+from policy_scheduler.apiobjects.workload_api import GROUP as WORKLOAD_API_GROUP
+from policy_scheduler.apiobjects.workloads import pod_group_from_dict as workload_pod_group_from_dict
+from policy_scheduler.apiobjects.workloads import workload_from_dict
 from policy_scheduler.scheduler.gang import PodGroup
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.storage.lister import StorageObject
@@ -70,6 +73,9 @@ class Scenario:
     dra: list[dict[str, Any]] = field(default_factory=list)
     # scheduler-plugins PodGroups (gang scheduling).
     pod_groups: list[PodGroup] = field(default_factory=list)
+    # The Workload API's groups: scheduling.k8s.io PodGroups, one per podGroups entry of a v1.35
+    # Workload (GangScheduling).
+    workload_groups: list[PodGroup] = field(default_factory=list)
     # The API server's gitVersion (e.g. v1.37.2) when read from a cluster; None from files.
     server_version: str | None = None
     # Node-pressure inputs (issue 35): NodeMetrics and PodMetrics (metrics.k8s.io), and
@@ -223,6 +229,7 @@ def _identity(doc: Document) -> tuple[str, str]:
         "Pod",
         "PodDisruptionBudget",
         "PodGroup",
+        "Workload",
         "PersistentVolumeClaim",
         "CSIStorageCapacity",
         "PodMetrics",
@@ -230,7 +237,13 @@ def _identity(doc: Document) -> tuple[str, str]:
         *dra.CLAIM_KINDS,
     ):
         name = f"{meta.get('namespace') or 'default'}/{name}"
+    if kind == "PodGroup" and _in_group(doc, WORKLOAD_API_GROUP):
+        kind = f"{kind}.{WORKLOAD_API_GROUP}"  # not scheduler-plugins' PodGroup of the same name
     return kind, name
+
+
+def _in_group(doc: Document, group: str) -> bool:
+    return str(doc.body.get("apiVersion", "")).startswith(group + "/")
 
 
 def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) -> None:
@@ -278,8 +291,12 @@ def _add(scenario: Scenario, doc: Document, seen: dict[tuple[str, str], str]) ->
             scenario.priority_class_mirrors.append(dict(doc.body))
         elif kind in USAGE_KINDS:
             scenario.usage_documents.append(doc)
-        elif kind == "PodGroup" and str(doc.body.get("apiVersion", "")).startswith(PODGROUP_GROUP + "/"):
+        elif kind == "PodGroup" and _in_group(doc, PODGROUP_GROUP):
             scenario.pod_groups.append(pod_group_from_dict(dict(doc.body)))
+        elif kind == "PodGroup" and _in_group(doc, WORKLOAD_API_GROUP):
+            scenario.workload_groups.append(workload_pod_group_from_dict(dict(doc.body)))
+        elif kind == "Workload" and _in_group(doc, WORKLOAD_API_GROUP):
+            scenario.workload_groups.extend(workload_from_dict(dict(doc.body)).groups)
     except ConversionError as exc:
         field_path = f"{exc.path}: " if exc.path else ""
         raise ScenarioError(f"{doc.where()}: {field_path}{exc.message}") from None
@@ -309,6 +326,7 @@ USED_KINDS = frozenset(
         "PodDisruptionBudget",
         "Namespace",
         "PodGroup",
+        "Workload",
         *OWNER_KINDS,
         *STORAGE_KINDS,
         *POLICY_KINDS,

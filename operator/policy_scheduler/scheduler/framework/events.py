@@ -17,6 +17,8 @@ class Resource(StrEnum):
     NODE = "Node"
     PDB = "PodDisruptionBudget"
     POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroups (gang scheduling)
+    # The Workload API's pod groups: scheduling.k8s.io PodGroups (v1.36+) or Workloads (v1.35).
+    WORKLOAD_POD_GROUP = "scheduling.k8s.io/PodGroup"
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"

@@ -214,6 +214,10 @@ class FrameworkHandle(Protocol):
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
 
 
+def _no_activation(pods: Iterable[Pod]) -> None:
+    return None
+
+
 @dataclass(slots=True)
 class Handle:
     """What the framework gives plugins: the live node table and cluster-side services."""
@@ -232,6 +236,8 @@ class Handle:
     framework: FrameworkHandle | None = None
     # The release and feature gates the plugins follow: Framework puts its profile's here.
     features: Features = field(default_factory=default_features)
+    # handle.Activate: move these pods from the unschedulable pool or backoffQ to activeQ.
+    activate: Callable[[Iterable[Pod]], None] = _no_activation
 
 
 # ---- plugin bases ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.framework.unserved import UnservedApis
-from policy_scheduler.scheduler.gang.store import PodGroupStore
+from policy_scheduler.scheduler.gang.store import PodGroupStore, workload_pod_groups
 from policy_scheduler.scheduler.model import LabelSelector, Pod
 from policy_scheduler.scheduler.pressure.headroom import NodeUsageStore
 from policy_scheduler.scheduler.pressure.view import NodePressureView
@@ -70,6 +70,9 @@ class ClusterServices:
     dra: DraServices = field(default_factory=DraServices)
     # PodGroups and their members (gang scheduling); the Engine feeds it pod events.
     pod_groups: PodGroupStore = field(default_factory=PodGroupStore)
+    # The Workload API's pod groups (scheduling.k8s.io PodGroups, or v1.35's Workloads) and their
+    # members: the GangScheduling plugin's.
+    workload_groups: PodGroupStore = field(default_factory=workload_pod_groups)
     # Nodes' real usage and eviction thresholds (EvictionHeadroom; issue 35). Empty: no data,
     # which that plugin scores as neutral.
     node_usage: NodeUsageStore = field(default_factory=NodeUsageStore)

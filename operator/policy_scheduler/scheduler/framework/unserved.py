@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 # The APIs plugins ask about, named as a user knows them (group/version resource).
 DRA = "resource.k8s.io/v1"
 PODGROUPS = "scheduling.x-k8s.io/v1alpha1 podgroups"
+# The Workload API: scheduling.k8s.io v1alpha1 workloads (v1.35), v1alpha2 or v1beta1 podgroups.
+WORKLOAD_API = "scheduling.k8s.io Workload API"
 CSI_STORAGE_CAPACITIES = "storage.k8s.io/v1 csistoragecapacities"
 VOLUME_ATTACHMENTS = "storage.k8s.io/v1 volumeattachments"
 

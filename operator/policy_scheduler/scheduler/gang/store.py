@@ -10,13 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policy_scheduler.scheduler.gang.podgroup import GroupState, PodGroup, group_key
+from policy_scheduler.scheduler.gang.podgroup import (
+    GroupState,
+    PodGroup,
+    group_key,
+    scheduling_group_key,
+    scheduling_policy_key,
+)
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable, PodListener
 
 
 class PodGroupStore:
-    def __init__(self) -> None:
+    """One store per front door: `key_of` says which group a pod is in (its members are counted
+    by it), `policy_key_of` which group's spec applies to it (the same but for v1.35's replicas
+    of one Workload template)."""
+
+    def __init__(
+        self,
+        key_of: Callable[[Pod], str] = group_key,
+        policy_key_of: Callable[[Pod], str] | None = None,
+    ) -> None:
+        self.key_of = key_of
+        self.policy_key_of = policy_key_of or key_of
         self.groups: dict[str, PodGroup] = {}
         self.states: dict[str, GroupState] = {}
         self._group_of: dict[str, str] = {}  # pod key -> group key
@@ -42,13 +58,18 @@ class PodGroupStore:
     def get(self, key: str) -> PodGroup | None:
         return self.groups.get(key)
 
+    def group_of(self, pod: Pod) -> PodGroup | None:
+        """The group whose spec applies to `pod` (None: in no group, or its group is missing)."""
+        key = self.policy_key_of(pod)
+        return self.groups.get(key) if key else None
+
     def state(self, key: str) -> GroupState:
         return self.states.setdefault(key, GroupState())
 
     # ---- members -----------------------------------------------------------------------------
 
     def pod_seen(self, pod: Pod) -> None:
-        key = group_key(pod)
+        key = self.key_of(pod)
         previous = self._group_of.get(pod.key)
         if previous and previous != key:
             self.pod_gone(pod)
@@ -68,8 +89,8 @@ class PodGroupStore:
     def siblings_to_wake(self, pod: Pod) -> list[str]:
         """The other members a new member `pod` may unblock (keys): none while its group lacks a
         PodGroup or minMember pods, since PreEnqueue would hold every one of them again."""
-        key = group_key(pod)
-        group = self.groups.get(key) if key else None
+        key = self.key_of(pod)
+        group = self.group_of(pod) if key else None
         if group is None or group.malformed or self.member_count(key) < group.min_member:
             return []
         return [k for k in self.states[key].members if k != pod.key]
@@ -88,12 +109,12 @@ class PodGroupStore:
                 self.on_add(pod, row)
 
     def on_add(self, pod: Pod, row: int) -> None:
-        key = group_key(pod)
+        key = self.key_of(pod)
         if key:
             self._assigned.setdefault(key, {})[pod.key] = row
 
     def on_remove(self, pod: Pod, row: int) -> None:
-        key = group_key(pod)
+        key = self.key_of(pod)
         assigned = self._assigned.get(key)
         if assigned is not None and assigned.get(pod.key) == row:
             del assigned[pod.key]
@@ -120,3 +141,8 @@ class PodGroupStore:
         if changed:
             for listener in self.listeners:
                 listener(key)
+
+
+def workload_pod_groups() -> PodGroupStore:
+    """The store of the Workload API's pod groups (scheduling.k8s.io), the second front door."""
+    return PodGroupStore(scheduling_group_key, scheduling_policy_key)

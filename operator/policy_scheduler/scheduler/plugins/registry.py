@@ -23,6 +23,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
     from policy_scheduler.scheduler.plugins.defaultbinder import DefaultBinder
     from policy_scheduler.scheduler.plugins.defaultpreemption import DefaultPreemption
     from policy_scheduler.scheduler.plugins.dynamicresources import DynamicResources
+    from policy_scheduler.scheduler.plugins.gangscheduling import GangScheduling
     from policy_scheduler.scheduler.plugins.imagelocality import ImageLocality
     from policy_scheduler.scheduler.plugins.interpodaffinity import InterPodAffinity
     from policy_scheduler.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -64,6 +65,7 @@ def in_tree_registry() -> dict[str, type[Plugin]]:
         DefaultBinder,
         DefaultPreemption,
         NodeDeclaredFeatures,
+        GangScheduling,
     )
     return {plugin.name: plugin for plugin in plugins}
 

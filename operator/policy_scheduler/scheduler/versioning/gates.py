@@ -91,8 +91,8 @@ IMPLEMENTED: Mapping[str, frozenset[bool]] = MappingProxyType(
         DRA_SCHEDULER_FILTER_TIMEOUT: _BOTH,
         DRA_WORKLOAD_RESOURCE_CLAIMS: _OFF,
         DYNAMIC_RESOURCE_ALLOCATION: _ON,
-        GANG_SCHEDULING: _OFF,
-        GENERIC_WORKLOAD: _OFF,
+        GANG_SCHEDULING: _BOTH,
+        GENERIC_WORKLOAD: _BOTH,
         # It changes how a resized pod's pod-level resources count; the core does not model
         # in-place resizes at all (docs/differences.md), so either value decides alike.
         IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING: _BOTH,
@@ -120,7 +120,7 @@ IMPLEMENTED: Mapping[str, frozenset[bool]] = MappingProxyType(
         VOLUME_ATTRIBUTES_CLASS: _ON,
         # NodeVolumeLimits' CSI driver check (the scheduler's only use of it).
         VOLUME_LIMIT_SCALING: _BOTH,
-        WORKLOAD_AWARE_PREEMPTION: _OFF,
+        WORKLOAD_AWARE_PREEMPTION: _BOTH,
     }
 )
 

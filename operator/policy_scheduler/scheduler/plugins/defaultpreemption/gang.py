@@ -2,8 +2,9 @@
 
 A gang member that fits nowhere preempts for the members its group still lacks (minMember minus
 those holding a node), one after another on a scratch placement in the node table: victims for
-all of them, or for none. With gangDisruption Whole, a victim that belongs to a PodGroup may be
-chosen only if every member of its group holding a node may be, and then they all go.
+all of them, or for none. A victim in a group that falls as one (a scheduler-plugins PodGroup under
+gangDisruption Whole; a Workload API PodGroup with disruptionMode All) may be chosen only if every
+member of its group holding a node may be, and then they all go.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.interfaces import FrameworkHandle
 from policy_scheduler.scheduler.framework.services import PDB
-from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore, group_key
+from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
@@ -27,31 +28,49 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
 COSCHEDULING = "Coscheduling"
 
 
-def group_siblings(store: PodGroupStore, table: NodeTable, pod: Pod) -> list[Pod]:
-    """The members of `pod`'s group holding a node (bound or assumed), `pod` included."""
-    key = group_key(pod)
-    if not key or store.get(key) is None:
-        return [pod]
-    found = [table.pods[row].get(k) for k, row in store.assigned(key).items()]
-    return [p for p in found if p is not None] or [pod]
+def _every_group(group: PodGroup) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class FallTogether:
+    """The groups of `store` whose members are disrupted together (`applies` says which)."""
+
+    store: PodGroupStore
+    applies: Callable[[PodGroup], bool] = _every_group
+
+
+def group_siblings(units: Sequence[FallTogether], table: NodeTable, pod: Pod) -> list[Pod]:
+    """The members of `pod`'s group holding a node (bound or assumed), `pod` included, when its
+    group falls as one; else `pod` alone."""
+    for unit in units:
+        key = unit.store.key_of(pod)
+        group = unit.store.group_of(pod) if key else None
+        if group is None or not unit.applies(group):
+            continue
+        found = [table.pods[row].get(k) for k, row in unit.store.assigned(key).items()]
+        return [p for p in found if p is not None] or [pod]
+    return [pod]
 
 
 def whole_group_eligible(
-    store: PodGroupStore, table: NodeTable, eligible: Callable[[Pod], bool]
+    units: Sequence[FallTogether], table: NodeTable, eligible: Callable[[Pod], bool]
 ) -> Callable[[Pod], bool]:
-    """gangDisruption Whole: a member is a victim only if its whole group may be."""
+    """A member of a group that falls as one is a victim only if its whole group may be."""
 
     def check(victim: Pod) -> bool:
-        return all(eligible(p) for p in group_siblings(store, table, victim))
+        return all(eligible(p) for p in group_siblings(units, table, victim))
 
     return check
 
 
-def with_whole_groups(store: PodGroupStore, table: NodeTable, victims: Sequence[Pod]) -> tuple[Pod, ...]:
-    """The victims plus every assigned member of their groups."""
+def with_whole_groups(
+    units: Sequence[FallTogether], table: NodeTable, victims: Sequence[Pod]
+) -> tuple[Pod, ...]:
+    """The victims plus every assigned member of their groups that fall as one."""
     out: dict[str, Pod] = {}
     for victim in victims:
-        for p in group_siblings(store, table, victim):
+        for p in group_siblings(units, table, victim):
             out.setdefault(p.key, p)
     return tuple(out.values())
 
@@ -98,7 +117,7 @@ def plan_group_preemption(
 ) -> GangPlan | str:
     """Room for every member the group still lacks, or the reason there is none."""
     table = framework.table
-    key = group.key
+    key = store.key_of(preemptor) or group.key  # the gang instance (v1.35: a template's replica)
     assigned = store.assigned(key)
     pending = [p for k, p in store.state(key).members.items() if k not in assigned and k != preemptor.key]
     pending.sort(key=lambda p: p.key)

@@ -33,7 +33,7 @@ from policy_scheduler.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
-from policy_scheduler.scheduler.gang import PodGroup, group_key
+from policy_scheduler.scheduler.gang import PodGroup, PodGroupStore
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
@@ -43,6 +43,7 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.candidates import (
     select_candidate,
 )
 from policy_scheduler.scheduler.plugins.defaultpreemption.gang import (
+    FallTogether,
     plan_group_preemption,
     whole_group_eligible,
     with_whole_groups,
@@ -54,12 +55,15 @@ from policy_scheduler.scheduler.plugins.defaultpreemption.policy import (
     may_be_victim,
 )
 from policy_scheduler.scheduler.selectors import aggregate_message
+from policy_scheduler.scheduler.versioning.gates import GENERIC_WORKLOAD, WORKLOAD_AWARE_PREEMPTION
+from policy_scheduler.scheduler.versioning.version import V1_37
 
 NAME = "DefaultPreemption"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 
 def _skip_after_pod_delete(pod: Pod, old: object, new: object) -> QueueingHint:
@@ -76,11 +80,28 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self.min_candidate_nodes_percentage = args.min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = args.min_candidate_nodes_absolute
         self.explains_success = handle.features.behaviour.preemption_success_explains
+        # Workload-aware preemption for the Workload API's PodGroups: behind WorkloadAwarePreemption
+        # in v1.36, part of GenericWorkload from v1.37 (v1.35 preempts pod by pod).
+        features = handle.features
+        self.workload_aware = features.enabled(GENERIC_WORKLOAD) and (
+            features.version >= V1_37 or features.enabled(WORKLOAD_AWARE_PREEMPTION)
+        )
 
     # ---- PreEnqueue / events (async preemption) ----------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        if self.handle.services.preemption_in_progress(pod):
+        services = self.handle.services
+        if self.workload_aware and services.workload_groups.key_of(pod):
+            # A Workload API gang preempts as one: its members wait while any of them preempts.
+            # Without its PodGroup the pod is not held here (GangScheduling's business).
+            store = services.workload_groups
+            if store.group_of(pod) is None:
+                return SUCCESS
+            members = store.state(store.key_of(pod)).members.values()
+            if any(services.preemption_in_progress(member) for member in members):
+                return unresolvable(WAITING_FOR_GROUP_PREEMPTION)
+            return SUCCESS
+        if services.preemption_in_progress(pod):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS
 
@@ -148,15 +169,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         table = self.table
         if len(table) == 0:
             return None, error("no nodes available")
-        store = self.handle.services.pod_groups
         victim_ok: Callable[[Pod], bool] = lambda victim: self.is_eligible_victim(policy, victim, pod)  # noqa: E731
-        whole = policy.gang_disruption == GANG_WHOLE
-        if whole:
-            victim_ok = whole_group_eligible(store, table, victim_ok)
-        key = group_key(pod)
-        group = store.get(key) if key else None
-        if group is not None:
-            return self._preempt_for_group(pod, group, victim_ok, policy, whole)
+        units = self._fall_together(policy)
+        if units:
+            victim_ok = whole_group_eligible(units, table, victim_ok)
+        found_group = self._group_of(pod)
+        if found_group is not None:
+            return self._preempt_for_group(pod, *found_group, victim_ok, policy, units)
         rows = nodes_where_preemption_might_help(table, diagnosis)
         node_to_status: dict[str, Status] = {}
         candidates = []
@@ -179,25 +198,49 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             candidates, node_to_status = found.candidates, found.node_to_status
             best = select_candidate(candidates, now)
             if best is not None:
-                victims = with_whole_groups(store, table, best.victims) if whole else tuple(best.victims)
+                victims = with_whole_groups(units, table, best.victims)
                 return PostFilterResult(best.name, victims), self._preempting(best.name, victims)
 
         # A FitError of its own; the empty nomination clears the pod's nominatedNodeName.
         fit = Diagnosis(NodeToStatus(node_to_status), absent_nodes_status=unresolvable(NOT_HELPFUL))
         return PostFilterResult(""), unschedulable(fit_error_message(len(table), fit))
 
+    def _fall_together(self, policy: EvictionPolicyConfig) -> list[FallTogether]:
+        """Whose members are victims only together: scheduler-plugins PodGroups under
+        gangDisruption Whole, Workload API PodGroups with disruptionMode All (workload-aware)."""
+        services = self.handle.services
+        units: list[FallTogether] = []
+        if policy.gang_disruption == GANG_WHOLE:
+            units.append(FallTogether(services.pod_groups))
+        if self.workload_aware:
+            units.append(FallTogether(services.workload_groups, lambda group: group.disrupt_all))
+        return units
+
+    def _group_of(self, pod: Pod) -> tuple[PodGroupStore, PodGroup] | None:
+        """The gang `pod` preempts for: its scheduler-plugins PodGroup, or (workload-aware) its
+        Workload API PodGroup with a gang policy."""
+        services = self.handle.services
+        group = services.pod_groups.group_of(pod)
+        if group is not None:
+            return services.pod_groups, group
+        if self.workload_aware:
+            group = services.workload_groups.group_of(pod)
+            if group is not None and group.gang:
+                return services.workload_groups, group
+        return None
+
     def _preempt_for_group(
         self,
         pod: Pod,
+        store: PodGroupStore,
         group: PodGroup,
         eligible: Callable[[Pod], bool],
         policy: EvictionPolicyConfig,
-        whole: bool,
+        units: Sequence[FallTogether],
     ) -> tuple[PostFilterResult | None, Status]:
         """The group preempts as one: victims for every member it lacks, or none at all."""
         framework = self.handle.framework
         assert framework is not None
-        store = self.handle.services.pod_groups
         plan = plan_group_preemption(
             framework,
             store,
@@ -213,7 +256,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return PostFilterResult(""), unschedulable(plan)
         if not plan.victims:
             return None, unschedulable(NOT_HELPFUL)
-        victims = with_whole_groups(store, self.table, plan.victims) if whole else plan.victims
+        victims = with_whole_groups(units, self.table, plan.victims)
         return PostFilterResult(plan.node_name, victims, plan.nominations), self._preempting(
             plan.node_name, victims
         )
