@@ -8,8 +8,15 @@ two pods never get the same device between Reserve and PreBind.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from policy_scheduler.scheduler.dra.model import DeviceClass, DeviceId, ResourceClaim, ResourceSlice
+from policy_scheduler.scheduler.dra.model import (
+    DeviceClass,
+    DeviceId,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
 
 
 class DraStore:
@@ -20,6 +27,8 @@ class DraStore:
         self._assumed: dict[str, ResourceClaim] = {}  # what we wrote, until the informer catches up
         self._in_flight: dict[str, ResourceClaim] = {}  # claim uid -> claim with its allocation
         self._slice_list: tuple[ResourceSlice, ...] | None = None
+        self._taint_rules: dict[str, DeviceTaintRule] = {}
+        self._patched_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
         # Bumped on every slice change so callers can cache per-slice indexes.
         self.slices_generation = 0
@@ -55,16 +64,32 @@ class DraStore:
         if self._claims.pop(f"{namespace}/{name}", None) is not None:
             self._allocated = None
 
+    def upsert_taint_rule(self, rule: DeviceTaintRule) -> None:
+        self._taint_rules[rule.name] = rule
+        self._slices_changed()
+
+    def delete_taint_rule(self, name: str) -> None:
+        if self._taint_rules.pop(name, None) is not None:
+            self._slices_changed()
+
     def _slices_changed(self) -> None:
         self._slice_list = None
+        self._patched_list = None
         self.slices_generation += 1
 
     # ---- listers ---------------------------------------------------------------------------------
 
-    def slices(self) -> Sequence[ResourceSlice]:
+    def slices(self, taint_rules: bool = False) -> Sequence[ResourceSlice]:
+        """The slices by name; with `taint_rules` (DRADeviceTaintRules), each DeviceTaintRule's
+        taint added to the devices it selects (upstream's ListWithDeviceTaintRules)."""
         if self._slice_list is None:
             self._slice_list = tuple(self._slices[name] for name in sorted(self._slices))
-        return self._slice_list
+        if not taint_rules or not self._taint_rules:
+            return self._slice_list
+        if self._patched_list is None:
+            rules = [self._taint_rules[name] for name in sorted(self._taint_rules)]
+            self._patched_list = tuple(_patched(s, rules) for s in self._slice_list)
+        return self._patched_list
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self._classes.get(name)
@@ -106,6 +131,18 @@ class DraStore:
         self._assumed[claim.key] = claim
         self._claims[claim.key] = claim
         self._allocated = None
+
+
+def _patched(s: ResourceSlice, rules: Sequence[DeviceTaintRule]) -> ResourceSlice:
+    """applyPatches (resourceslice/tracker): the slice itself when no rule selects its devices."""
+    devices = list(s.devices)
+    changed = False
+    for rule in rules:
+        for k, device in enumerate(devices):
+            if rule.applies(s.driver, s.pool.name, device.name):
+                devices[k] = replace(device, taints=(*device.taints, rule.taint))
+                changed = True
+    return replace(s, devices=tuple(devices)) if changed else s
 
 
 def _version(c: ResourceClaim) -> int:
