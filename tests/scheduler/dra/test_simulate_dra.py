@@ -116,3 +116,39 @@ def test_from_cluster_reads_dra_collections_and_allocates() -> None:
     assert device["claim"] == generated_claim_name("default", winner.name, "gpu")
     assert outcomes["reader-1"].node == outcomes["reader-2"].node == winner.node == "node-b"
     assert outcomes["reader-2"].devices == outcomes["reader-1"].devices != winner.devices
+
+
+PARTITIONS = str(TESTS / "fixtures" / "simulate" / "dra_partitions.yaml")
+
+
+@pytest.mark.parametrize(
+    ("version", "partitions", "plain_fpga"),
+    [
+        # v1.35: partitionable devices and device taints are off (alpha).
+        ("v1.35", 0, "fpga-0"),
+        # v1.36: both beta and on; DeviceTaintRules still off, so fpga-1 is untainted.
+        ("v1.36", 2, "fpga-1"),
+        # v1.37: the DeviceTaintRule taints fpga-1 too; the claim without toleration waits.
+        ("v1.37", 2, None),
+    ],
+)
+def test_partitions_and_taints_follow_the_release(
+    capsys: pytest.CaptureFixture[str], version: str, partitions: int, plain_fpga: str | None
+) -> None:
+    code = main(["simulate", PARTITIONS, "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    placed = [pods[f"part-{k}"] for k in (1, 2, 3) if pods[f"part-{k}"]["node"]]
+    assert len(placed) == partitions
+    assert len({p["devices"][0]["device"] for p in placed}) == partitions  # distinct partitions
+    waiting = [pods[f"part-{k}"] for k in (1, 2, 3) if not pods[f"part-{k}"]["node"]]
+    assert all("cannot allocate all claims" in p["message"] for p in waiting)
+    plain = pods["fpga-plain"]
+    if plain_fpga is None:
+        assert plain["node"] is None
+        assert "cannot allocate all claims" in plain["message"]
+    else:
+        assert plain["devices"][0]["device"] == plain_fpga
+    # The claim tolerating the NoSchedule taint may get the tainted fpga-0 (from v1.36).
+    assert pods["fpga-tolerant"]["node"] == "node-b"
