@@ -72,6 +72,7 @@ class Device(_Base):
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    allow_multiple_allocations: bool | None = None
 
 
 class ResourcePool(_Base):
@@ -131,6 +132,10 @@ class DeviceClass(_Base):
     spec: DeviceClassSpec = msgspec.field(default_factory=DeviceClassSpec)
 
 
+class CapacityRequirements(_Base):
+    requests: dict[str, Quantity] | None = None
+
+
 class ExactDeviceRequest(_Base):
     device_class_name: str = ""
     selectors: list[DeviceSelector] | None = None
@@ -138,6 +143,7 @@ class ExactDeviceRequest(_Base):
     count: int = 0
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceSubRequest(_Base):
@@ -147,6 +153,7 @@ class DeviceSubRequest(_Base):
     allocation_mode: str = ""
     count: int = 0
     tolerations: list[DeviceToleration] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceRequest(_Base):
@@ -158,6 +165,7 @@ class DeviceRequest(_Base):
 class DeviceConstraint(_Base):
     requests: list[str] | None = None
     match_attribute: str | None = None
+    distinct_attribute: str | None = None
 
 
 class DeviceClaim(_Base):
@@ -277,6 +285,7 @@ def _device(d: Device) -> dra.Device:
         node_name=d.node_name or "",
         node_selector=_terms(d.node_selector),
         all_nodes=bool(d.all_nodes),
+        allow_multiple_allocations=bool(d.allow_multiple_allocations),
     )
 
 
@@ -325,6 +334,10 @@ def _mode_count(mode: str, count: int) -> tuple[str, int]:
     return mode, count or (1 if mode == dra.ALLOCATION_MODE_EXACT_COUNT else 0)
 
 
+def _capacity_requests(c: CapacityRequirements | None) -> dict[str, Decimal]:
+    return {k: _capacity(v) for k, v in ((c.requests if c is not None else None) or {}).items()}
+
+
 def _request(r: DeviceRequest) -> dra.DeviceRequest:
     exact = None
     if r.exactly is not None:
@@ -337,6 +350,7 @@ def _request(r: DeviceRequest) -> dra.DeviceRequest:
             count,
             e.admin_access,
             _tolerations(e.tolerations),
+            _capacity_requests(e.capacity),
         )
     subs = tuple(
         dra.DeviceSubRequest(
@@ -345,6 +359,7 @@ def _request(r: DeviceRequest) -> dra.DeviceRequest:
             _selectors(s.selectors),
             *_mode_count(s.allocation_mode, s.count),
             _tolerations(s.tolerations),
+            _capacity_requests(s.capacity),
         )
         for s in r.first_available or ()
     )
@@ -387,7 +402,7 @@ def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
         meta.uid,
         tuple(_request(r) for r in c.spec.devices.requests or ()),
         tuple(
-            dra.DeviceConstraint(tuple(x.requests or ()), x.match_attribute)
+            dra.DeviceConstraint(tuple(x.requests or ()), x.match_attribute, x.distinct_attribute)
             for x in c.spec.devices.constraints or ()
         ),
         _allocation(c.status.allocation),

@@ -152,3 +152,86 @@ def test_partitions_and_taints_follow_the_release(
         assert plain["devices"][0]["device"] == plain_fpga
     # The claim tolerating the NoSchedule taint may get the tainted fpga-0 (from v1.36).
     assert pods["fpga-tolerant"]["node"] == "node-b"
+
+
+UNSUPPORTED = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: dev}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "d.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-devices}
+spec:
+  driver: d.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: attached-later
+    bindingConditions: [example.com/attached]
+    bindingFailureConditions: [example.com/failed]
+  - name: plain
+    capacity: {memory: {value: 8Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: capacity, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: dev, capacity: {requests: {memory: 4Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: dev, count: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: capacity, namespace: default}
+spec:
+  resourceClaims: [{name: c, resourceClaimName: capacity}]
+  containers: [{name: c, image: busybox, resources: {claims: [{name: c}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: two, namespace: default}
+spec:
+  resourceClaims: [{name: c, resourceClaimName: two}]
+  containers: [{name: c, image: busybox, resources: {claims: [{name: c}]}}]
+"""
+
+
+@pytest.mark.parametrize("version", ["v1.35", "v1.37"])
+def test_claims_needing_an_unimplemented_feature_wait_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str
+) -> None:
+    scenario = tmp_path / "unsupported.yaml"
+    scenario.write_text(UNSUPPORTED)
+    code = main(["simulate", str(scenario), "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    capacity, two = pods["capacity"], pods["two"]
+    if version == "v1.35":
+        # The gates are off: the API server would have dropped the fields, upstream ignores them.
+        assert capacity["node"] == "node-a"
+        assert "DRA" not in two["message"]
+        assert "cannot allocate all claims" in two["message"]
+        return
+    assert capacity["node"] is None
+    assert "capacity requests need DRAConsumableCapacity" in capacity["message"]
+    assert two["node"] is None
+    assert "devices with binding conditions need DRADeviceBindingConditions" in two["message"]

@@ -75,6 +75,17 @@ class Features:
     device_taints: bool = False
     # v1.37's allocator adds a claim config once and clears `requests` of one that covers all.
     claim_config_once: bool = False
+    # DRADeviceBindingConditions with DRAResourceClaimDeviceStatus, which we do not implement:
+    # devices with binding conditions are still never allocated, but when one was passed over
+    # and nothing else fits, the node's reason names the feature.
+    binding_conditions: bool = False
+
+
+# The reason when devices with binding conditions were passed over and nothing else fits.
+BINDING_CONDITIONS_UNSUPPORTED = (
+    "cannot allocate all claims: devices with binding conditions need DRADeviceBindingConditions, "
+    "which policy-scheduler does not implement"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +263,7 @@ class _Run:
         self.pools = pools
         # Pool id -> counters consumed by the devices being allocated (consumedCounters).
         self.consumed: dict[str, _Counters] = {}
+        self.passed_over_binding_conditions = False
         self.claims = claims
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.constraints: list[list[_MatchAttribute]] = []
@@ -284,6 +296,8 @@ class _Run:
         if not self._allocate_one(0, 0, 0, 0, False):
             if any(p.invalid for p in self.pools):
                 raise FailedOnNode("invalid resource pools were encountered")
+            if self.passed_over_binding_conditions:
+                raise FailedOnNode(BINDING_CONDITIONS_UNSUPPORTED)
             return None
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
 
@@ -443,6 +457,7 @@ class _Run:
         self, ci: int, ri: int, si: int, data: _RequestData, did: DeviceId, device: Device, s: ResourceSlice
     ) -> bool:
         if device.binding_conditions:
+            self.passed_over_binding_conditions |= self.a.features.binding_conditions
             return False
         key = (did, ci, ri, si)
         match = self.a._matches.get(key)

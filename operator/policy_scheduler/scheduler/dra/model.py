@@ -99,6 +99,8 @@ class Device:
     node_name: str = ""
     node_selector: tuple[NodeSelectorTerm, ...] | None = None
     all_nodes: bool = False
+    # DRAConsumableCapacity (not implemented): such a device is allocated to one claim only.
+    allow_multiple_allocations: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,8 @@ class DeviceSubRequest:
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
     tolerations: tuple[DeviceToleration, ...] = ()
+    # capacity.requests (DRAConsumableCapacity, not implemented: such a claim waits).
+    capacity_requests: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +167,7 @@ class ExactDeviceRequest:
     count: int = 1
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
+    capacity_requests: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +181,8 @@ class DeviceRequest:
 class DeviceConstraint:
     requests: tuple[str, ...] = ()
     match_attribute: str | None = None
+    # DRAConsumableCapacity (not implemented: such a claim waits).
+    distinct_attribute: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

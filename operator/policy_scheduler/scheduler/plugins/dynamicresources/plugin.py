@@ -38,6 +38,7 @@ from policy_scheduler.scheduler.dra.podclaims import (
     pod_resource_claims,
 )
 from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices
+from policy_scheduler.scheduler.dra.unsupported import unsupported_reason
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import (
@@ -80,10 +81,13 @@ from policy_scheduler.scheduler.selectors.node_matching import match_node_select
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.gates import (
     DRA_ADMIN_ACCESS,
+    DRA_CONSUMABLE_CAPACITY,
+    DRA_DEVICE_BINDING_CONDITIONS,
     DRA_DEVICE_TAINT_RULES,
     DRA_DEVICE_TAINTS,
     DRA_PARTITIONABLE_DEVICES,
     DRA_PRIORITIZED_LIST,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS,
 )
 
 STATE_KEY = "PreFilterDynamicResources"
@@ -130,6 +134,7 @@ class DynamicResources(
         self.allocator_features = allocator_features(handle.features)
         # The slice tracker applies DeviceTaintRules only with DRADeviceTaintRules on.
         self.taint_rules = handle.features.enabled(DRA_DEVICE_TAINT_RULES)
+        self.consumable_capacity = handle.features.enabled(DRA_CONSUMABLE_CAPACITY)
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -246,6 +251,8 @@ class DynamicResources(
                     return None, unresolvable("resourceclaim in use")
                 continue
             s.to_allocate.append(i)
+            if reason := unsupported_reason(claim, self.consumable_capacity):
+                return None, unresolvable(reason)
             if store.has_pending_allocation(claim.uid):
                 return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
             for request in claim.requests:
@@ -464,6 +471,8 @@ def allocator_features(features: Features) -> AllocatorFeatures:
         partitionable_devices=features.enabled(DRA_PARTITIONABLE_DEVICES),
         device_taints=features.enabled(DRA_DEVICE_TAINTS),
         claim_config_once=features.behaviour.dra_claim_config_once,
+        binding_conditions=features.enabled(DRA_DEVICE_BINDING_CONDITIONS)
+        and features.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS),
     )
 
 
