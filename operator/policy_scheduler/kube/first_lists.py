@@ -66,6 +66,7 @@ OTHER_LISTS = (
     paths.DEVICE_CLASSES,
     paths.RESOURCE_SLICES,
     paths.RESOURCE_CLAIMS,
+    paths.DEVICE_TAINT_RULES,
     paths.PODGROUPS,
     paths.EVICTION_POLICIES,
     paths.SCHEDULING_PROFILES,
