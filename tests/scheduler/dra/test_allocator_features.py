@@ -335,6 +335,92 @@ CASES: dict[str, Case] = {
             )
         ],
     ),
+    "partitionable-devices-multiple-counters": Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        [
+            devices_slice(
+                "slice-1",
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                2,
+                replace(
+                    device(DEV1),
+                    consumes_counters=(
+                        *consumes(CS1, memory="4Gi", cpus="6"),
+                        *consumes(CS2, cpus="4", memory="2Gi"),
+                    ),
+                ),
+                replace(
+                    device(DEV2),
+                    consumes_counters=(
+                        *consumes(CS1, memory="6Gi", cpus="4"),
+                        *consumes(CS2, cpus="6", memory="6Gi"),
+                    ),
+                ),
+                replace(
+                    device(DEV3),
+                    consumes_counters=(
+                        *consumes(CS1, memory="4Gi", cpus="4"),
+                        *consumes(CS2, cpus="4", memory="4Gi"),
+                    ),
+                ),
+            ),
+            counter_slice(
+                "slice-2",
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                2,
+                counter_set(CS1, cpus="8", memory="18Gi"),
+                counter_set(CS2, cpus="12", memory="18Gi"),
+            ),
+        ],
+        PART,
+        [
+            allocation(
+                local_node_selector(NODE1),
+                result(REQ0, DRIVER_A, POOL1, DEV2),
+                result(REQ1, DRIVER_A, POOL1, DEV3),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-pools": Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        [
+            devices_slice(
+                "slice-1",
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                2,
+                replace(device(DEV1), consumes_counters=consumes(CS1, cpus="6", memory="4Gi")),
+                replace(device(DEV2), consumes_counters=consumes(CS1, cpus="4", memory="6Gi")),
+                replace(device(DEV3), consumes_counters=consumes(CS1, cpus="4", memory="4Gi")),
+            ),
+            counter_slice("slice-2", NODE1, POOL1, DRIVER_A, 2, counter_set(CS1, cpus="8", memory="18Gi")),
+            devices_slice(
+                "slice-3",
+                NODE1,
+                POOL2,
+                DRIVER_A,
+                2,
+                replace(device(DEV1), consumes_counters=consumes(CS1, cpus="6", memory="4Gi")),
+                replace(device(DEV2), consumes_counters=consumes(CS1, cpus="1", memory="7Gi")),
+                replace(device(DEV3), consumes_counters=consumes(CS1, cpus="1", memory="7Gi")),
+            ),
+            counter_slice("slice-4", NODE1, POOL2, DRIVER_A, 2, counter_set(CS1, cpus="8", memory="18Gi")),
+        ],
+        PART,
+        [
+            allocation(
+                local_node_selector(NODE1),
+                result(REQ0, DRIVER_A, POOL2, DEV2),
+                result(REQ1, DRIVER_A, POOL2, DEV3),
+            )
+        ],
+        allocated=(_dev(DEV2), _dev(DEV3), DeviceId(DRIVER_A, POOL2, DEV1)),
+    ),
     "partitionable-devices-unused-counters-in-counter-set": Case(
         [claim(CLAIM0, request(REQ0, CLASS_A, 2))],
         [
@@ -567,22 +653,43 @@ CASES: dict[str, Case] = {
         None,
         error="invalid resource pools were encountered",
     ),
+    "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool": Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        [
+            devices_slice("slice-1", NODE1, POOL1, DRIVER_A, 1, part(DEV1, memory="8Gi")),
+            counter_slice("slice-2", NODE1, POOL2, DRIVER_A, 1, counter_set(CS1, memory="8Gi")),
+        ],
+        PART,
+        None,
+        error="invalid resource pools were encountered",
+    ),
+    # The slice of another node is checked too: its device names a counter set the pool lacks.
+    "partitionable-devices-validation-error-on-non-targeting-slice": Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        [
+            counter_slice("slice-1", NODE1, POOL1, DRIVER_A, 3, counter_set(CS1, memory="8Gi")),
+            devices_slice("slice-2", NODE1, POOL1, DRIVER_A, 3, part(DEV1, memory="6Gi")),
+            devices_slice("slice-3", NODE2, POOL1, DRIVER_A, 3, part(DEV3, CS2, memory="6Gi")),
+        ],
+        PART,
+        None,
+        error="invalid resource pools were encountered",
+    ),
     "all-devices-with-consumed-counters": Case(
         [claim(CLAIM0, all_request(REQ0, CLASS_A))],
         [
             devices_slice(
-                "slice-1", NODE1, POOL1, DRIVER_A, 2, part(DEV1, memory="4Gi"), part(DEV2, memory="4Gi")
+                "slice-1",
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                2,
+                replace(device(DEV1), consumes_counters=consumes(CS1, memory="4Gi")),
             ),
             counter_slice("slice-2", NODE1, POOL1, DRIVER_A, 2, counter_set(CS1, memory="8Gi")),
         ],
         PART,
-        [
-            allocation(
-                local_node_selector(NODE1),
-                result(REQ0, DRIVER_A, POOL1, DEV1),
-                result(REQ0, DRIVER_A, POOL1, DEV2),
-            )
-        ],
+        [allocation(local_node_selector(NODE1), result(REQ0, DRIVER_A, POOL1, DEV1))],
     ),
     # ---- taints ------------------------------------------------------------------------------
     "tainted-two-devices": Case(
@@ -886,9 +993,9 @@ def test_claim_config_covering_all_requests_is_cleared() -> None:
     assert got.config == (DeviceAllocationConfiguration(CONFIG_SOURCE_CLAIM, config(DRIVER_A, "all")),)
 
 
-def test_a_constraint_broken_by_a_partition_of_all_devices_is_an_error() -> None:
-    """partitionable-all-mode-constraint-must-error-with-reserved-counter: the error, and the
-    counters the rejected device reserved are given back first."""
+def test_partitionable_all_mode_constraint_must_error_with_reserved_counter() -> None:
+    """The second device of an All request reserves the only counter, then breaks the constraint:
+    the counter is given back and the allocation ends with upstream's error."""
     slices = [
         devices_slice(
             "slice-1",
@@ -896,17 +1003,21 @@ def test_a_constraint_broken_by_a_partition_of_all_devices_is_an_error() -> None
             POOL1,
             DRIVER_A,
             2,
-            replace(part(DEV1, memory="4Gi"), attributes={"model": DeviceAttribute("string", "a")}),
-            replace(part(DEV2, memory="4Gi"), attributes={"model": DeviceAttribute("string", "b")}),
+            device(DEV1, numa=DeviceAttribute("int", 1)),
+            replace(device(DEV2, numa=DeviceAttribute("int", 2)), consumes_counters=consumes(CS1, c="1")),
         ),
-        counter_slice("slice-2", NODE1, POOL1, DRIVER_A, 2, counter_set(CS1, memory="8Gi")),
+        counter_slice("slice-2", NODE1, POOL1, DRIVER_A, 2, counter_set(CS1, c="1")),
     ]
     c = claim(
         CLAIM0,
         all_request(REQ0, CLASS_A),
-        constraints=(DeviceConstraint(match_attribute=f"{DRIVER_A}/model"),),
+        constraints=(DeviceConstraint(match_attribute=f"{DRIVER_A}/numa"),),
     )
-    with pytest.raises(AllocationError, match="cannot add device driver-a/pool-1/device-2"):
+    want = (
+        "claim claim-0, request req-0: cannot add device driver-a/pool-1/device-2 "
+        "because a claim constraint would not be satisfied"
+    )
+    with pytest.raises(AllocationError, match=want):
         allocate([c], CLASSES, slices, features=PART)
 
 

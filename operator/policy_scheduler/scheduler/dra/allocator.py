@@ -172,7 +172,8 @@ def lookup_attribute(device: Device, device_id: DeviceId, name: str) -> DeviceAt
 
 
 def _kobj(claim: ResourceClaim) -> str:
-    return f"{claim.namespace}/{claim.name}"
+    """klog.KObj: the name alone when there is no namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 class Allocator:
