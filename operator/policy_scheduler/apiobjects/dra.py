@@ -18,6 +18,7 @@ from policy_scheduler.apiobjects.structs import NodeSelector, ObjectMeta, Quanti
 from policy_scheduler.apiobjects.structs import Requirement as ReqStruct
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.dra import model as dra
+from policy_scheduler.scheduler.dra.capacity import format_quantity
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.resources import parse_quantity
 
@@ -33,8 +34,21 @@ class DeviceAttribute(_Base):
     version: str | None = None
 
 
+class CapacityRequestPolicyRange(_Base):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(_Base):
+    default: Quantity | None = None
+    valid_values: list[Quantity] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(_Base):
     value: Quantity = 0
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class DeviceCounterConsumption(_Base):
@@ -186,6 +200,8 @@ class DeviceResult(_Base):
     device: str = ""
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] | None = None
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    consumed_capacity: dict[str, Quantity] | None = None
 
 
 class DeviceAllocation(_Base):
@@ -271,6 +287,22 @@ def _tolerations(ts: list[DeviceToleration] | None) -> tuple[dra.DeviceToleratio
     )
 
 
+def _policy(p: CapacityRequestPolicy) -> dra.CapacityRequestPolicy:
+    r = p.valid_range
+    valid_range = None
+    if r is not None and r.min is not None:
+        valid_range = dra.CapacityRange(
+            _capacity(r.min),
+            _capacity(r.max) if r.max is not None else None,
+            _capacity(r.step) if r.step is not None else None,
+        )
+    return dra.CapacityRequestPolicy(
+        _capacity(p.default) if p.default is not None else None,
+        tuple(_capacity(v) for v in p.valid_values or ()),
+        valid_range,
+    )
+
+
 def _device(d: Device) -> dra.Device:
     attrs = {k: v for k, a in (d.attributes or {}).items() if (v := _attribute(a)) is not None}
     return dra.Device(
@@ -286,6 +318,11 @@ def _device(d: Device) -> dra.Device:
         node_selector=_terms(d.node_selector),
         all_nodes=bool(d.all_nodes),
         allow_multiple_allocations=bool(d.allow_multiple_allocations),
+        capacity_policies={
+            k: _policy(c.request_policy)
+            for k, c in (d.capacity or {}).items()
+            if c.request_policy is not None
+        },
     )
 
 
@@ -334,8 +371,10 @@ def _mode_count(mode: str, count: int) -> tuple[str, int]:
     return mode, count or (1 if mode == dra.ALLOCATION_MODE_EXACT_COUNT else 0)
 
 
-def _capacity_requests(c: CapacityRequirements | None) -> dict[str, Decimal]:
-    return {k: _capacity(v) for k, v in ((c.requests if c is not None else None) or {}).items()}
+def _capacity_requests(c: CapacityRequirements | None) -> dict[str, Decimal] | None:
+    if c is None or c.requests is None:
+        return None
+    return {k: _capacity(v) for k, v in c.requests.items()}
 
 
 def _request(r: DeviceRequest) -> dra.DeviceRequest:
@@ -371,7 +410,14 @@ def _allocation(a: AllocationResult | None) -> dra.AllocationResult | None:
         return None
     results = tuple(
         dra.DeviceRequestAllocationResult(
-            r.request, r.driver, r.pool, r.device, r.admin_access, _tolerations(r.tolerations)
+            r.request,
+            r.driver,
+            r.pool,
+            r.device,
+            r.admin_access,
+            _tolerations(r.tolerations),
+            r.share_id,
+            _counters_or_none(r.consumed_capacity),
         )
         for r in a.devices.results or ()
     )
@@ -382,6 +428,10 @@ def _allocation(a: AllocationResult | None) -> dra.AllocationResult | None:
         for x in a.devices.config or ()
     )
     return dra.AllocationResult(results, _terms(a.node_selector), config)
+
+
+def _counters_or_none(values: dict[str, Quantity] | None) -> dict[str, Decimal] | None:
+    return None if values is None else {k: _capacity(v) for k, v in values.items()}
 
 
 def _claim_config(raw: Mapping[str, Any]) -> dra.DeviceClaimConfiguration:
@@ -446,6 +496,10 @@ def allocation_to_json(a: dra.AllocationResult) -> dict[str, Any]:
             item["adminAccess"] = r.admin_access
         if r.tolerations:
             item["tolerations"] = [_toleration_json(t) for t in r.tolerations]
+        if r.share_id is not None:
+            item["shareID"] = r.share_id
+        if r.consumed_capacity is not None:
+            item["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed_capacity.items()}
         results.append(item)
     devices: dict[str, Any] = {"results": results}
     if a.config:

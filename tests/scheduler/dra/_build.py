@@ -161,6 +161,8 @@ def allocate(
     allocated: tuple[DeviceId, ...] = (),
     features: Features | None = None,
     node_labels: dict[str, str] | None = None,
+    aggregated: dict[DeviceId, dict[str, Decimal]] | None = None,
+    shared: tuple[DeviceId, ...] = (),
 ) -> list[AllocationResult] | None:
     """Allocate for one node: visible slices selected the way GatherPools does."""
     by_name = {c.name: c for c in classes}
@@ -169,7 +171,15 @@ def allocate(
     the_node = Node(node, labels=labels)
     matches = node_matcher(the_node)
     visible = [sl for sl in slices if slice_targets_node(sl, matches, features.partitionable_devices)]
-    a = Allocator(frozenset(allocated), by_name.get, slices, compile_selector, features)
+    a = Allocator(
+        frozenset(allocated),
+        by_name.get,
+        slices,
+        compile_selector,
+        features,
+        shared=frozenset(shared),
+        aggregated=aggregated or {},
+    )
     return a.allocate(node, visible, claims, node=the_node)
 
 

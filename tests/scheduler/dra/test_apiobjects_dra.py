@@ -270,3 +270,53 @@ def test_a_manifest_claim_of_the_wrong_shape_names_the_claim() -> None:
     with pytest.raises(ConversionError) as caught:
         store_from_manifests([claim])
     assert str(caught.value).startswith("ResourceClaim c: spec.devices: ")
+
+
+def test_consumable_capacity_fields_decode_and_a_share_renders() -> None:
+    policy = {
+        "default": "1G",
+        "validValues": ["1G", "2G"],
+        "validRange": {"min": "1G", "max": "4G", "step": "1G"},
+    }
+    device = {"allowMultipleAllocations": True, "capacity": {"bw": {"value": "10G", "requestPolicy": policy}}}
+    [s] = store_from_manifests([_with_device(**device)]).slices()
+    [d] = s.devices
+    g = Decimal(10**9)
+    assert d.allow_multiple_allocations
+    assert d.capacity == {"bw": 10 * g}
+    assert d.capacity_policies == {
+        "bw": dra.CapacityRequestPolicy(g, (g, 2 * g), dra.CapacityRange(g, 4 * g, g)),
+    }
+    claim = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "r",
+                        "exactly": {"deviceClassName": "x", "capacity": {"requests": {"bw": "1500M"}}},
+                    }
+                ],
+                "constraints": [{"requests": ["r"], "distinctAttribute": "x.example.com/numa"}],
+            }
+        },
+    }
+    c = claim_from_api(msgspec.convert(claim, ResourceClaim))
+    assert c.requests[0].exactly is not None
+    assert c.requests[0].exactly.capacity_requests == {"bw": Decimal(1500 * 10**6)}
+    assert c.constraints == (dra.DeviceConstraint(("r",), distinct_attribute="x.example.com/numa"),)
+    result = dra.DeviceRequestAllocationResult(
+        "r",
+        "x",
+        "p",
+        "d",
+        share_id="aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+        consumed_capacity={"bw": 2 * g, "m": Decimal("0.5")},
+    )
+    rendered = allocation_to_json(dra.AllocationResult((result,)))
+    [item] = rendered["devices"]["results"]
+    assert item["shareID"] == "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+    assert item["consumedCapacity"] == {"bw": "2000000000", "m": "500m"}
+    back = claim_from_api(msgspec.convert({**claim, "status": {"allocation": rendered}}, ResourceClaim))
+    assert back.allocation is not None
+    assert back.allocation.results == (result,)

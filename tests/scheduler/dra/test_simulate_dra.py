@@ -215,7 +215,7 @@ spec:
 
 
 @pytest.mark.parametrize("version", ["v1.35", "v1.37"])
-def test_claims_needing_an_unimplemented_feature_wait_naming_it(
+def test_claims_with_capacity_requests_and_binding_conditions(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str
 ) -> None:
     scenario = tmp_path / "unsupported.yaml"
@@ -231,7 +231,69 @@ def test_claims_needing_an_unimplemented_feature_wait_naming_it(
         assert "DRA" not in two["message"]
         assert "cannot allocate all claims" in two["message"]
         return
-    assert capacity["node"] is None
-    assert "capacity requests need DRAConsumableCapacity" in capacity["message"]
+    # 4Gi of the 8Gi device (not shareable: the whole device); binding conditions are not ours.
+    assert capacity["node"] == "node-a"
+    assert capacity["devices"][0]["device"] == "plain"
     assert two["node"] is None
     assert "devices with binding conditions need DRADeviceBindingConditions" in two["message"]
+
+
+SHARED = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: nic}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "nic.example.com" && device.allowMultipleAllocations'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-nics}
+spec:
+  driver: nic.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: nic-0
+    allowMultipleAllocations: true
+    capacity:
+      bandwidth:
+        value: 10G
+        requestPolicy: {default: 1G, validRange: {min: 1G, step: 1G}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: bandwidth, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: nic
+        exactly: {deviceClassName: nic, capacity: {requests: {bandwidth: 3500M}}}
+"""
+
+
+@pytest.mark.parametrize(("version", "sharing"), [("v1.35", 1), ("v1.36", 2), ("v1.37", 2)])
+def test_a_device_allowing_multiple_allocations_is_shared_by_capacity(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str, sharing: int
+) -> None:
+    """3.5G rounds up to 4G of the NIC's 10G: two pods share it, the third waits (from v1.36,
+    DRAConsumableCapacity on). v1.35 does not share: one pod gets the whole device."""
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: default}}\nspec:\n"
+        "  resourceClaims: [{name: nic, resourceClaimTemplateName: bandwidth}]\n"
+        "  containers: [{name: c, image: busybox, resources: {claims: [{name: nic}]}}]\n"
+        for i in range(3)
+    )
+    scenario = tmp_path / "shared.yaml"
+    scenario.write_text(SHARED + pods)
+    code = main(["simulate", str(scenario), "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    placed = [p for p in json.loads(out)["pods"] if p["node"]]
+    assert len(placed) == sharing
+    assert {p["devices"][0]["device"] for p in placed} == {"nic-0"}

@@ -12,10 +12,17 @@ cached across nodes: they do not depend on the node (per-device node selection i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from policy_scheduler.scheduler.dra.capacity import (
+    Capacity,
+    CapacityError,
+    consumed_from_request,
+    request_fits,
+)
 from policy_scheduler.scheduler.dra.model import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
@@ -75,6 +82,7 @@ class Features:
     device_taints: bool = False
     # v1.37's allocator adds a claim config once and clears `requests` of one that covers all.
     claim_config_once: bool = False
+    consumable_capacity: bool = False
     # DRADeviceBindingConditions with DRAResourceClaimDeviceStatus, which we do not implement:
     # devices with binding conditions are still never allocated, but when one was passed over
     # and nothing else fits, the node's reason names the feature.
@@ -100,6 +108,7 @@ class _Request:
     admin_access: bool = False
     has_admin_access: bool = False
     tolerations: tuple[DeviceToleration, ...] = ()
+    capacity_requests: Capacity | None = None
 
 
 @dataclass(slots=True)
@@ -125,6 +134,8 @@ class _Result:
     device: Device
     admin_access: bool | None
     tolerations: tuple[DeviceToleration, ...]
+    share_id: str | None = None
+    consumed_capacity: Capacity | None = None
 
 
 @dataclass(slots=True)
@@ -161,6 +172,35 @@ class _MatchAttribute:
             self.num_devices -= 1
 
 
+@dataclass(slots=True)
+class _DistinctAttribute:
+    """distinctAttributeConstraint: every device of the requests has a different value."""
+
+    request_names: frozenset[str]
+    attribute_name: str
+    attributes: list[DeviceAttribute] = field(default_factory=list)
+
+    def _applies(self, request: str, sub: str) -> bool:
+        if not self.request_names:
+            return True
+        if not sub:
+            return request in self.request_names
+        return request in self.request_names or f"{request}/{sub}" in self.request_names
+
+    def add(self, request: str, sub: str, device: Device, device_id: DeviceId) -> bool:
+        if not self._applies(request, sub):
+            return True
+        attribute = lookup_attribute(device, device_id, self.attribute_name)
+        if attribute is None or attribute in self.attributes:
+            return False
+        self.attributes.append(attribute)
+        return True
+
+    def remove(self, request: str, sub: str) -> None:
+        if self._applies(request, sub):
+            self.attributes.pop()
+
+
 def lookup_attribute(device: Device, device_id: DeviceId, name: str) -> DeviceAttribute | None:
     """A fully qualified name matches the attribute as written or, in the driver's domain, unqualified."""
     if (attr := device.attributes.get(name)) is not None:
@@ -185,8 +225,14 @@ class Allocator:
         compile_selector: SelectorCompiler,
         features: Features = Features(),
         evaluated: dict[tuple[str, DeviceId], bool] | None = None,
+        shared: frozenset[DeviceId] = frozenset(),
+        aggregated: Mapping[DeviceId, Capacity] | None = None,
     ) -> None:
+        """`allocated`: devices allocated to one claim; with DRAConsumableCapacity, `shared` are
+        devices with shares allocated and `aggregated` what those shares consume."""
         self.allocated = allocated
+        self.shared = shared
+        self.aggregated: Mapping[DeviceId, Capacity] = aggregated or {}
         self.device_class = device_class
         self.all_slices = all_slices
         self.compile_selector = compile_selector
@@ -224,7 +270,7 @@ class Allocator:
             available = {cs.name: dict(cs.counters) for cs in pool.counter_sets.values()}
             for s in (*pool.slices, *pool.other_slices):
                 for device in s.devices:
-                    if DeviceId(s.driver, s.pool.name, device.name) not in self.allocated:
+                    if not self.is_allocated(DeviceId(s.driver, s.pool.name, device.name)):
                         continue
                     for consumption in device.consumes_counters:
                         counters = available.get(consumption.counter_set)
@@ -235,6 +281,10 @@ class Allocator:
                                 counters[name] -= value
             self._available[pool.pool_id] = available
         return available
+
+    def is_allocated(self, did: DeviceId) -> bool:
+        """IsDeviceAllocated: dedicated, or with shares."""
+        return did in self.allocated or did in self.shared or did in self.aggregated
 
     def selector(self, expression: str) -> DeviceSelector | SelectorError:
         compiled = self._compiled.get(expression)
@@ -267,8 +317,10 @@ class _Run:
         self.passed_over_binding_conditions = False
         self.claims = claims
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[_MatchAttribute | _DistinctAttribute]] = []
         self.allocating: dict[DeviceId, set[int]] = {}
+        # Capacity consumed by the shares being allocated (allocatingCapacity).
+        self.allocating_capacity: dict[DeviceId, dict[str, Decimal]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.deadline: tuple[Callable[[], float], float] | None = None
         self._steps = 0
@@ -285,14 +337,17 @@ class _Run:
                     f"claim {_kobj(claim)}: number of requested devices {min_devices} exceeds the claim "
                     f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            constraints: list[_MatchAttribute] = []
+            constraints: list[_MatchAttribute | _DistinctAttribute] = []
             for i, c in enumerate(claim.constraints):
-                if c.match_attribute is None:
+                if c.match_attribute is not None:
+                    constraints.append(_MatchAttribute(frozenset(c.requests), c.match_attribute))
+                elif c.distinct_attribute is not None and self.a.features.consumable_capacity:
+                    constraints.append(_DistinctAttribute(frozenset(c.requests), c.distinct_attribute))
+                else:
                     raise AllocationError(
                         f"claim {_kobj(claim)}, constraint #{i}: "
                         "empty constraint (unsupported constraint type?)"
                     )
-                constraints.append(_MatchAttribute(frozenset(c.requests), c.match_attribute))
             self.constraints.append(constraints)
         if not self._allocate_one(0, 0, 0, 0, False):
             if any(p.invalid for p in self.pools):
@@ -318,6 +373,7 @@ class _Run:
                     sub.allocation_mode,
                     sub.count,
                     tolerations=sub.tolerations,
+                    capacity_requests=sub.capacity_requests,
                 )
                 data = self._request_data(ci, ri, si, claim, acc, request.name)
                 self.request_data[(ci, ri, si)] = data
@@ -338,6 +394,7 @@ class _Run:
             bool(exact.admin_access),
             exact.admin_access is not None,
             exact.tolerations,
+            exact.capacity_requests,
         )
         data = self._request_data(ci, ri, 0, claim, acc, None)
         self.request_data[(ci, ri, 0)] = data
@@ -381,8 +438,14 @@ class _Run:
                 for s in pool.slices:
                     for device in s.devices:
                         did = DeviceId(s.driver, s.pool.name, device.name)
-                        if self._selectable(ci, ri, si, data, did, device, s):
-                            data.all_devices.append((did, device, s, pool))
+                        if not self._selectable(ci, ri, si, data, did, device, s):
+                            continue
+                        # Static capacity only: what is in use is checked when allocating.
+                        if self.a.features.consumable_capacity and not self._capacity_fits(
+                            ci, data, did, device, static=True
+                        ):
+                            continue
+                        data.all_devices.append((did, device, s, pool))
             data.num_devices = len(data.all_devices)
         else:
             raise AllocationError(
@@ -442,6 +505,8 @@ class _Run:
                     elif self._in_use(did):
                         continue
                     if not self._selectable(ci, ri, si, data, did, device, s):
+                        continue
+                    if self.a.features.consumable_capacity and not self._capacity_fits(ci, data, did, device):
                         continue
                     undo = self._allocate_device(ci, ri, si, did, device, s, pool, must=False)
                     if undo is None:
@@ -507,17 +572,25 @@ class _Run:
     ) -> Callable[[], None] | None:
         data = self.request_data[(ci, ri, si)]
         req = data.request
+        shareable = self.a.features.consumable_capacity and device.allow_multiple_allocations
         if req.admin_access:
-            if ci in self.allocating.get(did, ()):
+            if not shareable and ci in self.allocating.get(did, ()):
                 return None
         elif self._in_use(did):
             return None
-        if device.consumes_counters and (
-            not self.a.features.partitionable_devices or not self._take_counters(pool, device)
-        ):
+        if device.consumes_counters and not self.a.features.partitionable_devices:
             return None
+        # A shared device already in use has its counters spent: a further share takes none.
+        take_counters = bool(device.consumes_counters) and not (shareable and self._capacity_in_use(did))
+        if take_counters and not self._take_counters(pool, device):
+            return None
+
+        def release() -> None:
+            if take_counters:
+                self._release_counters(pool, device)
+
         if self.a.features.device_taints and _taint_prevents_allocation(device, req):
-            self._release_counters(pool, device)
+            release()
             return None
         base, sub = (data.parent, req.name) if data.parent is not None else (req.name, "")
         constraints = self.constraints[ci]
@@ -525,14 +598,44 @@ class _Run:
             if not c.add(base, sub, device, did):
                 for e in reversed(constraints[:i]):
                     e.remove(base, sub)
-                self._release_counters(pool, device)
+                release()
                 if must:
                     raise AllocationError(
                         f"claim {_kobj(self.claims[ci])}, request {req.name}: cannot add device {did} "
                         "because a claim constraint would not be satisfied"
                     )
                 return None
-        self.allocating.setdefault(did, set()).add(ci)
+
+        def unconstrain() -> None:
+            for c in reversed(constraints):
+                c.remove(base, sub)
+            release()
+
+        if not shareable:
+            self.allocating.setdefault(did, set()).add(ci)
+        consumed: dict[str, Decimal] = {}
+        share_id = None
+        if self.a.features.consumable_capacity:
+            if not self._capacity_fits(ci, data, did, device, recheck=True):
+                if not shareable:
+                    self.allocating[did].discard(ci)
+                unconstrain()
+                return None
+            if shareable:
+                try:
+                    consumed = consumed_from_request(
+                        req.capacity_requests, device.capacity, device.capacity_policies
+                    )
+                except CapacityError as e:
+                    unconstrain()
+                    raise AllocationError(
+                        f"claim {_kobj(self.claims[ci])}, request {req.name}: computing consumed capacity "
+                        f"for device {did}: {e}"
+                    ) from None
+                share_id = str(uuid.uuid4())
+                entry = self.allocating_capacity.setdefault(did, {})
+                for name, value in consumed.items():
+                    entry[name] = entry.get(name, Decimal(0)) + value
         results = self.results[ci]
         before = len(results)
         results.append(
@@ -545,17 +648,55 @@ class _Run:
                 device,
                 True if req.admin_access else None,
                 req.tolerations if self.a.features.device_taints else (),
+                share_id,
+                consumed or None,
             )
         )
 
         def undo() -> None:
             del results[before:]
-            self.allocating[did].discard(ci)
-            for c in reversed(constraints):
-                c.remove(base, sub)
-            self._release_counters(pool, device)
+            if shareable:
+                entry = self.allocating_capacity[did]
+                for name, value in consumed.items():
+                    entry[name] -= value
+                # The entry marks the device as shared while any share of this run holds it.
+                if not any(r.id == did for rs in self.results for r in rs):
+                    del self.allocating_capacity[did]
+            else:
+                self.allocating[did].discard(ci)
+            unconstrain()
 
         return undo
+
+    # ---- consumable capacity (DRAConsumableCapacity) ---------------------------------------------
+
+    def _capacity_in_use(self, did: DeviceId) -> bool:
+        """deviceCapacityInUse: shares of the device are allocated or being allocated."""
+        return did in self.a.aggregated or did in self.a.shared or did in self.allocating_capacity
+
+    def _capacity_fits(
+        self,
+        ci: int,
+        data: _RequestData,
+        did: DeviceId,
+        device: Device,
+        *,
+        static: bool = False,
+        recheck: bool = False,
+    ) -> bool:
+        """CmpRequestOverCapacity for the device, next to what its shares consume (unless `static`)."""
+        req = data.request
+        before: Capacity = {} if static else self.a.aggregated.get(did, {})
+        allocating = None if static else self.allocating_capacity.get(did)
+        try:
+            return request_fits(
+                before, req.capacity_requests, device.capacity, device.capacity_policies, allocating
+            )
+        except CapacityError as e:
+            what = "rechecking" if recheck else "checking"
+            raise AllocationError(
+                f"claim {_kobj(self.claims[ci])}, request {req.name}: {what} capacity for device {did}: {e}"
+            ) from None
 
     # ---- counters (DRAPartitionableDevices) ------------------------------------------------------
 
@@ -592,7 +733,14 @@ class _Run:
         return AllocationResult(
             tuple(
                 DeviceRequestAllocationResult(
-                    r.request_name, r.id.driver, r.id.pool, r.id.device, r.admin_access, r.tolerations
+                    r.request_name,
+                    r.id.driver,
+                    r.id.pool,
+                    r.id.device,
+                    r.admin_access,
+                    r.tolerations,
+                    r.share_id,
+                    r.consumed_capacity,
                 )
                 for r in devices
             ),

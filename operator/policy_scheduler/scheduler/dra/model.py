@@ -86,6 +86,24 @@ class CounterConsumption:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityRange:
+    """CapacityRequestPolicyRange."""
+
+    min: Decimal
+    max: Decimal | None = None
+    step: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRequestPolicy:
+    """How a shared device's capacity may be requested (DRAConsumableCapacity)."""
+
+    default: Decimal | None = None
+    valid_values: tuple[Decimal, ...] = ()
+    valid_range: CapacityRange | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     name: str
     attributes: Mapping[str, DeviceAttribute] = field(default_factory=dict)
@@ -99,8 +117,9 @@ class Device:
     node_name: str = ""
     node_selector: tuple[NodeSelectorTerm, ...] | None = None
     all_nodes: bool = False
-    # DRAConsumableCapacity (not implemented): such a device is allocated to one claim only.
+    # DRAConsumableCapacity: several claims may share the device, each consuming capacity.
     allow_multiple_allocations: bool = False
+    capacity_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +174,8 @@ class DeviceSubRequest:
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
     tolerations: tuple[DeviceToleration, ...] = ()
-    # capacity.requests (DRAConsumableCapacity, not implemented: such a claim waits).
-    capacity_requests: Mapping[str, Decimal] = field(default_factory=dict)
+    # capacity.requests (DRAConsumableCapacity).
+    capacity_requests: Mapping[str, Decimal] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +186,7 @@ class ExactDeviceRequest:
     count: int = 1
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
-    capacity_requests: Mapping[str, Decimal] = field(default_factory=dict)
+    capacity_requests: Mapping[str, Decimal] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +200,7 @@ class DeviceRequest:
 class DeviceConstraint:
     requests: tuple[str, ...] = ()
     match_attribute: str | None = None
-    # DRAConsumableCapacity (not implemented: such a claim waits).
+    # DRAConsumableCapacity.
     distinct_attribute: str | None = None
 
 
@@ -194,6 +213,9 @@ class DeviceRequestAllocationResult:
     admin_access: bool | None = None
     # The request's tolerations, copied when DRADeviceTaints is on.
     tolerations: tuple[DeviceToleration, ...] = ()
+    # A share of a device that allows multiple allocations (DRAConsumableCapacity).
+    share_id: str | None = None
+    consumed_capacity: Mapping[str, Decimal] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,9 @@ two pods never get the same device between Reserve and PreBind.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from policy_scheduler.scheduler.dra.model import (
     DeviceClass,
@@ -17,6 +18,16 @@ from policy_scheduler.scheduler.dra.model import (
     ResourceClaim,
     ResourceSlice,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """GatherAllocatedState with DRAConsumableCapacity: devices allocated to one claim, devices
+    with shares allocated, and what those shares consume per device."""
+
+    devices: frozenset[DeviceId]
+    shared: frozenset[DeviceId]
+    aggregated: Mapping[DeviceId, Mapping[str, Decimal]]
 
 
 class DraStore:
@@ -30,6 +41,7 @@ class DraStore:
         self._taint_rules: dict[str, DeviceTaintRule] = {}
         self._patched_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
+        self._allocated_state: AllocatedState | None = None
         # Bumped on every slice change so callers can cache per-slice indexes.
         self.slices_generation = 0
 
@@ -57,12 +69,12 @@ class DraStore:
                 return
             del self._assumed[c.key]
         self._claims[c.key] = c
-        self._allocated = None
+        self._allocated = self._allocated_state = None
 
     def delete_claim(self, namespace: str, name: str) -> None:
         self._assumed.pop(f"{namespace}/{name}", None)
         if self._claims.pop(f"{namespace}/{name}", None) is not None:
-            self._allocated = None
+            self._allocated = self._allocated_state = None
 
     def upsert_taint_rule(self, rule: DeviceTaintRule) -> None:
         self._taint_rules[rule.name] = rule
@@ -113,24 +125,48 @@ class DraStore:
             self._allocated = frozenset(ids)
         return self._allocated
 
+    def allocated_state(self) -> AllocatedState:
+        """foreachAllocatedDevice with DRAConsumableCapacity on: a result with a shareID is a share."""
+        if self._allocated_state is None:
+            devices: set[DeviceId] = set()
+            shared: set[DeviceId] = set()
+            aggregated: dict[DeviceId, dict[str, Decimal]] = {}
+            for claim in (*self._claims.values(), *self._in_flight.values()):
+                if claim.allocation is None:
+                    continue
+                for r in claim.allocation.results:
+                    if r.admin_access:
+                        continue
+                    did = DeviceId(r.driver, r.pool, r.device)
+                    if r.share_id is None:
+                        devices.add(did)
+                        continue
+                    shared.add(did)
+                    if r.consumed_capacity is not None:
+                        total = aggregated.setdefault(did, {})
+                        for name, value in r.consumed_capacity.items():
+                            total[name] = total.get(name, Decimal(0)) + value
+            self._allocated_state = AllocatedState(frozenset(devices), frozenset(shared), aggregated)
+        return self._allocated_state
+
     # ---- in-flight allocations (Reserve .. PreBind) -----------------------------------------------
 
     def signal_pending_allocation(self, claim: ResourceClaim) -> None:
         self._in_flight[claim.uid] = claim
-        self._allocated = None
+        self._allocated = self._allocated_state = None
 
     def has_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
 
     def remove_pending_allocation(self, uid: str) -> None:
         if self._in_flight.pop(uid, None) is not None:
-            self._allocated = None
+            self._allocated = self._allocated_state = None
 
     def assume_claim(self, claim: ResourceClaim) -> None:
         """AssumeClaimAfterAPICall: what we wrote counts until the informer reports it (or newer)."""
         self._assumed[claim.key] = claim
         self._claims[claim.key] = claim
-        self._allocated = None
+        self._allocated = self._allocated_state = None
 
 
 def _patched(s: ResourceSlice, rules: Sequence[DeviceTaintRule]) -> ResourceSlice:

@@ -38,7 +38,6 @@ from policy_scheduler.scheduler.dra.podclaims import (
     pod_resource_claims,
 )
 from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices
-from policy_scheduler.scheduler.dra.unsupported import unsupported_reason
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import (
@@ -134,7 +133,6 @@ class DynamicResources(
         self.allocator_features = allocator_features(handle.features)
         # The slice tracker applies DeviceTaintRules only with DRADeviceTaintRules on.
         self.taint_rules = handle.features.enabled(DRA_DEVICE_TAINT_RULES)
-        self.consumable_capacity = handle.features.enabled(DRA_CONSUMABLE_CAPACITY)
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -251,8 +249,6 @@ class DynamicResources(
                     return None, unresolvable("resourceclaim in use")
                 continue
             s.to_allocate.append(i)
-            if reason := unsupported_reason(claim, self.consumable_capacity):
-                return None, unresolvable(reason)
             if store.has_pending_allocation(claim.uid):
                 return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
             for request in claim.requests:
@@ -273,13 +269,20 @@ class DynamicResources(
         if s.to_allocate:
             if self._evaluated[0] != store.slices_generation:
                 self._evaluated = (store.slices_generation, {})
+            if self.allocator_features.consumable_capacity:
+                held = store.allocated_state()
+                allocated, shared, aggregated = held.devices, held.shared, held.aggregated
+            else:
+                allocated, shared, aggregated = store.allocated_devices(), frozenset(), {}
             s.allocator = Allocator(
-                store.allocated_devices(),
+                allocated,
                 store.device_class,
                 store.slices(self.taint_rules),
                 self.dra.compile_selector,
                 self.allocator_features,
                 evaluated=self._evaluated[1],
+                shared=shared,
+                aggregated=aggregated,
             )
         return None, SUCCESS
 
@@ -470,6 +473,7 @@ def allocator_features(features: Features) -> AllocatorFeatures:
         prioritized_list=features.enabled(DRA_PRIORITIZED_LIST),
         partitionable_devices=features.enabled(DRA_PARTITIONABLE_DEVICES),
         device_taints=features.enabled(DRA_DEVICE_TAINTS),
+        consumable_capacity=features.enabled(DRA_CONSUMABLE_CAPACITY),
         claim_config_once=features.behaviour.dra_claim_config_once,
         binding_conditions=features.enabled(DRA_DEVICE_BINDING_CONDITIONS)
         and features.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS),
