@@ -3,7 +3,8 @@
 Partitionable devices: three 20Gi partitions of one 40Gi GPU drawing on a shared counter set,
 two pods get partitions and the third waits. Device taints: a device tainted NoSchedule in its
 slice and one tainted by a DeviceTaintRule go only to a claim that tolerates the taint; removing
-the rule frees its device for the claim without toleration.
+the rule frees its device for the claim without toleration. Consumable capacity: a NIC that
+allows multiple allocations is shared by two pods' bandwidth, the third waits.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ SCHEDULER = "dra-v137-scheduler"
 NS = "e2e-dra-v137"
 GPU_DRIVER = "part.e2e.example.com"
 FPGA_DRIVER = "taint.e2e.example.com"
-GPU_NODE, FPGA_NODE = "kwok-node-3", "kwok-node-4"
+NIC_DRIVER = "share.e2e.example.com"
+GPU_NODE, FPGA_NODE, NIC_NODE = "kwok-node-3", "kwok-node-4", "kwok-node-5"
 UNHEALTHY = "e2e.example.com/unhealthy"
 RULE = "e2e-fpga-1-maintenance"
 
@@ -197,3 +199,63 @@ def test_a_tainted_device_goes_only_to_a_claim_that_tolerates_it(dra_v137: Kubec
     [result] = allocation(kubectl, "fpga-plain")["devices"]["results"]
     assert result["device"] == "fpga-1"
     assert "tolerations" not in result
+
+
+def test_a_device_allowing_multiple_allocations_is_shared_by_capacity(dra_v137: Kubectl) -> None:
+    """DRAConsumableCapacity: 3500M rounds up to 4G of the NIC's 10G, so two pods share it and
+    the third waits; each share has its own shareID and consumedCapacity."""
+    kubectl = dra_v137
+    nic = {
+        "name": "nic-0",
+        "allowMultipleAllocations": True,
+        "capacity": {
+            "bandwidth": {
+                "value": "10G",
+                "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+            }
+        },
+    }
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "bandwidth", "namespace": NS},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "nic",
+                            "exactly": {
+                                "deviceClassName": "e2e-nic",
+                                "capacity": {"requests": {"bandwidth": "3500M"}},
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    kubectl.apply(
+        device_class("e2e-nic", NIC_DRIVER),
+        slice_("e2e-nics", NIC_DRIVER, NIC_NODE, 1, devices=[nic]),
+        template,
+    )
+    kubectl.create(*(claim_pod(f"nic-{i}", {"resourceClaimTemplateName": "bandwidth"}) for i in range(3)))
+
+    def two_bound_one_waiting() -> list[dict[str, Any]] | None:
+        placed = [p for i in range(3) if (p := bound(kubectl, f"nic-{i}"))]
+        waiting = [i for i in range(3) if unschedulable(kubectl, f"nic-{i}")]
+        return placed if len(placed) == 2 and len(waiting) == 1 else None
+
+    placed = wait_until("two pods share the NIC, one waits", two_bound_one_waiting, timeout=90)
+    assert {p["spec"]["nodeName"] for p in placed} == {NIC_NODE}
+    names = {p["metadata"]["name"] for p in placed}
+    results = [
+        r
+        for c in kubectl.items("resourceclaims", NS)
+        if c["metadata"].get("ownerReferences") and c["metadata"]["ownerReferences"][0]["name"] in names
+        for r in c["status"]["allocation"]["devices"]["results"]
+    ]
+    assert [r["device"] for r in results] == ["nic-0", "nic-0"]
+    assert len({r["shareID"] for r in results}) == 2
+    assert all(r["consumedCapacity"] == {"bandwidth": "4G"} for r in results), results

@@ -8,8 +8,9 @@ under the scenario's prefix, so scenarios never share DRA objects.
 
 The shapes of later releases come from a second random stream, so the scenarios above stay as
 they were: partitions of one GPU drawing on a shared counter set (DRAPartitionableDevices), a
-few devices tainted NoSchedule, and claims asking for a partition or tolerating the taint
-(DRADeviceTaints). Where a release has those gates off, its API server drops the fields and
+few devices tainted NoSchedule, claims asking for a partition or tolerating the taint
+(DRADeviceTaints), and NICs that allow multiple allocations, shared by claims asking for
+bandwidth (DRAConsumableCapacity). Where a release has those gates off, its API server drops the fields and
 both schedulers see plain devices.
 
 Pods with claims take the top priority: they are never preemption victims, whose claims
@@ -42,6 +43,7 @@ _CLASSES: dict[str, str | None] = {
     "nic": f'device.attributes["{DRIVER}"].type == "nic"',
     "fabric": f'device.attributes["{DRIVER}"].type == "fpga"',
     "partition": f'device.attributes["{DRIVER}"].type == "partition"',
+    "shared-nic": f'device.attributes["{DRIVER}"].type == "shared-nic"',
     "any": None,
 }
 _MODELS = ("a100", "h100", "l4")
@@ -137,6 +139,17 @@ def partitioned_gpus(
         for device in s["spec"].get("devices") or ():
             if chance(rng, 0.15):
                 _taint(device)
+    for node in node_names:
+        if not chance(rng, 0.3):
+            continue
+        policy = {"default": "1G", "validRange": {"min": "1G", "step": pick(rng, "1G", "2G")}}
+        nic = {
+            "name": "nic-shared",
+            "attributes": {"type": {"string": "shared-nic"}},
+            "allowMultipleAllocations": True,
+            "capacity": {"bandwidth": {"value": pick(rng, "4G", "10G"), "requestPolicy": policy}},
+        }
+        out.append(_slice(f"{node}-{DRIVER}-shared", f"{node}-shared", [nic], nodeName=node))
     return out
 
 
@@ -163,9 +176,13 @@ def _cel(expression: str) -> list[dict[str, Any]]:
 
 def later_claim_spec(rng: random.Random, prefix: str) -> dict[str, Any]:
     """A partition (one or two, maybe tolerating the taint) or a GPU that tolerates the taint."""
-    kind = pick(rng, "partition", "pair", "tolerant")
+    kind = pick(rng, "partition", "pair", "tolerant", "bandwidth", "bandwidth")
     tolerations = [{"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
-    if kind == "tolerant":
+    if kind == "bandwidth":
+        exact = _exact(prefix, "shared-nic")
+        if chance(rng, 0.8):  # else the policy's default
+            exact["capacity"] = {"requests": {"bandwidth": pick(rng, "1G", "1500M", "3G", "5G")}}
+    elif kind == "tolerant":
         exact = _exact(prefix, pick(rng, "gpu", "any"), tolerations=tolerations)
     else:
         exact = _exact(prefix, "partition", count=2 if kind == "pair" else 1)
@@ -257,7 +274,7 @@ def add_claims(
         name = f"claim{i}"
         i += 1
         spec = claim_spec(rng, prefix)
-        if chance(later, 0.3):
+        if chance(later, 0.4):
             spec = later_claim_spec(later, prefix)
         objects.append(_claim(name, namespace, spec))
         _use(pod, name)

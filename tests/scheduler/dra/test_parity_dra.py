@@ -126,3 +126,5 @@ def test_partitions_taints_and_tolerations_are_generated() -> None:
     requests = [r["exactly"] for c in claims for r in c["spec"]["devices"]["requests"] if "exactly" in r]
     assert any(r["deviceClassName"].endswith("partition") for r in requests)
     assert any(r.get("tolerations") for r in requests)
+    assert any(d.get("allowMultipleAllocations") for d in devices)
+    assert any(r["deviceClassName"].endswith("shared-nic") and "capacity" in r for r in requests)
