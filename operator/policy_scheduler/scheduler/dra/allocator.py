@@ -138,6 +138,15 @@ class _Result:
     consumed_capacity: Capacity | None = None
 
 
+def _constraint_applies(names: frozenset[str], request: str, sub: str) -> bool:
+    """A constraint without requests covers all; else the request or "<request>/<sub>" is named."""
+    if not names:
+        return True
+    if not sub:
+        return request in names
+    return request in names or f"{request}/{sub}" in names
+
+
 @dataclass(slots=True)
 class _MatchAttribute:
     request_names: frozenset[str]
@@ -146,11 +155,7 @@ class _MatchAttribute:
     num_devices: int = 0
 
     def _applies(self, request: str, sub: str) -> bool:
-        if not self.request_names:
-            return True
-        if not sub:
-            return request in self.request_names
-        return request in self.request_names or f"{request}/{sub}" in self.request_names
+        return _constraint_applies(self.request_names, request, sub)
 
     def add(self, request: str, sub: str, device: Device, device_id: DeviceId) -> bool:
         if not self._applies(request, sub):
@@ -181,11 +186,7 @@ class _DistinctAttribute:
     attributes: list[DeviceAttribute] = field(default_factory=list)
 
     def _applies(self, request: str, sub: str) -> bool:
-        if not self.request_names:
-            return True
-        if not sub:
-            return request in self.request_names
-        return request in self.request_names or f"{request}/{sub}" in self.request_names
+        return _constraint_applies(self.request_names, request, sub)
 
     def add(self, request: str, sub: str, device: Device, device_id: DeviceId) -> bool:
         if not self._applies(request, sub):
