@@ -196,6 +196,16 @@ def mem(expr: str) -> str:
     return f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("{expr}")) >= 0'
 
 
+STRING = f"{DRIVER_A}/stringAttribute"
+
+
+def _strings(*values: str) -> list[Device]:
+    return [
+        dev(f"device-{i}", stringAttribute=DeviceAttribute("string", v))
+        for i, v in enumerate(values, start=1)
+    ]
+
+
 CASES: dict[str, Case] = {
     "allow-multiple-allocations-with-partitionable-device": Case(
         [
@@ -423,6 +433,96 @@ CASES: dict[str, Case] = {
         one_slice(range_policy(DEV1, TWO, multi=True)),
         None,
         aggregated={D1: {CAP0: TWO}},
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-capacity": Case(
+        [claim(CLAIM0, cap_request(REQ0, TWO, mode=ALLOCATION_MODE_ALL))],
+        MULTI,
+        one_slice(dev(DEV1, {CAP0: TWO}, multi=True), dev(DEV2, multi=True)),
+        [on_node1(share(REQ0, DEV1, {CAP0: TWO}))],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-insufficient-capacity": Case(
+        [claim(CLAIM0, cap_request(REQ0, TWO, mode=ALLOCATION_MODE_ALL))],
+        MULTI,
+        one_slice(dev(DEV1, {CAP0: TWO}, multi=True), dev(DEV2, {CAP0: ONE}, multi=True)),
+        [on_node1(share(REQ0, DEV1, {CAP0: TWO}))],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-sufficient": Case(
+        [claim(CLAIM0, cap_request(REQ0, ONE), cap_request(REQ1, ONE, mode=ALLOCATION_MODE_ALL))],
+        PLAIN,
+        one_slice(dev(DEV1, {CAP0: TWO}, multi=True), dev(DEV2, {CAP0: ONE}, multi=True)),
+        [
+            on_node1(
+                share(REQ0, DEV1, {CAP0: ONE}),
+                share(REQ1, DEV1, {CAP0: ONE}),
+                share(REQ1, DEV2, {CAP0: ONE}),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-sufficient": Case(
+        [claim(CLAIM0, cap_request(REQ0, ONE, mode=ALLOCATION_MODE_ALL))],
+        PLAIN,
+        one_slice(dev(DEV1, {CAP0: TWO}, multi=True), dev(DEV2, {CAP0: ONE}, multi=True)),
+        [on_node1(share(REQ0, DEV1, {CAP0: ONE}), share(REQ0, DEV2, {CAP0: ONE}))],
+        aggregated={D1: {CAP0: ONE}},
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient": Case(
+        [claim(CLAIM0, cap_request(REQ0, ONE), cap_request(REQ1, ONE, mode=ALLOCATION_MODE_ALL))],
+        PLAIN,
+        one_slice(dev(DEV1, {CAP0: ONE}, multi=True), dev(DEV2, {CAP0: ONE}, multi=True)),
+        None,
+    ),
+    # device-1's capacity is spent but it still matches: All fails rather than taking device-2 only.
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-insufficient": Case(
+        [claim(CLAIM0, cap_request(REQ0, ONE, mode=ALLOCATION_MODE_ALL))],
+        PLAIN,
+        one_slice(dev(DEV1, {CAP0: ONE}, multi=True), dev(DEV2, {CAP0: ONE}, multi=True)),
+        None,
+        aggregated={D1: {CAP0: ONE}},
+    ),
+    "distinct-constraint-single-request-count-3-not-distinct": Case(
+        [
+            claim(
+                CLAIM0, request(REQ0, CLASS_A, 3), constraints=(DeviceConstraint(distinct_attribute=STRING),)
+            )
+        ],
+        PLAIN,
+        one_slice(*_strings("value1", "value2", "value1")),
+        None,
+    ),
+    "distinct-constraint-single-request-count-3-all-distinct": Case(
+        [
+            claim(
+                CLAIM0, request(REQ0, CLASS_A, 3), constraints=(DeviceConstraint(distinct_attribute=STRING),)
+            )
+        ],
+        PLAIN,
+        one_slice(*_strings("value1", "value2", "value3")),
+        [on_node1(dedicated(REQ0, DEV1), dedicated(REQ0, DEV2), dedicated(REQ0, DEV3))],
+    ),
+    "distinct-constraint-two-requests-with-count-not-distinct": Case(
+        [
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 2),
+                request(REQ1, CLASS_A, 1),
+                constraints=(DeviceConstraint((REQ0, REQ1), distinct_attribute=STRING),),
+            )
+        ],
+        PLAIN,
+        one_slice(*_strings("value1", "value2", "value1")),
+        None,
+    ),
+    "with-distinct-constraints-attribute-not-set": Case(
+        [
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                constraints=(DeviceConstraint((REQ0,), distinct_attribute=f"{DRIVER_A}/boolAttribute"),),
+            )
+        ],
+        PLAIN,
+        one_slice(dev(DEV1, multi=True)),
+        None,
     ),
     "consumable-capacity-dedicated-device-with-consumable-capacity-request": Case(
         [claim(CLAIM0, cap_request(REQ0, ONE))],
