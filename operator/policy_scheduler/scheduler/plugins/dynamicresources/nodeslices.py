@@ -32,6 +32,7 @@ class SliceIndex:
         by_node: dict[str, list[ResourceSlice]] = {}
         all_nodes: list[ResourceSlice] = []
         selected: list[tuple[ResourceSlice, tuple[NodeSelectorTerm, ...]]] = []
+        seen: set[tuple[str, tuple[NodeSelectorTerm, ...]]] = set()
         for s in slices:
             if s.shared_counters or s.per_device_node_selection:
                 if not partitionable:  # upstream skips these with DRAPartitionableDevices off
@@ -51,7 +52,9 @@ class SliceIndex:
                         by_node.setdefault(d.node_name, []).append(s)
                     elif d.all_nodes:
                         all_nodes.append(s)
-                    elif d.node_selector is not None:
+                    elif d.node_selector is not None and (s.name, d.node_selector) not in seen:
+                        # Devices of a slice often share a selector: one mask each is enough.
+                        seen.add((s.name, d.node_selector))
                         selected.append((s, d.node_selector))
         return SliceIndex({k: tuple(v) for k, v in by_node.items()}, tuple(all_nodes), tuple(selected))
 
