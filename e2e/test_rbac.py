@@ -112,6 +112,8 @@ ALLOWED = [
     ("list", "csistoragecapacities.storage.k8s.io", "-A"),
     ("watch", "csinodes.storage.k8s.io"),
     ("list", "volumeattachments.storage.k8s.io"),
+    ("watch", "resourceslices.resource.k8s.io"),
+    ("watch", "devicetaintrules.resource.k8s.io"),
     ("create", "priorityclasses.scheduling.k8s.io"),
     ("delete", "priorityclasses.scheduling.k8s.io"),
     ("create", "events.events.k8s.io", "-n", "default"),
@@ -144,6 +146,7 @@ DENIED = [
     ("delete", "persistentvolumes"),
     ("create", "persistentvolumeclaims", "-n", "default"),
     ("patch", "storageclasses.storage.k8s.io"),
+    ("update", "devicetaintrules.resource.k8s.io"),  # its status is the controller manager's
     ("create", "events", "-n", "default"),  # core/v1 events: only events.k8s.io is used
     ("create", "leases.coordination.k8s.io", "-n", "default"),
     ("update", "leases.coordination.k8s.io/someone-else", "-n", NS),

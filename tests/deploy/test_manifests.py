@@ -48,6 +48,7 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
+    ("resource.k8s.io", "devicetaintrules"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
     ("", "services"): {"get", "list", "watch"},

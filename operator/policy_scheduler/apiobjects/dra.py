@@ -7,6 +7,7 @@ allocation is also rendered back to JSON for the status the scheduler writes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +18,7 @@ from policy_scheduler.apiobjects.structs import NodeSelector, ObjectMeta, Quanti
 from policy_scheduler.apiobjects.structs import Requirement as ReqStruct
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.dra import model as dra
+from policy_scheduler.scheduler.dra.capacity import format_quantity
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.resources import parse_quantity
 
@@ -32,13 +34,46 @@ class DeviceAttribute(_Base):
     version: str | None = None
 
 
+class CapacityRequestPolicyRange(_Base):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(_Base):
+    default: Quantity | None = None
+    valid_values: list[Quantity] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(_Base):
     value: Quantity = 0
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class DeviceCounterConsumption(_Base):
     counter_set: str = ""
     counters: dict[str, DeviceCapacity] | None = None
+
+
+class CounterSet(_Base):
+    name: str = ""
+    counters: dict[str, DeviceCapacity] | None = None
+
+
+class DeviceTaint(_Base):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: datetime | None = None
+
+
+class DeviceToleration(_Base):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
 
 
 class Device(_Base):
@@ -47,6 +82,11 @@ class Device(_Base):
     capacity: dict[str, DeviceCapacity] | None = None
     consumes_counters: list[DeviceCounterConsumption] | None = None
     binding_conditions: list[str] | None = None
+    taints: list[DeviceTaint] | None = None
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    allow_multiple_allocations: bool | None = None
 
 
 class ResourcePool(_Base):
@@ -63,11 +103,28 @@ class ResourceSliceSpec(_Base):
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
     devices: list[Device] | None = None
+    shared_counters: list[CounterSet] | None = None
 
 
 class ResourceSlice(_Base):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceSliceSpec = msgspec.field(default_factory=ResourceSliceSpec)
+
+
+class DeviceTaintSelector(_Base):
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(_Base):
+    device_selector: DeviceTaintSelector | None = None
+    taint: DeviceTaint = msgspec.field(default_factory=DeviceTaint)
+
+
+class DeviceTaintRule(_Base):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceTaintRuleSpec = msgspec.field(default_factory=DeviceTaintRuleSpec)
 
 
 class CELSelector(_Base):
@@ -80,11 +137,17 @@ class DeviceSelector(_Base):
 
 class DeviceClassSpec(_Base):
     selectors: list[DeviceSelector] | None = None
+    # DeviceClassConfiguration: a DeviceConfiguration (`opaque`), passed on as written.
+    config: list[dict[str, Any]] | None = None
 
 
 class DeviceClass(_Base):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: DeviceClassSpec = msgspec.field(default_factory=DeviceClassSpec)
+
+
+class CapacityRequirements(_Base):
+    requests: dict[str, Quantity] | None = None
 
 
 class ExactDeviceRequest(_Base):
@@ -93,6 +156,8 @@ class ExactDeviceRequest(_Base):
     allocation_mode: str = ""
     count: int = 0
     admin_access: bool | None = None
+    tolerations: list[DeviceToleration] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceSubRequest(_Base):
@@ -101,6 +166,8 @@ class DeviceSubRequest(_Base):
     selectors: list[DeviceSelector] | None = None
     allocation_mode: str = ""
     count: int = 0
+    tolerations: list[DeviceToleration] | None = None
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceRequest(_Base):
@@ -112,11 +179,14 @@ class DeviceRequest(_Base):
 class DeviceConstraint(_Base):
     requests: list[str] | None = None
     match_attribute: str | None = None
+    distinct_attribute: str | None = None
 
 
 class DeviceClaim(_Base):
     requests: list[DeviceRequest] | None = None
     constraints: list[DeviceConstraint] | None = None
+    # DeviceClaimConfiguration: `requests` plus a DeviceConfiguration (`opaque`).
+    config: list[dict[str, Any]] | None = None
 
 
 class ResourceClaimSpec(_Base):
@@ -129,10 +199,15 @@ class DeviceResult(_Base):
     pool: str = ""
     device: str = ""
     admin_access: bool | None = None
+    tolerations: list[DeviceToleration] | None = None
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    consumed_capacity: dict[str, Quantity] | None = None
 
 
 class DeviceAllocation(_Base):
     results: list[DeviceResult] | None = None
+    # DeviceAllocationConfiguration: `source`, `requests` and a DeviceConfiguration.
+    config: list[dict[str, Any]] | None = None
 
 
 class AllocationResult(_Base):
@@ -194,14 +269,60 @@ def _capacity(value: Quantity) -> Decimal:
     return parse_quantity(value)
 
 
+def _counters(counters: dict[str, DeviceCapacity] | None) -> dict[str, Decimal]:
+    return {k: _capacity(c.value) for k, c in (counters or {}).items()}
+
+
+def _taint(t: DeviceTaint) -> dra.DeviceTaint:
+    return dra.DeviceTaint(t.key, t.effect, t.value, t.time_added.timestamp() if t.time_added else None)
+
+
+def _tolerations(ts: list[DeviceToleration] | None) -> tuple[dra.DeviceToleration, ...]:
+    # API defaulting: an empty operator is Equal.
+    return tuple(
+        dra.DeviceToleration(
+            t.key, t.operator or dra.TOLERATION_OP_EQUAL, t.value, t.effect, t.toleration_seconds
+        )
+        for t in ts or ()
+    )
+
+
+def _policy(p: CapacityRequestPolicy) -> dra.CapacityRequestPolicy:
+    r = p.valid_range
+    valid_range = None
+    if r is not None and r.min is not None:
+        valid_range = dra.CapacityRange(
+            _capacity(r.min),
+            _capacity(r.max) if r.max is not None else None,
+            _capacity(r.step) if r.step is not None else None,
+        )
+    return dra.CapacityRequestPolicy(
+        _capacity(p.default) if p.default is not None else None,
+        tuple(_capacity(v) for v in p.valid_values or ()),
+        valid_range,
+    )
+
+
 def _device(d: Device) -> dra.Device:
     attrs = {k: v for k, a in (d.attributes or {}).items() if (v := _attribute(a)) is not None}
     return dra.Device(
         d.name,
         attrs,
-        {k: _capacity(c.value) for k, c in (d.capacity or {}).items()},
-        consumes_counters=bool(d.consumes_counters),
+        _counters(d.capacity),
+        consumes_counters=tuple(
+            dra.CounterConsumption(c.counter_set, _counters(c.counters)) for c in d.consumes_counters or ()
+        ),
         binding_conditions=bool(d.binding_conditions),
+        taints=tuple(_taint(t) for t in d.taints or ()),
+        node_name=d.node_name or "",
+        node_selector=_terms(d.node_selector),
+        all_nodes=bool(d.all_nodes),
+        allow_multiple_allocations=bool(d.allow_multiple_allocations),
+        capacity_policies={
+            k: _policy(c.request_policy)
+            for k, c in (d.capacity or {}).items()
+            if c.request_policy is not None
+        },
     )
 
 
@@ -216,7 +337,17 @@ def slice_from_api(s: ResourceSlice) -> dra.ResourceSlice:
         node_selector=_terms(spec.node_selector),
         all_nodes=bool(spec.all_nodes),
         per_device_node_selection=bool(spec.per_device_node_selection),
+        shared_counters=tuple(
+            dra.CounterSet(c.name, _counters(c.counters)) for c in spec.shared_counters or ()
+        ),
     )
+
+
+def taint_rule_from_api(r: DeviceTaintRule) -> dra.DeviceTaintRule:
+    sel = r.spec.device_selector
+    if sel is None:
+        return dra.DeviceTaintRule(r.metadata.name, _taint(r.spec.taint), has_selector=False)
+    return dra.DeviceTaintRule(r.metadata.name, _taint(r.spec.taint), sel.driver, sel.pool, sel.device)
 
 
 def _selectors(sels: list[DeviceSelector] | None) -> tuple[str, ...]:
@@ -224,8 +355,14 @@ def _selectors(sels: list[DeviceSelector] | None) -> tuple[str, ...]:
     return tuple(s.cel.expression if s.cel is not None else "" for s in sels or ())
 
 
+def _configuration(raw: Mapping[str, Any]) -> dra.DeviceConfiguration:
+    """The DeviceConfiguration part of a class, claim or allocation config entry."""
+    return dra.DeviceConfiguration({k: v for k, v in raw.items() if k not in ("requests", "source")})
+
+
 def class_from_api(c: DeviceClass) -> dra.DeviceClass:
-    return dra.DeviceClass(c.metadata.name, _selectors(c.spec.selectors), c.metadata.uid)
+    config = tuple(_configuration(x) for x in c.spec.config or ())
+    return dra.DeviceClass(c.metadata.name, _selectors(c.spec.selectors), c.metadata.uid, config)
 
 
 def _mode_count(mode: str, count: int) -> tuple[str, int]:
@@ -234,17 +371,34 @@ def _mode_count(mode: str, count: int) -> tuple[str, int]:
     return mode, count or (1 if mode == dra.ALLOCATION_MODE_EXACT_COUNT else 0)
 
 
+def _capacity_requests(c: CapacityRequirements | None) -> dict[str, Decimal] | None:
+    if c is None or c.requests is None:
+        return None
+    return {k: _capacity(v) for k, v in c.requests.items()}
+
+
 def _request(r: DeviceRequest) -> dra.DeviceRequest:
     exact = None
     if r.exactly is not None:
         e = r.exactly
         mode, count = _mode_count(e.allocation_mode, e.count)
         exact = dra.ExactDeviceRequest(
-            e.device_class_name, _selectors(e.selectors), mode, count, e.admin_access
+            e.device_class_name,
+            _selectors(e.selectors),
+            mode,
+            count,
+            e.admin_access,
+            _tolerations(e.tolerations),
+            _capacity_requests(e.capacity),
         )
     subs = tuple(
         dra.DeviceSubRequest(
-            s.name, s.device_class_name, _selectors(s.selectors), *_mode_count(s.allocation_mode, s.count)
+            s.name,
+            s.device_class_name,
+            _selectors(s.selectors),
+            *_mode_count(s.allocation_mode, s.count),
+            _tolerations(s.tolerations),
+            _capacity_requests(s.capacity),
         )
         for s in r.first_available or ()
     )
@@ -255,10 +409,33 @@ def _allocation(a: AllocationResult | None) -> dra.AllocationResult | None:
     if a is None:
         return None
     results = tuple(
-        dra.DeviceRequestAllocationResult(r.request, r.driver, r.pool, r.device, r.admin_access)
+        dra.DeviceRequestAllocationResult(
+            r.request,
+            r.driver,
+            r.pool,
+            r.device,
+            r.admin_access,
+            _tolerations(r.tolerations),
+            r.share_id,
+            _counters_or_none(r.consumed_capacity),
+        )
         for r in a.devices.results or ()
     )
-    return dra.AllocationResult(results, _terms(a.node_selector))
+    config = tuple(
+        dra.DeviceAllocationConfiguration(
+            str(x.get("source", "")), _configuration(x), tuple(x.get("requests") or ())
+        )
+        for x in a.devices.config or ()
+    )
+    return dra.AllocationResult(results, _terms(a.node_selector), config)
+
+
+def _counters_or_none(values: dict[str, Quantity] | None) -> dict[str, Decimal] | None:
+    return None if values is None else {k: _capacity(v) for k, v in values.items()}
+
+
+def _claim_config(raw: Mapping[str, Any]) -> dra.DeviceClaimConfiguration:
+    return dra.DeviceClaimConfiguration(_configuration(raw), tuple(raw.get("requests") or ()))
 
 
 def _epoch(meta: ObjectMeta) -> float | None:
@@ -275,7 +452,7 @@ def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
         meta.uid,
         tuple(_request(r) for r in c.spec.devices.requests or ()),
         tuple(
-            dra.DeviceConstraint(tuple(x.requests or ()), x.match_attribute)
+            dra.DeviceConstraint(tuple(x.requests or ()), x.match_attribute, x.distinct_attribute)
             for x in c.spec.devices.constraints or ()
         ),
         _allocation(c.status.allocation),
@@ -286,6 +463,7 @@ def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
         owner,
         tuple(meta.finalizers or ()),
         meta.resource_version,
+        tuple(_claim_config(x) for x in c.spec.devices.config or ()),
     )
 
 
@@ -300,14 +478,36 @@ def _requirement_json(r: model.Requirement) -> dict[str, Any]:
     return {"key": r.key, "operator": r.operator, "values": list(r.values)}
 
 
+def _toleration_json(t: dra.DeviceToleration) -> dict[str, Any]:
+    out: dict[str, Any] = {"operator": t.operator}
+    for key, value in (("key", t.key), ("value", t.value), ("effect", t.effect)):
+        if value:
+            out[key] = value
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
 def allocation_to_json(a: dra.AllocationResult) -> dict[str, Any]:
     results = []
     for r in a.results:
         item: dict[str, Any] = {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
         if r.admin_access is not None:
             item["adminAccess"] = r.admin_access
+        if r.tolerations:
+            item["tolerations"] = [_toleration_json(t) for t in r.tolerations]
+        if r.share_id is not None:
+            item["shareID"] = r.share_id
+        if r.consumed_capacity is not None:
+            item["consumedCapacity"] = {k: format_quantity(v) for k, v in r.consumed_capacity.items()}
         results.append(item)
-    out: dict[str, Any] = {"devices": {"results": results}}
+    devices: dict[str, Any] = {"results": results}
+    if a.config:
+        devices["config"] = [
+            {"source": c.source, **({"requests": list(c.requests)} if c.requests else {}), **c.config.raw}
+            for c in a.config
+        ]
+    out: dict[str, Any] = {"devices": devices}
     if a.node_selector is not None:
         terms = []
         for t in a.node_selector:
@@ -325,8 +525,8 @@ def allocation_to_json(a: dra.AllocationResult) -> dict[str, Any]:
 
 
 def store_from_manifests(objects: Iterable[Mapping[str, Any]]) -> DraStore:
-    """A DraStore holding the DeviceClasses, ResourceSlices and ResourceClaims among `objects`
-    (other kinds are skipped), as the informers would fill it."""
+    """A DraStore holding the DeviceClasses, ResourceSlices, ResourceClaims and DeviceTaintRules
+    among `objects` (other kinds are skipped), as the informers would fill it."""
     store = DraStore()
     for obj in objects:
         kind = obj.get("kind")
@@ -336,4 +536,6 @@ def store_from_manifests(objects: Iterable[Mapping[str, Any]]) -> DraStore:
             store.upsert_class(class_from_api(struct_from_dict(obj, DeviceClass, kind)))
         elif kind == "ResourceClaim":
             store.upsert_claim(claim_from_json(obj))
+        elif kind == "DeviceTaintRule":
+            store.upsert_taint_rule(taint_rule_from_api(struct_from_dict(obj, DeviceTaintRule, kind)))
     return store

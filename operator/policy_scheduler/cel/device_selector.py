@@ -151,6 +151,9 @@ def device_activation(driver: str, device: Device) -> dict[str, Any]:
                 celtypes.StringType("driver"): celtypes.StringType(driver),
                 celtypes.StringType("attributes"): cel_map(attributes),
                 celtypes.StringType("capacity"): cel_map(capacity),
+                celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(
+                    device.allow_multiple_allocations
+                ),
             }
         )
     }

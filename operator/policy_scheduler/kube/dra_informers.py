@@ -1,7 +1,10 @@
-"""Informers for ResourceSlices, DeviceClasses and ResourceClaims (resource.k8s.io/v1).
+"""Informers for ResourceSlices, DeviceClasses, ResourceClaims and DeviceTaintRules (resource.k8s.io/v1).
 
 They keep the DraStore the DynamicResources plugin reads up to date and tell the Engine, whose
 queue then runs the plugin's hints (a new slice or a deallocated claim may make pods schedulable).
+DeviceTaintRules are served from v1.37 only; where they are not, discovery leaves their informer
+off. A rule's change reaches the queue as a ResourceSlice update, as upstream's slice tracker
+reports the slices it patches.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from policy_scheduler.apiobjects import dra as api_dra
 from policy_scheduler.kube.informer import Informer
-from policy_scheduler.kube.paths import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+from policy_scheduler.kube.paths import DEVICE_CLASSES, DEVICE_TAINT_RULES, RESOURCE_CLAIMS, RESOURCE_SLICES
 from policy_scheduler.kube.timings import InformerTimings
-from policy_scheduler.scheduler.dra.model import DeviceClass, ResourceClaim, ResourceSlice
+from policy_scheduler.scheduler.dra.model import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.event_sinks import DraSink
 from policy_scheduler.scheduler.framework.events import Resource
@@ -57,6 +60,25 @@ class DraInformers:
             timings=timings,
         )
 
+        self.taint_rules: Informer[api_dra.DeviceTaintRule, DeviceTaintRule] = Informer(
+            api,
+            DEVICE_TAINT_RULES,
+            api_dra.DeviceTaintRule,
+            api_dra.taint_rule_from_api,
+            on_add=lambda r: self._taint_rule(None, r),
+            on_update=self._taint_rule,
+            on_delete=lambda r: self._taint_rule(r, None),
+            timings=timings,
+        )
+
+    def _taint_rule(self, old: DeviceTaintRule | None, new: DeviceTaintRule | None) -> None:
+        if new is not None:
+            self.store.upsert_taint_rule(new)
+        elif old is not None:
+            self.store.delete_taint_rule(old.name)
+        rule = new or old
+        self.sink.dra_changed(Resource.RESOURCE_SLICE, rule, rule)
+
     def _slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
         if new is not None:
             self.store.upsert_slice(new)
@@ -79,7 +101,7 @@ class DraInformers:
         self.sink.dra_changed(Resource.RESOURCE_CLAIM, old, new)
 
     def all(self) -> list[Informer[Any, Any]]:
-        return [self.classes, self.slices, self.claims]
+        return [self.classes, self.slices, self.claims, self.taint_rules]
 
     def start(self) -> list[asyncio.Task[None]]:
         return [i.start() for i in self.all()]

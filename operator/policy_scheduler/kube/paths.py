@@ -35,6 +35,8 @@ DRA_API = "/apis/resource.k8s.io/v1"
 RESOURCE_SLICES = f"{DRA_API}/resourceslices"
 DEVICE_CLASSES = f"{DRA_API}/deviceclasses"
 RESOURCE_CLAIMS = f"{DRA_API}/resourceclaims"
+# Served (resource.k8s.io/v1) from v1.37, where DRADeviceTaintRules is GA.
+DEVICE_TAINT_RULES = f"{DRA_API}/devicetaintrules"
 # scheduler-plugins' PodGroups (a foreign CRD that may be absent).
 PODGROUPS = f"/apis/{podgroup_api.API_VERSION}/{podgroup_api.PLURAL}"
 # The Workload API (scheduling.k8s.io): PodGroups from v1.36, v1.35's Workloads.

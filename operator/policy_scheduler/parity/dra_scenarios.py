@@ -6,6 +6,13 @@ everywhere. Claims cover one device, an exact count, All, matchAttribute constra
 firstAvailable, a claim shared by two pods and claims nothing can satisfy. Every name is
 under the scenario's prefix, so scenarios never share DRA objects.
 
+The shapes of later releases come from a second random stream, so the scenarios above stay as
+they were: partitions of one GPU drawing on a shared counter set (DRAPartitionableDevices), a
+few devices tainted NoSchedule, claims asking for a partition or tolerating the taint
+(DRADeviceTaints), and NICs that allow multiple allocations, shared by claims asking for
+bandwidth (DRAConsumableCapacity). Where a release has those gates off, its API server drops the fields and
+both schedulers see plain devices.
+
 Pods with claims take the top priority: they are never preemption victims, whose claims
 the resource-claim controller would release at its own pace (kube-scheduler and our side
 could then see different claim states).
@@ -24,6 +31,8 @@ DRA_PRIORITY = "parity-high"
 # The share of scenarios with DRA objects; a separate stream keeps the other scenarios as they were.
 DRA_SHARE = 0.35
 _STREAM = 0x0D5A
+_STREAM_LATER = 0x0D5B
+TAINT_KEY = f"{DRIVER}/unhealthy"
 
 _CLASSES: dict[str, str | None] = {
     "gpu": f'device.attributes["{DRIVER}"].type == "gpu"',
@@ -33,6 +42,8 @@ _CLASSES: dict[str, str | None] = {
     ),
     "nic": f'device.attributes["{DRIVER}"].type == "nic"',
     "fabric": f'device.attributes["{DRIVER}"].type == "fpga"',
+    "partition": f'device.attributes["{DRIVER}"].type == "partition"',
+    "shared-nic": f'device.attributes["{DRIVER}"].type == "shared-nic"',
     "any": None,
 }
 _MODELS = ("a100", "h100", "l4")
@@ -78,18 +89,68 @@ def _device(rng: random.Random, name: str, kind: str, index: int) -> dict[str, A
     return device
 
 
-def _slice(name: str, pool: str, devices: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
+def _slice(
+    name: str, pool: str, devices: list[dict[str, Any]] | None, count: int = 1, **where: Any
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "driver": DRIVER,
+        "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+    }
+    if devices is not None:
+        spec["devices"] = devices
     return {
         "apiVersion": RESOURCE_API,
         "kind": "ResourceSlice",
         "metadata": {"name": name},
-        "spec": {
-            "driver": DRIVER,
-            "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-            **where,
-        },
+        "spec": {**spec, **where},
     }
+
+
+def _taint(device: dict[str, Any]) -> None:
+    device["taints"] = [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
+
+
+def partitioned_gpus(
+    rng: random.Random, node_names: list[str], slices: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Some nodes' GPU split into partitions drawing on one 40Gi counter set, and some devices
+    (partitions and plain ones) tainted NoSchedule."""
+    out = []
+    for node in node_names:
+        if not chance(rng, 0.4):
+            continue
+        pool = f"{node}-gpu-0"
+        counters = [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
+        parts = []
+        for i in range(rng.randint(2, 4)):
+            size = pick(rng, "10Gi", "20Gi")
+            part = {
+                "name": f"gpu-0-part-{i}",
+                "attributes": {"type": {"string": "partition"}, "index": {"int": i}},
+                "capacity": {"memory": {"value": size}},
+                "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": size}}}],
+            }
+            if chance(rng, 0.2):
+                _taint(part)
+            parts.append(part)
+        out.append(_slice(f"{node}-{DRIVER}-counters", pool, None, 2, nodeName=node, sharedCounters=counters))
+        out.append(_slice(f"{node}-{DRIVER}-parts", pool, parts, 2, nodeName=node))
+    for s in slices:
+        for device in s["spec"].get("devices") or ():
+            if chance(rng, 0.15):
+                _taint(device)
+    for node in node_names:
+        if not chance(rng, 0.3):
+            continue
+        policy = {"default": "1G", "validRange": {"min": "1G", "step": pick(rng, "1G", "2G")}}
+        nic = {
+            "name": "nic-shared",
+            "attributes": {"type": {"string": "shared-nic"}},
+            "allowMultipleAllocations": True,
+            "capacity": {"bandwidth": {"value": pick(rng, "4G", "10G"), "requestPolicy": policy}},
+        }
+        out.append(_slice(f"{node}-{DRIVER}-shared", f"{node}-shared", [nic], nodeName=node))
+    return out
 
 
 def resource_slices(rng: random.Random, prefix: str, node_names: list[str]) -> list[dict[str, Any]]:
@@ -111,6 +172,23 @@ def _exact(prefix: str, cls: str, **extra: Any) -> dict[str, Any]:
 
 def _cel(expression: str) -> list[dict[str, Any]]:
     return [{"cel": {"expression": expression}}]
+
+
+def later_claim_spec(rng: random.Random, prefix: str) -> dict[str, Any]:
+    """A partition (one or two, maybe tolerating the taint) or a GPU that tolerates the taint."""
+    kind = pick(rng, "partition", "pair", "tolerant", "bandwidth", "bandwidth")
+    tolerations = [{"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+    if kind == "bandwidth":
+        exact = _exact(prefix, "shared-nic")
+        if chance(rng, 0.8):  # else the policy's default
+            exact["capacity"] = {"requests": {"bandwidth": pick(rng, "1G", "1500M", "3G", "5G")}}
+    elif kind == "tolerant":
+        exact = _exact(prefix, pick(rng, "gpu", "any"), tolerations=tolerations)
+    else:
+        exact = _exact(prefix, "partition", count=2 if kind == "pair" else 1)
+        if chance(rng, 0.5):
+            exact["tolerations"] = tolerations
+    return {"devices": {"requests": [{"name": "r", "exactly": exact}]}}
 
 
 def claim_spec(rng: random.Random, prefix: str) -> dict[str, Any]:
@@ -185,7 +263,9 @@ def add_claims(
     """The DRA objects of scenario `seed`, and claim references on some of `pending` (in place)."""
     rng = dra_rng(seed)
     rng.random()  # the draw wants_dra made
-    objects = [*device_classes(prefix), *resource_slices(rng, prefix, node_names)]
+    later = random.Random(seed * 7919 + _STREAM_LATER)
+    slices = resource_slices(rng, prefix, node_names)
+    objects = [*device_classes(prefix), *slices, *partitioned_gpus(later, node_names, slices)]
     users = [p for p in pending if chance(rng, 0.6)] or pending[:1]
     i = 0
     while users:
@@ -193,7 +273,10 @@ def add_claims(
         namespace = pod["metadata"]["namespace"]
         name = f"claim{i}"
         i += 1
-        objects.append(_claim(name, namespace, claim_spec(rng, prefix)))
+        spec = claim_spec(rng, prefix)
+        if chance(later, 0.4):
+            spec = later_claim_spec(later, prefix)
+        objects.append(_claim(name, namespace, spec))
         _use(pod, name)
         partner = next((p for p in users if p["metadata"]["namespace"] == namespace), None)
         if partner is not None and chance(rng, 0.3):  # a shared claim

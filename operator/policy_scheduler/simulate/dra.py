@@ -26,7 +26,7 @@ from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.model import Pod
 
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
-KINDS = ("DeviceClass", "ResourceSlice", *CLAIM_KINDS)
+KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", *CLAIM_KINDS)
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # The API server's GenerateName suffix: 5 characters of this alphabet (utilrand.String).
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

@@ -183,6 +183,7 @@ def collections() -> list[Collection]:
         for plural, kind in (
             ("deviceclasses", "DeviceClass"),
             ("resourceslices", "ResourceSlice"),
+            ("devicetaintrules", "DeviceTaintRule"),
             ("resourceclaims", "ResourceClaim"),
             ("resourceclaimtemplates", "ResourceClaimTemplate"),
         )

@@ -9,6 +9,8 @@ from policy_scheduler.scheduler.dra.allocator import Allocator, Features
 from policy_scheduler.scheduler.dra.model import (
     ALLOCATION_MODE_ALL,
     AllocationResult,
+    CounterConsumption,
+    CounterSet,
     Device,
     DeviceAttribute,
     DeviceClass,
@@ -17,12 +19,14 @@ from policy_scheduler.scheduler.dra.model import (
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSubRequest,
+    DeviceToleration,
     ExactDeviceRequest,
     ResourceClaim,
     ResourcePool,
     ResourceSlice,
 )
-from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
+from policy_scheduler.scheduler.dra.pools import node_matcher, slice_targets_node
+from policy_scheduler.scheduler.model import Node, NodeSelectorTerm, Requirement
 from policy_scheduler.scheduler.resources import parse_quantity
 
 REGION1, NODE1, NODE2 = "region-1", "node-1", "node-2"
@@ -76,8 +80,16 @@ def network_slice(
     return ResourceSlice(name, driver, ResourcePool(pool, 1, 1), devices, node_selector=(term,))
 
 
-def request(name: str, cls: str, count: int, *selectors: str, admin: bool | None = None) -> DeviceRequest:
-    return DeviceRequest(name, ExactDeviceRequest(cls, selectors, count=count, admin_access=admin))
+def request(
+    name: str,
+    cls: str,
+    count: int,
+    *selectors: str,
+    admin: bool | None = None,
+    tolerations: tuple[DeviceToleration, ...] = (),
+) -> DeviceRequest:
+    exact = ExactDeviceRequest(cls, selectors, count=count, admin_access=admin, tolerations=tolerations)
+    return DeviceRequest(name, exact)
 
 
 def all_request(name: str, cls: str, *selectors: str, admin: bool | None = None) -> DeviceRequest:
@@ -87,8 +99,32 @@ def all_request(name: str, cls: str, *selectors: str, admin: bool | None = None)
     return DeviceRequest(name, exact)
 
 
-def sub_request(name: str, cls: str, count: int, *selectors: str) -> DeviceSubRequest:
-    return DeviceSubRequest(name, cls, selectors, count=count)
+def sub_request(
+    name: str, cls: str, count: int, *selectors: str, tolerations: tuple[DeviceToleration, ...] = ()
+) -> DeviceSubRequest:
+    return DeviceSubRequest(name, cls, selectors, count=count, tolerations=tolerations)
+
+
+def consumes(counter_set: str, **counters: str) -> tuple[CounterConsumption, ...]:
+    return (CounterConsumption(counter_set, {k: parse_quantity(v) for k, v in counters.items()}),)
+
+
+def counter_slice(
+    name: str, node: str, pool: str, driver: str, count: int, *sets: CounterSet
+) -> ResourceSlice:
+    """sliceWithCounterSets: `node` "" means per-device node selection."""
+    return ResourceSlice(
+        name,
+        driver,
+        ResourcePool(pool, 1, count),
+        node_name=node,
+        per_device_node_selection=not node,
+        shared_counters=sets,
+    )
+
+
+def counter_set(name: str, **counters: str) -> CounterSet:
+    return CounterSet(name, {k: parse_quantity(v) for k, v in counters.items()})
 
 
 def prioritized(name: str, *subs: DeviceSubRequest) -> DeviceRequest:
@@ -125,26 +161,26 @@ def allocate(
     allocated: tuple[DeviceId, ...] = (),
     features: Features | None = None,
     node_labels: dict[str, str] | None = None,
+    aggregated: dict[DeviceId, dict[str, Decimal]] | None = None,
+    shared: tuple[DeviceId, ...] = (),
 ) -> list[AllocationResult] | None:
     """Allocate for one node: visible slices selected the way GatherPools does."""
     by_name = {c.name: c for c in classes}
     labels = {"region": REGION1} if node_labels is None else node_labels
-    visible = [sl for sl in slices if _visible(sl, node, labels)]
-    a = Allocator(frozenset(allocated), by_name.get, slices, compile_selector, features or Features())
-    return a.allocate(node, visible, claims)
-
-
-def _visible(sl: ResourceSlice, node: str, labels: dict[str, str]) -> bool:
-    if sl.node_name:
-        return sl.node_name == node
-    if sl.all_nodes:
-        return True
-    if sl.node_selector is not None:
-        from policy_scheduler.scheduler.model import Node
-        from policy_scheduler.scheduler.selectors.node_matching import node_matches_terms
-
-        return node_matches_terms(Node(node, labels=labels), sl.node_selector)
-    return False
+    features = features or Features()
+    the_node = Node(node, labels=labels)
+    matches = node_matcher(the_node)
+    visible = [sl for sl in slices if slice_targets_node(sl, matches, features.partitionable_devices)]
+    a = Allocator(
+        frozenset(allocated),
+        by_name.get,
+        slices,
+        compile_selector,
+        features,
+        shared=frozenset(shared),
+        aggregated=aggregated or {},
+    )
+    return a.allocate(node, visible, claims, node=the_node)
 
 
 def gi(n: int) -> Decimal:

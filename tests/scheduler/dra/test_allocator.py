@@ -325,7 +325,7 @@ def test_with_constraint_not_matching_int_attribute_all_devices() -> None:
     )
     with pytest.raises(
         AllocationError,
-        match="claim /claim-0, request req-0: cannot add device driver-a/pool-1/device-2 because a claim "
+        match="claim claim-0, request req-0: cannot add device driver-a/pool-1/device-2 because a claim "
         "constraint would not be satisfied",
     ):
         allocate([c], CLASSES, slices)
@@ -443,7 +443,7 @@ def test_all_devices_of_the_incomplete_pool() -> None:
     s1 = ResourceSlice("slice-1", DRIVER_A, ResourcePool(POOL1, 1, 2), (device(DEV1),), node_name=NODE1)
     with pytest.raises(
         AllocationError,
-        match="claim /claim-0, request req-0: asks for all devices, but resource pool driver-a/pool-1 is "
+        match="claim claim-0, request req-0: asks for all devices, but resource pool driver-a/pool-1 is "
         "currently being updated",
     ):
         allocate([claim(CLAIM0, all_request(REQ0, CLASS_A))], CLASSES, [s1])

@@ -120,16 +120,138 @@ def _with_device(**fields: object) -> dict[str, object]:
     return {**SLICE, "spec": {**SLICE["spec"], "devices": [device]}}  # type: ignore[dict-item]
 
 
-def test_a_manifest_slice_with_consumes_counters_decodes_and_marks_the_device() -> None:
-    consumes = [{"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}}}]
+def test_a_manifest_slice_with_consumes_counters_decodes_them() -> None:
+    consumes = [{"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "20Gi"}}}]
     store = store_from_manifests([_with_device(consumesCounters=consumes)])
     ((device,),) = [s.devices for s in store.slices()]
-    assert device.consumes_counters
+    want = (dra.CounterConsumption("gpu-0-counters", {"memory": Decimal(20 * 2**30)}),)
+    assert device.consumes_counters == want
     # The same object from the API server's JSON decodes alike.
     decoded = msgspec.json.decode(
         msgspec.json.encode(_with_device(consumesCounters=consumes)), type=ResourceSlice
     )
-    assert slice_from_api(decoded).devices[0].consumes_counters
+    assert slice_from_api(decoded).devices[0].consumes_counters == want
+
+
+def test_shared_counters_taints_and_per_device_node_selection_decode() -> None:
+    counters = {
+        **SLICE,
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "n1", "generation": 2, "resourceSliceCount": 2},
+            "nodeName": "n1",
+            "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+        },
+    }
+    [s] = store_from_manifests([counters]).slices()
+    assert s.shared_counters == (dra.CounterSet("gpu-0", {"memory": Decimal(40 * 2**30)}),)
+    taint = {"key": "k", "value": "v", "effect": "NoExecute", "timeAdded": "2026-01-02T03:04:05Z"}
+    selector = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+    }
+    per_device = {
+        **SLICE,
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "n1", "generation": 2, "resourceSliceCount": 2},
+            "perDeviceNodeSelection": True,
+            "devices": [
+                {"name": "a", "nodeName": "n1", "taints": [taint]},
+                {"name": "b", "allNodes": True},
+                {"name": "c", "nodeSelector": selector},
+            ],
+        },
+    }
+    [s] = store_from_manifests([per_device]).slices()
+    a, b, c = s.devices
+    assert s.per_device_node_selection
+    assert a.node_name == "n1"
+    assert a.taints == (dra.DeviceTaint("k", "NoExecute", "v", 1767323045.0),)
+    assert b.all_nodes
+    assert not b.node_name
+    assert c.node_selector == (NodeSelectorTerm(match_expressions=(Requirement("zone", "In", ("a",)),)),)
+
+
+def test_device_taint_rules_taint_the_devices_they_select_when_asked() -> None:
+    rule = {
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "r"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.example.com", "device": "gpu-0"},
+            "taint": {"key": "maintenance", "effect": "NoSchedule"},
+        },
+    }
+    no_selector = {
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "none"},
+        "spec": {"taint": {"key": "x", "effect": "NoSchedule"}},
+    }
+    store = store_from_manifests([SLICE, rule, no_selector])
+    [plain] = store.slices()
+    assert plain.devices[0].taints == ()
+    [patched] = store.slices(taint_rules=True)
+    assert patched.devices[0].taints == (dra.DeviceTaint("maintenance", "NoSchedule"),)
+    store.delete_taint_rule("r")
+    assert store.slices(taint_rules=True)[0].devices[0].taints == ()
+
+
+def test_tolerations_and_config_decode_and_the_allocation_renders_them() -> None:
+    claim = {
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu",
+                            "tolerations": [{"key": "k", "effect": "NoSchedule"}],
+                        },
+                    }
+                ],
+                "config": [{"requests": ["gpu"], "opaque": {"driver": "d", "parameters": {"a": 1}}}],
+            }
+        },
+    }
+    c = claim_from_api(msgspec.convert(claim, ResourceClaim))
+    assert c.requests[0].exactly is not None
+    toleration = dra.DeviceToleration("k", dra.TOLERATION_OP_EQUAL, effect="NoSchedule")
+    assert c.requests[0].exactly.tolerations == (toleration,)
+    opaque = dra.DeviceConfiguration({"opaque": {"driver": "d", "parameters": {"a": 1}}})
+    assert c.config == (dra.DeviceClaimConfiguration(opaque, ("gpu",)),)
+    cls = class_from_api(
+        msgspec.convert(
+            {"metadata": {"name": "gpu"}, "spec": {"config": [{"opaque": {"driver": "d"}}]}}, DeviceClass
+        )
+    )
+    assert cls.config == (dra.DeviceConfiguration({"opaque": {"driver": "d"}}),)
+    allocation = dra.AllocationResult(
+        (dra.DeviceRequestAllocationResult("gpu", "d", "p", "x", tolerations=(toleration,)),),
+        None,
+        (
+            dra.DeviceAllocationConfiguration(dra.CONFIG_SOURCE_CLASS, cls.config[0], ("gpu",)),
+            dra.DeviceAllocationConfiguration(dra.CONFIG_SOURCE_CLAIM, opaque),
+        ),
+    )
+    rendered = allocation_to_json(allocation)
+    assert rendered["devices"] == {
+        "results": [
+            {
+                "request": "gpu",
+                "driver": "d",
+                "pool": "p",
+                "device": "x",
+                "tolerations": [{"operator": "Equal", "key": "k", "effect": "NoSchedule"}],
+            }
+        ],
+        "config": [
+            {"source": "FromClass", "requests": ["gpu"], "opaque": {"driver": "d"}},
+            {"source": "FromClaim", "opaque": {"driver": "d", "parameters": {"a": 1}}},
+        ],
+    }
+    # And back: a claim allocated by us (or kube-scheduler) reads as what we wrote.
+    back = claim_from_api(msgspec.convert({**claim, "status": {"allocation": rendered}}, ResourceClaim))
+    assert back.allocation == allocation
 
 
 def test_a_manifest_slice_field_of_the_wrong_type_names_the_object_and_field() -> None:
@@ -148,3 +270,53 @@ def test_a_manifest_claim_of_the_wrong_shape_names_the_claim() -> None:
     with pytest.raises(ConversionError) as caught:
         store_from_manifests([claim])
     assert str(caught.value).startswith("ResourceClaim c: spec.devices: ")
+
+
+def test_consumable_capacity_fields_decode_and_a_share_renders() -> None:
+    policy = {
+        "default": "1G",
+        "validValues": ["1G", "2G"],
+        "validRange": {"min": "1G", "max": "4G", "step": "1G"},
+    }
+    device = {"allowMultipleAllocations": True, "capacity": {"bw": {"value": "10G", "requestPolicy": policy}}}
+    [s] = store_from_manifests([_with_device(**device)]).slices()
+    [d] = s.devices
+    g = Decimal(10**9)
+    assert d.allow_multiple_allocations
+    assert d.capacity == {"bw": 10 * g}
+    assert d.capacity_policies == {
+        "bw": dra.CapacityRequestPolicy(g, (g, 2 * g), dra.CapacityRange(g, 4 * g, g)),
+    }
+    claim = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "r",
+                        "exactly": {"deviceClassName": "x", "capacity": {"requests": {"bw": "1500M"}}},
+                    }
+                ],
+                "constraints": [{"requests": ["r"], "distinctAttribute": "x.example.com/numa"}],
+            }
+        },
+    }
+    c = claim_from_api(msgspec.convert(claim, ResourceClaim))
+    assert c.requests[0].exactly is not None
+    assert c.requests[0].exactly.capacity_requests == {"bw": Decimal(1500 * 10**6)}
+    assert c.constraints == (dra.DeviceConstraint(("r",), distinct_attribute="x.example.com/numa"),)
+    result = dra.DeviceRequestAllocationResult(
+        "r",
+        "x",
+        "p",
+        "d",
+        share_id="aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+        consumed_capacity={"bw": 2 * g, "m": Decimal("0.5")},
+    )
+    rendered = allocation_to_json(dra.AllocationResult((result,)))
+    [item] = rendered["devices"]["results"]
+    assert item["shareID"] == "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+    assert item["consumedCapacity"] == {"bw": "2000000000", "m": "500m"}
+    back = claim_from_api(msgspec.convert({**claim, "status": {"allocation": rendered}}, ResourceClaim))
+    assert back.allocation is not None
+    assert back.allocation.results == (result,)

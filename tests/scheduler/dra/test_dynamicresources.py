@@ -14,17 +14,22 @@ from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.dra.model import (
     AllocationResult,
     ConsumerReference,
+    CounterConsumption,
+    CounterSet,
     Device,
     DeviceAttribute,
     DeviceClass,
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSubRequest,
+    DeviceTaint,
+    DeviceTaintRule,
     ExactDeviceRequest,
     ResourceClaim,
     ResourcePool,
     ResourceSlice,
 )
+from policy_scheduler.scheduler.dra.pools import device_targets_node, node_matcher
 from policy_scheduler.scheduler.dra.services import DraServices
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
@@ -524,3 +529,109 @@ def test_without_the_dra_api_a_pod_with_claims_waits_naming_it_and_others_schedu
     assert set(w.hooks.scheduled_on) == {"plain"}
     assert why in w.failure("p0")
     assert w.claim("c0").allocation is None
+
+
+def _per_device_slice() -> list[ResourceSlice]:
+    """A pool of partitions with per-device node selection: one device local to n1, one for
+    zone z2's nodes, one for every node, drawing on a counter set that fits two of them."""
+    consumes = (CounterConsumption("mem", {"memory": Decimal(20)}),)
+    devices = (
+        Device("local", consumes_counters=consumes, node_name="n1"),
+        Device(
+            "zoned",
+            consumes_counters=consumes,
+            node_selector=(NodeSelectorTerm(match_expressions=(Requirement("zone", "In", ("z2",)),)),),
+        ),
+        Device("anywhere", consumes_counters=consumes, all_nodes=True),
+    )
+    pool = ResourcePool("shared", 1, 2)
+    return [
+        ResourceSlice("parts", DRIVER, pool, devices, per_device_node_selection=True),
+        ResourceSlice(
+            "counters",
+            DRIVER,
+            pool,
+            per_device_node_selection=True,
+            shared_counters=(CounterSet("mem", {"memory": Decimal(40)}),),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("version", "placed"), [(V1_35, 0), (V1_37, 2)])
+def test_per_device_node_selection_and_shared_counters(version: KubernetesVersion, placed: int) -> None:
+    w = World(nodes=3, features=Features(version))
+    for s in _per_device_slice():
+        w.store.upsert_slice(s)
+    # p0 must land on n1 (its device is local there), p1 in zone z2 (n2): the counters fit two.
+    claims = {
+        "p0": gpu_claim("c0"),
+        "p1": gpu_claim("c1"),
+        "p2": gpu_claim("c2"),
+    }
+    for pod, c in claims.items():
+        w.store.upsert_claim(c)
+        w.engine.pod_added(claim_pod(pod, c.name))
+    w.run()
+    assert len(w.hooks.scheduled_on) == placed
+    if not placed:
+        assert "cannot allocate all claims" in w.failure("p0")
+        return
+    for pod, node in w.hooks.scheduled_on.items():
+        claim = w.claim(claims[pod].name)
+        assert claim.allocation is not None
+        [result] = claim.allocation.results
+        # The allocation's node selector is the device's own: it must include the node.
+        if result.device == "local":
+            assert node == "n1"
+        if result.device == "zoned":
+            assert node == "n2"
+    assert "cannot allocate all claims" in w.failure(next(p for p in claims if p not in w.hooks.scheduled_on))
+
+
+@pytest.mark.parametrize(("version", "tainted"), [(V1_36, False), (V1_37, True)])
+def test_device_taint_rules_apply_with_their_gate(version: KubernetesVersion, tainted: bool) -> None:
+    """v1.36 has DRADeviceTaints on but DRADeviceTaintRules off: the rule is ignored there."""
+    w = World(features=Features(version))
+    w.store.upsert_slice(gpus("n1", 1))
+    w.store.upsert_taint_rule(
+        DeviceTaintRule("maintenance", DeviceTaint("maintenance", "NoSchedule"), DRIVER, "n1", "gpu-0")
+    )
+    w.store.upsert_claim(gpu_claim("c0"))
+    w.engine.pod_added(claim_pod("p0", "c0"))
+    w.run()
+    if tainted:
+        assert not w.hooks.scheduled_on
+        assert "cannot allocate all claims" in w.failure("p0")
+        # Deleting the rule is a slice change (as the informer reports it): the pod gets the device.
+        w.store.delete_taint_rule("maintenance")
+        w.engine.dra_changed(Resource.RESOURCE_SLICE, w.store.slices()[0], w.store.slices()[0])
+        w.run()
+    assert w.hooks.scheduled_on == {"p0": "n1"}
+
+
+@pytest.mark.parametrize("partitionable", [False, True])
+def test_rows_are_grouped_by_the_devices_they_see_with_per_device_node_selection(partitionable: bool) -> None:
+    from policy_scheduler.scheduler.nodetable import NodeTable
+    from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
+
+    table = NodeTable()
+    for i in range(4):
+        table.set_node(Node(f"n{i}", labels={"zone": f"z{i}"}))
+    index = SliceIndex.build(_per_device_slice(), partitionable)
+    groups = group_rows(index, table, np.arange(4, dtype=np.intp))
+    by_rows = {tuple(g.rows): sorted(s.name for s in g.slices) for g in groups}
+    if not partitionable:  # upstream skips both slices with DRAPartitionableDevices off
+        assert by_rows == {(0, 1, 2, 3): []}
+        return
+    # n1 has a device of its own, n2 one by zone; every node sees "anywhere" and the counters.
+    assert by_rows == {
+        (1,): ["counters", "parts"],
+        (2,): ["counters", "parts"],
+        (0, 3): ["counters", "parts"],
+    }
+    # Which devices of the slice a group's node may use is the allocator's per-device check.
+    for g in groups:
+        node = table.nodes[g.rows[0]]
+        matches = node_matcher(node)
+        visible = {d.name for s in g.slices for d in s.devices if device_targets_node(d, matches)}
+        assert visible == {1: {"local", "anywhere"}, 2: {"zoned", "anywhere"}}.get(g.rows[0], {"anywhere"})

@@ -104,3 +104,27 @@ def test_our_side_allocates_from_the_scenario_objects() -> None:
             if decision.outcome == "unschedulable" and "cannot allocate all claims" in decision.message:
                 outcomes.add("claims")
     assert {"bound", "claims"} <= outcomes
+
+
+def test_partitions_taints_and_tolerations_are_generated() -> None:
+    scenarios = _dra_scenarios()
+    slices = [x for s in scenarios for x in _kinds(s)["ResourceSlice"]]
+    with_counters = 0
+    for s in scenarios:
+        mine = _kinds(s)["ResourceSlice"]
+        for c in [x for x in mine if x["spec"].get("sharedCounters")]:
+            # each counter slice shares its pool with one slice of partitions
+            with_counters += 1
+            pool = c["spec"]["pool"]
+            assert pool["resourceSliceCount"] == 2
+            [parts] = [x for x in mine if x is not c and x["spec"]["pool"]["name"] == pool["name"]]
+            assert all(d["consumesCounters"][0]["counterSet"] == "gpu-0" for d in parts["spec"]["devices"])
+    assert with_counters
+    devices = [d for x in slices for d in x["spec"].get("devices") or ()]
+    assert any(d.get("taints") for d in devices)
+    claims = [c for s in scenarios for c in _kinds(s)["ResourceClaim"]]
+    requests = [r["exactly"] for c in claims for r in c["spec"]["devices"]["requests"] if "exactly" in r]
+    assert any(r["deviceClassName"].endswith("partition") for r in requests)
+    assert any(r.get("tolerations") for r in requests)
+    assert any(d.get("allowMultipleAllocations") for d in devices)
+    assert any(r["deviceClassName"].endswith("shared-nic") and "capacity" in r for r in requests)

@@ -116,3 +116,184 @@ def test_from_cluster_reads_dra_collections_and_allocates() -> None:
     assert device["claim"] == generated_claim_name("default", winner.name, "gpu")
     assert outcomes["reader-1"].node == outcomes["reader-2"].node == winner.node == "node-b"
     assert outcomes["reader-2"].devices == outcomes["reader-1"].devices != winner.devices
+
+
+PARTITIONS = str(TESTS / "fixtures" / "simulate" / "dra_partitions.yaml")
+
+
+@pytest.mark.parametrize(
+    ("version", "partitions", "plain_fpga"),
+    [
+        # v1.35: partitionable devices and device taints are off (alpha).
+        ("v1.35", 0, "fpga-0"),
+        # v1.36: both beta and on; DeviceTaintRules still off, so fpga-1 is untainted.
+        ("v1.36", 2, "fpga-1"),
+        # v1.37: the DeviceTaintRule taints fpga-1 too; the claim without toleration waits.
+        ("v1.37", 2, None),
+    ],
+)
+def test_partitions_and_taints_follow_the_release(
+    capsys: pytest.CaptureFixture[str], version: str, partitions: int, plain_fpga: str | None
+) -> None:
+    code = main(["simulate", PARTITIONS, "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    placed = [pods[f"part-{k}"] for k in (1, 2, 3) if pods[f"part-{k}"]["node"]]
+    assert len(placed) == partitions
+    assert len({p["devices"][0]["device"] for p in placed}) == partitions  # distinct partitions
+    waiting = [pods[f"part-{k}"] for k in (1, 2, 3) if not pods[f"part-{k}"]["node"]]
+    assert all("cannot allocate all claims" in p["message"] for p in waiting)
+    plain = pods["fpga-plain"]
+    if plain_fpga is None:
+        assert plain["node"] is None
+        assert "cannot allocate all claims" in plain["message"]
+    else:
+        assert plain["devices"][0]["device"] == plain_fpga
+    # The claim tolerating the NoSchedule taint may get the tainted fpga-0 (from v1.36).
+    assert pods["fpga-tolerant"]["node"] == "node-b"
+
+
+UNSUPPORTED = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: dev}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "d.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-devices}
+spec:
+  driver: d.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: attached-later
+    bindingConditions: [example.com/attached]
+    bindingFailureConditions: [example.com/failed]
+  - name: plain
+    capacity: {memory: {value: 8Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: capacity, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: dev, capacity: {requests: {memory: 4Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: dev, count: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: capacity, namespace: default}
+spec:
+  resourceClaims: [{name: c, resourceClaimName: capacity}]
+  containers: [{name: c, image: busybox, resources: {claims: [{name: c}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: two, namespace: default}
+spec:
+  resourceClaims: [{name: c, resourceClaimName: two}]
+  containers: [{name: c, image: busybox, resources: {claims: [{name: c}]}}]
+"""
+
+
+@pytest.mark.parametrize("version", ["v1.35", "v1.37"])
+def test_claims_with_capacity_requests_and_binding_conditions(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str
+) -> None:
+    scenario = tmp_path / "unsupported.yaml"
+    scenario.write_text(UNSUPPORTED)
+    code = main(["simulate", str(scenario), "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    capacity, two = pods["capacity"], pods["two"]
+    if version == "v1.35":
+        # The gates are off: the API server would have dropped the fields, upstream ignores them.
+        assert capacity["node"] == "node-a"
+        assert "DRA" not in two["message"]
+        assert "cannot allocate all claims" in two["message"]
+        return
+    # 4Gi of the 8Gi device (not shareable: the whole device); binding conditions are not ours.
+    assert capacity["node"] == "node-a"
+    assert capacity["devices"][0]["device"] == "plain"
+    assert two["node"] is None
+    assert "devices with binding conditions need DRADeviceBindingConditions" in two["message"]
+
+
+SHARED = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: nic}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "nic.example.com" && device.allowMultipleAllocations'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-nics}
+spec:
+  driver: nic.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: nic-0
+    allowMultipleAllocations: true
+    capacity:
+      bandwidth:
+        value: 10G
+        requestPolicy: {default: 1G, validRange: {min: 1G, step: 1G}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: bandwidth, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: nic
+        exactly: {deviceClassName: nic, capacity: {requests: {bandwidth: 3500M}}}
+"""
+
+
+@pytest.mark.parametrize(("version", "sharing"), [("v1.35", 1), ("v1.36", 2), ("v1.37", 2)])
+def test_a_device_allowing_multiple_allocations_is_shared_by_capacity(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str, sharing: int
+) -> None:
+    """3.5G rounds up to 4G of the NIC's 10G: two pods share it, the third waits (from v1.36,
+    DRAConsumableCapacity on). v1.35 does not share: one pod gets the whole device."""
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: default}}\nspec:\n"
+        "  resourceClaims: [{name: nic, resourceClaimTemplateName: bandwidth}]\n"
+        "  containers: [{name: c, image: busybox, resources: {claims: [{name: nic}]}}]\n"
+        for i in range(3)
+    )
+    scenario = tmp_path / "shared.yaml"
+    scenario.write_text(SHARED + pods)
+    code = main(["simulate", str(scenario), "-o", "json", "--kubernetes-version", version])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    placed = [p for p in json.loads(out)["pods"] if p["node"]]
+    assert len(placed) == sharing
+    assert {p["devices"][0]["device"] for p in placed} == {"nic-0"}

@@ -188,8 +188,13 @@ def test_features_compare_by_release_and_settings() -> None:
 def test_unimplemented_defaults_are_reported_not_refused() -> None:
     assert Features(V1_35).unimplemented() == ()
     v136 = Features(V1_36).unimplemented()
-    assert {"DRAPartitionableDevices=true", "DRADeviceTaints=true"} <= set(v136)
-    assert "DRADeviceTaintRules=true" in Features(V1_37).unimplemented()
+    assert "DRADeviceBindingConditions=true" in v136
+    assert "DRADeviceBindingConditions=true" in Features(V1_37).unimplemented()
+    # Implemented since: partitionable devices, device taints, DeviceTaintRules, consumable capacity.
+    assert not {"DRAPartitionableDevices=true", "DRADeviceTaints=true", "DRAConsumableCapacity=true"} & set(
+        v136
+    )
+    assert "DRADeviceTaintRules=true" not in Features(V1_37).unimplemented()
 
 
 def test_only_scheduler_gates_are_read() -> None:

@@ -100,7 +100,7 @@ def test_gates_that_do_not_fit_the_release_are_refused() -> None:
 
 def test_describe_lists_what_is_not_implemented() -> None:
     text = choose_semantics("v1.36.3").describe()
-    assert "not implemented by policy-scheduler: DRAConsumableCapacity=true" in text
+    assert "not implemented by policy-scheduler: DRADeviceBindingConditions=true" in text
 
 
 def test_command_semantics() -> None:

@@ -1,37 +1,63 @@
-"""The structured allocator (dynamic-resource-allocation/structured, stable variant, v0.35.4).
+"""The structured allocator (dynamic-resource-allocation/structured, stable variant, v0.37.2).
 
 `Allocator` is built once per scheduling cycle (PreFilter) from the devices already in use, the
 classes and the slices; `allocate(node_name, visible_slices, claims)` then tries one node (or one
 group of nodes that see exactly the same slices). It is the same depth-first search as upstream:
 requests in order, devices in pool/slice order, backtracking on constraints, `firstAvailable`
-subrequests tried in order. Selector results are cached across nodes: they do not depend on the
-node (per-device node selection is alpha and off).
+subrequests tried in order. With DRAPartitionableDevices, devices draw on their pool's shared
+counters (those of allocated devices are already spent); with DRADeviceTaints, a device tainted
+NoSchedule or NoExecute goes only to a request that tolerates the taint. Selector results are
+cached across nodes: they do not depend on the node (per-device node selection is checked apart).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
+from policy_scheduler.scheduler.dra.capacity import (
+    Capacity,
+    CapacityError,
+    consumed_from_request,
+    request_fits,
+)
 from policy_scheduler.scheduler.dra.model import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
     ALLOCATION_RESULTS_MAX_SIZE,
+    CONFIG_SOURCE_CLAIM,
+    CONFIG_SOURCE_CLASS,
+    TAINT_EFFECT_NO_EXECUTE,
+    TAINT_EFFECT_NO_SCHEDULE,
     AllocationResult,
     Device,
+    DeviceAllocationConfiguration,
     DeviceAttribute,
     DeviceClass,
+    DeviceConfiguration,
     DeviceId,
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSelector,
+    DeviceToleration,
     ResourceClaim,
     ResourceSlice,
     SelectorCompiler,
     SelectorError,
 )
-from policy_scheduler.scheduler.dra.pools import Pool, gather_pools
-from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
+from policy_scheduler.scheduler.dra.pools import (
+    NodeMatcher,
+    Pool,
+    device_targets_node,
+    gather_pools,
+    node_matcher,
+)
+from policy_scheduler.scheduler.model import Node, NodeSelectorTerm, Requirement
+
+# counter set -> counter -> quantity (upstream's counterSets for one pool).
+_Counters = dict[str, dict[str, Decimal]]
 
 
 class AllocationError(Exception):
@@ -48,10 +74,26 @@ class AllocationTimeout(AllocationError):
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """structured.Features that v1.35 enables by default (AdminAccess and PrioritizedList are beta, on)."""
+    """structured.Features; the defaults are v1.35's (AdminAccess and PrioritizedList on)."""
 
     admin_access: bool = True
     prioritized_list: bool = True
+    partitionable_devices: bool = False
+    device_taints: bool = False
+    # v1.37's allocator adds a claim config once and clears `requests` of one that covers all.
+    claim_config_once: bool = False
+    consumable_capacity: bool = False
+    # DRADeviceBindingConditions with DRAResourceClaimDeviceStatus, which we do not implement:
+    # devices with binding conditions are still never allocated, but when one was passed over
+    # and nothing else fits, the node's reason names the feature.
+    binding_conditions: bool = False
+
+
+# The reason when devices with binding conditions were passed over and nothing else fits.
+BINDING_CONDITIONS_UNSUPPORTED = (
+    "cannot allocate all claims: devices with binding conditions need DRADeviceBindingConditions, "
+    "which policy-scheduler does not implement"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +107,8 @@ class _Request:
     count: int
     admin_access: bool = False
     has_admin_access: bool = False
+    tolerations: tuple[DeviceToleration, ...] = ()
+    capacity_requests: Capacity | None = None
 
 
 @dataclass(slots=True)
@@ -73,7 +117,7 @@ class _RequestData:
     parent: str | None  # name of the request holding this subrequest
     device_class: DeviceClass | None
     num_devices: int = 0
-    all_devices: list[tuple[DeviceId, Device, ResourceSlice]] = field(default_factory=list)
+    all_devices: list[tuple[DeviceId, Device, ResourceSlice, Pool]] = field(default_factory=list)
     selected_sub: int = 0
 
     def request_name(self) -> str:
@@ -87,7 +131,20 @@ class _Result:
     sub_request: str
     id: DeviceId
     slice: ResourceSlice
+    device: Device
     admin_access: bool | None
+    tolerations: tuple[DeviceToleration, ...]
+    share_id: str | None = None
+    consumed_capacity: Capacity | None = None
+
+
+def _constraint_applies(names: frozenset[str], request: str, sub: str) -> bool:
+    """A constraint without requests covers all; else the request or "<request>/<sub>" is named."""
+    if not names:
+        return True
+    if not sub:
+        return request in names
+    return request in names or f"{request}/{sub}" in names
 
 
 @dataclass(slots=True)
@@ -98,11 +155,7 @@ class _MatchAttribute:
     num_devices: int = 0
 
     def _applies(self, request: str, sub: str) -> bool:
-        if not self.request_names:
-            return True
-        if not sub:
-            return request in self.request_names
-        return request in self.request_names or f"{request}/{sub}" in self.request_names
+        return _constraint_applies(self.request_names, request, sub)
 
     def add(self, request: str, sub: str, device: Device, device_id: DeviceId) -> bool:
         if not self._applies(request, sub):
@@ -124,6 +177,31 @@ class _MatchAttribute:
             self.num_devices -= 1
 
 
+@dataclass(slots=True)
+class _DistinctAttribute:
+    """distinctAttributeConstraint: every device of the requests has a different value."""
+
+    request_names: frozenset[str]
+    attribute_name: str
+    attributes: list[DeviceAttribute] = field(default_factory=list)
+
+    def _applies(self, request: str, sub: str) -> bool:
+        return _constraint_applies(self.request_names, request, sub)
+
+    def add(self, request: str, sub: str, device: Device, device_id: DeviceId) -> bool:
+        if not self._applies(request, sub):
+            return True
+        attribute = lookup_attribute(device, device_id, self.attribute_name)
+        if attribute is None or attribute in self.attributes:
+            return False
+        self.attributes.append(attribute)
+        return True
+
+    def remove(self, request: str, sub: str) -> None:
+        if self._applies(request, sub):
+            self.attributes.pop()
+
+
 def lookup_attribute(device: Device, device_id: DeviceId, name: str) -> DeviceAttribute | None:
     """A fully qualified name matches the attribute as written or, in the driver's domain, unqualified."""
     if (attr := device.attributes.get(name)) is not None:
@@ -135,7 +213,8 @@ def lookup_attribute(device: Device, device_id: DeviceId, name: str) -> DeviceAt
 
 
 def _kobj(claim: ResourceClaim) -> str:
-    return f"{claim.namespace}/{claim.name}"
+    """klog.KObj: the name alone when there is no namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 class Allocator:
@@ -147,8 +226,14 @@ class Allocator:
         compile_selector: SelectorCompiler,
         features: Features = Features(),
         evaluated: dict[tuple[str, DeviceId], bool] | None = None,
+        shared: frozenset[DeviceId] = frozenset(),
+        aggregated: Mapping[DeviceId, Capacity] | None = None,
     ) -> None:
+        """`allocated`: devices allocated to one claim; with DRAConsumableCapacity, `shared` are
+        devices with shares allocated and `aggregated` what those shares consume."""
         self.allocated = allocated
+        self.shared = shared
+        self.aggregated: Mapping[DeviceId, Capacity] = aggregated or {}
         self.device_class = device_class
         self.all_slices = all_slices
         self.compile_selector = compile_selector
@@ -158,6 +243,8 @@ class Allocator:
         self._matches: dict[tuple[DeviceId, int, int, int], bool] = {}
         # (expression, device) -> result: the caller may keep it across cycles while slices stay.
         self.evaluated: dict[tuple[str, DeviceId], bool] = {} if evaluated is None else evaluated
+        # Pool id -> counters left after the devices already allocated (availableCounters).
+        self._available: dict[str, _Counters] = {}
 
     def allocate(
         self,
@@ -165,13 +252,40 @@ class Allocator:
         visible: Sequence[ResourceSlice],
         claims: Sequence[ResourceClaim],
         deadline: tuple[Callable[[], float], float] | None = None,
+        node: Node | None = None,
     ) -> list[AllocationResult] | None:
         """One AllocationResult per claim, or None when the devices do not suffice.
 
+        `visible` are the slices GatherPools takes for the node (`pools.slice_targets_node`);
+        `node` (default: a node of that name without labels) decides per-device node selection.
         `deadline` is (clock, time): past it the search stops with AllocationTimeout."""
-        run = _Run(self, node_name, gather_pools(visible, self.all_slices), claims)
+        pools = gather_pools(visible, self.all_slices, self.features.partitionable_devices)
+        run = _Run(self, node_name, pools, claims, node_matcher(node or Node(node_name)))
         run.deadline = deadline
         return run.run()
+
+    def available_counters(self, pool: Pool) -> _Counters:
+        """The pool's counters minus what its allocated devices consume, computed once per pool."""
+        available = self._available.get(pool.pool_id)
+        if available is None:
+            available = {cs.name: dict(cs.counters) for cs in pool.counter_sets.values()}
+            for s in (*pool.slices, *pool.other_slices):
+                for device in s.devices:
+                    if not self.is_allocated(DeviceId(s.driver, s.pool.name, device.name)):
+                        continue
+                    for consumption in device.consumes_counters:
+                        counters = available.get(consumption.counter_set)
+                        if counters is None:
+                            continue
+                        for name, value in consumption.counters.items():
+                            if name in counters:
+                                counters[name] -= value
+            self._available[pool.pool_id] = available
+        return available
+
+    def is_allocated(self, did: DeviceId) -> bool:
+        """IsDeviceAllocated: dedicated, or with shares."""
+        return did in self.allocated or did in self.shared or did in self.aggregated
 
     def selector(self, expression: str) -> DeviceSelector | SelectorError:
         compiled = self._compiled.get(expression)
@@ -188,15 +302,26 @@ class _Run:
     """One Allocate call (upstream's `allocator` struct)."""
 
     def __init__(
-        self, owner: Allocator, node_name: str, pools: list[Pool], claims: Sequence[ResourceClaim]
+        self,
+        owner: Allocator,
+        node_name: str,
+        pools: list[Pool],
+        claims: Sequence[ResourceClaim],
+        node_matches: NodeMatcher,
     ) -> None:
         self.a = owner
         self.node_name = node_name
+        self.node_matches = node_matches
         self.pools = pools
+        # Pool id -> counters consumed by the devices being allocated (consumedCounters).
+        self.consumed: dict[str, _Counters] = {}
+        self.passed_over_binding_conditions = False
         self.claims = claims
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[_MatchAttribute | _DistinctAttribute]] = []
         self.allocating: dict[DeviceId, set[int]] = {}
+        # Capacity consumed by the shares being allocated (allocatingCapacity).
+        self.allocating_capacity: dict[DeviceId, dict[str, Decimal]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.deadline: tuple[Callable[[], float], float] | None = None
         self._steps = 0
@@ -213,18 +338,23 @@ class _Run:
                     f"claim {_kobj(claim)}: number of requested devices {min_devices} exceeds the claim "
                     f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            constraints: list[_MatchAttribute] = []
+            constraints: list[_MatchAttribute | _DistinctAttribute] = []
             for i, c in enumerate(claim.constraints):
-                if c.match_attribute is None:
+                if c.match_attribute is not None:
+                    constraints.append(_MatchAttribute(frozenset(c.requests), c.match_attribute))
+                elif c.distinct_attribute is not None and self.a.features.consumable_capacity:
+                    constraints.append(_DistinctAttribute(frozenset(c.requests), c.distinct_attribute))
+                else:
                     raise AllocationError(
                         f"claim {_kobj(claim)}, constraint #{i}: "
                         "empty constraint (unsupported constraint type?)"
                     )
-                constraints.append(_MatchAttribute(frozenset(c.requests), c.match_attribute))
             self.constraints.append(constraints)
         if not self._allocate_one(0, 0, 0, 0, False):
             if any(p.invalid for p in self.pools):
                 raise FailedOnNode("invalid resource pools were encountered")
+            if self.passed_over_binding_conditions:
+                raise FailedOnNode(BINDING_CONDITIONS_UNSUPPORTED)
             return None
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
 
@@ -237,7 +367,15 @@ class _Run:
                 )
             fewest = None
             for si, sub in enumerate(request.first_available):
-                acc = _Request(sub.name, sub.device_class_name, sub.selectors, sub.allocation_mode, sub.count)
+                acc = _Request(
+                    sub.name,
+                    sub.device_class_name,
+                    sub.selectors,
+                    sub.allocation_mode,
+                    sub.count,
+                    tolerations=sub.tolerations,
+                    capacity_requests=sub.capacity_requests,
+                )
                 data = self._request_data(ci, ri, si, claim, acc, request.name)
                 self.request_data[(ci, ri, si)] = data
                 fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
@@ -256,6 +394,8 @@ class _Run:
             exact.count,
             bool(exact.admin_access),
             exact.admin_access is not None,
+            exact.tolerations,
+            exact.capacity_requests,
         )
         data = self._request_data(ci, ri, 0, claim, acc, None)
         self.request_data[(ci, ri, 0)] = data
@@ -299,8 +439,14 @@ class _Run:
                 for s in pool.slices:
                     for device in s.devices:
                         did = DeviceId(s.driver, s.pool.name, device.name)
-                        if self._selectable(ci, ri, si, data, did, device):
-                            data.all_devices.append((did, device, s))
+                        if not self._selectable(ci, ri, si, data, did, device, s):
+                            continue
+                        # Static capacity only: what is in use is checked when allocating.
+                        if self.a.features.consumable_capacity and not self._capacity_fits(
+                            ci, data, did, device, static=True
+                        ):
+                            continue
+                        data.all_devices.append((did, device, s, pool))
             data.num_devices = len(data.all_devices)
         else:
             raise AllocationError(
@@ -340,8 +486,8 @@ class _Run:
         if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             return False
         if all_devices:
-            did, device, s = data.all_devices[di]
-            undo = self._allocate_device(ci, ri, si, did, device, s, must=True)
+            did, device, s, pool = data.all_devices[di]
+            undo = self._allocate_device(ci, ri, si, did, device, s, pool, must=True)
             if undo is None:
                 return False
             if self._allocate_one(ci, ri, si, di + 1, in_sub):
@@ -359,9 +505,11 @@ class _Run:
                             continue
                     elif self._in_use(did):
                         continue
-                    if not self._selectable(ci, ri, si, data, did, device):
+                    if not self._selectable(ci, ri, si, data, did, device, s):
                         continue
-                    undo = self._allocate_device(ci, ri, si, did, device, s, must=False)
+                    if self.a.features.consumable_capacity and not self._capacity_fits(ci, data, did, device):
+                        continue
+                    undo = self._allocate_device(ci, ri, si, did, device, s, pool, must=False)
                     if undo is None:
                         continue
                     if self._allocate_one(ci, ri, si, di + 1, in_sub):
@@ -373,20 +521,23 @@ class _Run:
         return did in self.a.allocated or bool(self.allocating.get(did))
 
     def _selectable(
-        self, ci: int, ri: int, si: int, data: _RequestData, did: DeviceId, device: Device
+        self, ci: int, ri: int, si: int, data: _RequestData, did: DeviceId, device: Device, s: ResourceSlice
     ) -> bool:
         if device.binding_conditions:
+            self.passed_over_binding_conditions |= self.a.features.binding_conditions
             return False
         key = (did, ci, ri, si)
-        cached = self.a._matches.get(key)
-        if cached is not None:
-            return cached
-        match = True
-        if data.device_class is not None:
-            match = self._selectors_match(ci, did, device, data.device_class, data.device_class.selectors)
-        if match:
-            match = self._selectors_match(ci, did, device, None, data.request.selectors)
-        self.a._matches[key] = match
+        match = self.a._matches.get(key)
+        if match is None:
+            match = True
+            if data.device_class is not None:
+                match = self._selectors_match(ci, did, device, data.device_class, data.device_class.selectors)
+            if match:
+                match = self._selectors_match(ci, did, device, None, data.request.selectors)
+            self.a._matches[key] = match
+        # The only node-dependent part, so it stays out of the cache shared by all nodes.
+        if match and s.per_device_node_selection:
+            return device_targets_node(device, self.node_matches)
         return match
 
     def _selectors_match(
@@ -409,41 +560,172 @@ class _Run:
         return True
 
     def _allocate_device(
-        self, ci: int, ri: int, si: int, did: DeviceId, device: Device, s: ResourceSlice, *, must: bool
+        self,
+        ci: int,
+        ri: int,
+        si: int,
+        did: DeviceId,
+        device: Device,
+        s: ResourceSlice,
+        pool: Pool,
+        *,
+        must: bool,
     ) -> Callable[[], None] | None:
         data = self.request_data[(ci, ri, si)]
         req = data.request
+        shareable = self.a.features.consumable_capacity and device.allow_multiple_allocations
         if req.admin_access:
-            if ci in self.allocating.get(did, ()):
+            if not shareable and ci in self.allocating.get(did, ()):
                 return None
         elif self._in_use(did):
             return None
-        if device.consumes_counters:  # DRAPartitionableDevices is off
+        if device.consumes_counters and not self.a.features.partitionable_devices:
+            return None
+        # A shared device already in use has its counters spent: a further share takes none.
+        take_counters = bool(device.consumes_counters) and not (shareable and self._capacity_in_use(did))
+        if take_counters and not self._take_counters(pool, device):
+            return None
+
+        def release() -> None:
+            if take_counters:
+                self._release_counters(pool, device)
+
+        if self.a.features.device_taints and _taint_prevents_allocation(device, req):
+            release()
             return None
         base, sub = (data.parent, req.name) if data.parent is not None else (req.name, "")
         constraints = self.constraints[ci]
         for i, c in enumerate(constraints):
             if not c.add(base, sub, device, did):
+                for e in reversed(constraints[:i]):
+                    e.remove(base, sub)
+                release()
                 if must:
                     raise AllocationError(
                         f"claim {_kobj(self.claims[ci])}, request {req.name}: cannot add device {did} "
                         "because a claim constraint would not be satisfied"
                     )
-                for e in constraints[:i]:
-                    e.remove(base, sub)
                 return None
-        self.allocating.setdefault(did, set()).add(ci)
+
+        def unconstrain() -> None:
+            for c in reversed(constraints):
+                c.remove(base, sub)
+            release()
+
+        if not shareable:
+            self.allocating.setdefault(did, set()).add(ci)
+        consumed: dict[str, Decimal] = {}
+        share_id = None
+        if self.a.features.consumable_capacity:
+            if not self._capacity_fits(ci, data, did, device, recheck=True):
+                if not shareable:
+                    self.allocating[did].discard(ci)
+                unconstrain()
+                return None
+            if shareable:
+                try:
+                    consumed = consumed_from_request(
+                        req.capacity_requests, device.capacity, device.capacity_policies
+                    )
+                except CapacityError as e:
+                    unconstrain()
+                    raise AllocationError(
+                        f"claim {_kobj(self.claims[ci])}, request {req.name}: computing consumed capacity "
+                        f"for device {did}: {e}"
+                    ) from None
+                share_id = str(uuid.uuid4())
+                entry = self.allocating_capacity.setdefault(did, {})
+                for name, value in consumed.items():
+                    entry[name] = entry.get(name, Decimal(0)) + value
         results = self.results[ci]
         before = len(results)
-        results.append(_Result(data.request_name(), base, sub, did, s, True if req.admin_access else None))
+        results.append(
+            _Result(
+                data.request_name(),
+                base,
+                sub,
+                did,
+                s,
+                device,
+                True if req.admin_access else None,
+                req.tolerations if self.a.features.device_taints else (),
+                share_id,
+                consumed or None,
+            )
+        )
 
         def undo() -> None:
-            for c in constraints:
-                c.remove(base, sub)
-            self.allocating[did].discard(ci)
             del results[before:]
+            if shareable:
+                entry = self.allocating_capacity[did]
+                for name, value in consumed.items():
+                    entry[name] -= value
+                # The entry marks the device as shared while any share of this run holds it.
+                if not any(r.id == did for rs in self.results for r in rs):
+                    del self.allocating_capacity[did]
+            else:
+                self.allocating[did].discard(ci)
+            unconstrain()
 
         return undo
+
+    # ---- consumable capacity (DRAConsumableCapacity) ---------------------------------------------
+
+    def _capacity_in_use(self, did: DeviceId) -> bool:
+        """deviceCapacityInUse: shares of the device are allocated or being allocated."""
+        return did in self.a.aggregated or did in self.a.shared or did in self.allocating_capacity
+
+    def _capacity_fits(
+        self,
+        ci: int,
+        data: _RequestData,
+        did: DeviceId,
+        device: Device,
+        *,
+        static: bool = False,
+        recheck: bool = False,
+    ) -> bool:
+        """CmpRequestOverCapacity for the device, next to what its shares consume (unless `static`)."""
+        req = data.request
+        before: Capacity = {} if static else self.a.aggregated.get(did, {})
+        allocating = None if static else self.allocating_capacity.get(did)
+        try:
+            return request_fits(
+                before, req.capacity_requests, device.capacity, device.capacity_policies, allocating
+            )
+        except CapacityError as e:
+            what = "rechecking" if recheck else "checking"
+            raise AllocationError(
+                f"claim {_kobj(self.claims[ci])}, request {req.name}: {what} capacity for device {did}: {e}"
+            ) from None
+
+    # ---- counters (DRAPartitionableDevices) ------------------------------------------------------
+
+    def _take_counters(self, pool: Pool, device: Device) -> bool:
+        """checkAvailableCounters: consume the device's counters unless that overdraws any."""
+        available = self.a.available_counters(pool)
+        consumed = self.consumed.setdefault(pool.pool_id, {})
+        for consumption in device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, value in consumption.counters.items():
+                counters[name] = counters.get(name, Decimal(0)) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, value in counters.items():
+                if value < used.get(name, Decimal(0)):
+                    self._release_counters(pool, device)
+                    return False
+        return True
+
+    def _release_counters(self, pool: Pool, device: Device) -> None:
+        """deallocateCountersForDevice (nothing to do for a device that consumes none)."""
+        if not device.consumes_counters:
+            return
+        consumed = self.consumed[pool.pool_id]
+        for consumption in device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, value in consumption.counters.items():
+                counters[name] -= value
 
     # ---- results ---------------------------------------------------------------------------------
 
@@ -452,12 +734,77 @@ class _Run:
         return AllocationResult(
             tuple(
                 DeviceRequestAllocationResult(
-                    r.request_name, r.id.driver, r.id.pool, r.id.device, r.admin_access
+                    r.request_name,
+                    r.id.driver,
+                    r.id.pool,
+                    r.id.device,
+                    r.admin_access,
+                    r.tolerations,
+                    r.share_id,
+                    r.consumed_capacity,
                 )
                 for r in devices
             ),
             self._node_selector(devices),
+            self._config(ci, claim),
         )
+
+    def _selected(self, ci: int, ri: int) -> _RequestData:
+        data = self.request_data[(ci, ri, 0)]
+        if data.parent is not None:
+            return self.request_data[(ci, ri, data.selected_sub)]
+        return data
+
+    def _config(self, ci: int, claim: ResourceClaim) -> tuple[DeviceAllocationConfiguration, ...]:
+        """The class configs (once per class) then the claim's that apply, as upstream's Allocate."""
+        config: list[tuple[str, DeviceConfiguration, list[str]]] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for ri in range(len(claim.requests)):
+            data = self._selected(ci, ri)
+            cls = data.device_class
+            if cls is None:
+                continue
+            span = class_ranges.get(cls.name)
+            if span is not None:
+                for k in range(*span):
+                    config[k][2].append(data.request_name())
+                continue
+            start = len(config)
+            config.extend((CONFIG_SOURCE_CLASS, c, [data.request_name()]) for c in cls.config)
+            class_ranges[cls.name] = (start, len(config))
+        names = self._request_names(ci, claim)
+        once = self.a.features.claim_config_once
+        for entry in claim.config:
+            if not entry.requests:
+                config.append((CONFIG_SOURCE_CLAIM, entry.config, []))
+                continue
+            for name, sub in names:
+                # Up to v1.36 a claim config is added once per request it names (not just once).
+                if name in entry.requests or (sub is not None and sub in entry.requests):
+                    config.append((CONFIG_SOURCE_CLAIM, entry.config, list(entry.requests)))
+                    if once:
+                        break
+        out: list[DeviceAllocationConfiguration] = []
+        for source, c, requests in config:
+            # From v1.37 a config for every request says so with no requests ("empty means all").
+            covers_all = (
+                once
+                and bool(requests)
+                and all(name in requests or (sub is not None and sub in requests) for name, sub in names)
+            )
+            out.append(DeviceAllocationConfiguration(source, c, () if covers_all else tuple(requests)))
+        return tuple(out)
+
+    def _request_names(self, ci: int, claim: ResourceClaim) -> list[tuple[str, str | None]]:
+        """Per request: its name and, for a firstAvailable request, "<request>/<picked subrequest>"."""
+        names: list[tuple[str, str | None]] = []
+        for ri, request in enumerate(claim.requests):
+            data = self.request_data[(ci, ri, 0)]
+            sub = None
+            if data.parent is not None:
+                sub = f"{request.name}/{request.first_available[data.selected_sub].name}"
+            names.append((request.name, sub))
+        return names
 
     def _node_selector(self, devices: list[_Result]) -> tuple[NodeSelectorTerm, ...] | None:
         """createNodeSelector: a node-local device pins the node; selectors of the rest are ANDed."""
@@ -465,19 +812,32 @@ class _Run:
         exprs: list[Requirement] = []
         for r in devices:
             s = r.slice
-            if s.node_name:
-                return (NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (s.node_name,)),)),)
-            if s.node_selector is not None:
-                if len(s.node_selector) > 1:
+            owner = r.device if s.per_device_node_selection else s
+            if owner.node_name:
+                return (
+                    NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (owner.node_name,)),)),
+                )
+            selector = owner.node_selector
+            if selector is not None:
+                if len(selector) > 1:
                     raise AllocationError(
-                        f"unsupported ResourceSlice.NodeSelector with {len(s.node_selector)} terms"
+                        f"unsupported ResourceSlice.NodeSelector with {len(selector)} terms"
                     )
-                for term in s.node_selector:
+                for term in selector:
                     _add_new(term.match_fields, fields)
                     _add_new(term.match_expressions, exprs)
         if fields or exprs:
             return (NodeSelectorTerm(match_expressions=tuple(exprs), match_fields=tuple(fields)),)
         return None
+
+
+def _taint_prevents_allocation(device: Device, request: _Request) -> bool:
+    """taintPreventsAllocation: an untolerated NoSchedule or NoExecute taint (other effects are ignored)."""
+    return any(
+        taint.effect in (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
+        and not any(t.tolerates(taint) for t in request.tolerations)
+        for taint in device.taints
+    )
 
 
 def _add_new(src: tuple[Requirement, ...], dst: list[Requirement]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from policy_scheduler.scheduler.model import NodeSelectorTerm
 
@@ -22,6 +22,14 @@ RESERVED_FOR_MAX_SIZE = 256
 FIRST_AVAILABLE_MAX_SIZE = 8
 # resourceapi.Finalizer: set on a claim the scheduler allocated.
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
+# resourceapi.DeviceTaintEffect*: only these two keep a device from being allocated.
+TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
+TAINT_EFFECT_NO_EXECUTE = "NoExecute"
+TOLERATION_OP_EQUAL = "Equal"
+TOLERATION_OP_EXISTS = "Exists"
+# resourceapi.AllocationConfigSource*.
+CONFIG_SOURCE_CLASS = "FromClass"
+CONFIG_SOURCE_CLAIM = "FromClaim"
 
 AttributeValue = str | int | bool
 
@@ -35,14 +43,83 @@ class DeviceAttribute:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceTaint:
+    key: str
+    effect: str
+    value: str = ""
+    time_added: float | None = None  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    key: str = ""
+    operator: str = TOLERATION_OP_EQUAL
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: DeviceTaint) -> bool:
+        """resourceclaim.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", TOLERATION_OP_EQUAL):
+            return self.value == taint.value
+        return self.operator == TOLERATION_OP_EXISTS
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSet:
+    """A ResourceSlice's sharedCounters entry: counter name -> quantity."""
+
+    name: str
+    counters: Mapping[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterConsumption:
+    """A device's consumesCounters entry: what it draws from one counter set of its pool."""
+
+    counter_set: str
+    counters: Mapping[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRange:
+    """CapacityRequestPolicyRange."""
+
+    min: Decimal
+    max: Decimal | None = None
+    step: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRequestPolicy:
+    """How a shared device's capacity may be requested (DRAConsumableCapacity)."""
+
+    default: Decimal | None = None
+    valid_values: tuple[Decimal, ...] = ()
+    valid_range: CapacityRange | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     name: str
     attributes: Mapping[str, DeviceAttribute] = field(default_factory=dict)
     capacity: Mapping[str, Decimal] = field(default_factory=dict)
-    # Partitionable devices and binding conditions are alpha/off by default: such devices are
-    # never allocated (upstream skips them the same way with those features off).
-    consumes_counters: bool = False
+    consumes_counters: tuple[CounterConsumption, ...] = ()
+    # Binding conditions are not implemented: such devices are never allocated (upstream skips
+    # them the same way with DRADeviceBindingConditions off).
     binding_conditions: bool = False
+    taints: tuple[DeviceTaint, ...] = ()
+    # Per-device node selection (in a slice with perDeviceNodeSelection): one of these is set.
+    node_name: str = ""
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None
+    all_nodes: bool = False
+    # DRAConsumableCapacity: several claims may share the device, each consuming capacity.
+    allow_multiple_allocations: bool = False
+    capacity_policies: Mapping[str, CapacityRequestPolicy] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +140,22 @@ class ResourceSlice:
     node_selector: tuple[NodeSelectorTerm, ...] | None = None
     all_nodes: bool = False
     per_device_node_selection: bool = False
+    shared_counters: tuple[CounterSet, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConfiguration:
+    """One DeviceConfiguration (today an `opaque` driver config), kept as the API wrote it."""
+
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClaimConfiguration:
+    """A claim's spec.devices.config entry: empty `requests` means every request."""
+
+    config: DeviceConfiguration
+    requests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +163,7 @@ class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()  # CEL expressions
     uid: str = ""
+    config: tuple[DeviceConfiguration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +173,9 @@ class DeviceSubRequest:
     selectors: tuple[str, ...] = ()
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
+    tolerations: tuple[DeviceToleration, ...] = ()
+    # capacity.requests (DRAConsumableCapacity).
+    capacity_requests: Mapping[str, Decimal] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +185,8 @@ class ExactDeviceRequest:
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
     admin_access: bool | None = None
+    tolerations: tuple[DeviceToleration, ...] = ()
+    capacity_requests: Mapping[str, Decimal] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +200,8 @@ class DeviceRequest:
 class DeviceConstraint:
     requests: tuple[str, ...] = ()
     match_attribute: str | None = None
+    # DRAConsumableCapacity.
+    distinct_attribute: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +211,20 @@ class DeviceRequestAllocationResult:
     pool: str
     device: str
     admin_access: bool | None = None
+    # The request's tolerations, copied when DRADeviceTaints is on.
+    tolerations: tuple[DeviceToleration, ...] = ()
+    # A share of a device that allows multiple allocations (DRAConsumableCapacity).
+    share_id: str | None = None
+    consumed_capacity: Mapping[str, Decimal] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAllocationConfiguration:
+    """status.allocation.devices.config: where it came from and which requests it is for."""
+
+    source: str  # CONFIG_SOURCE_CLASS | CONFIG_SOURCE_CLAIM
+    config: DeviceConfiguration
+    requests: tuple[str, ...] = ()  # empty: every request
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +232,7 @@ class AllocationResult:
     results: tuple[DeviceRequestAllocationResult, ...] = ()
     # None: usable on every node; else ORed terms (the allocator writes at most one).
     node_selector: tuple[NodeSelectorTerm, ...] | None = None
+    config: tuple[DeviceAllocationConfiguration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +257,7 @@ class ResourceClaim:
     owner_pod_uid: str = ""
     finalizers: tuple[str, ...] = ()
     resource_version: str = ""
+    config: tuple[DeviceClaimConfiguration, ...] = ()
 
     @property
     def key(self) -> str:
@@ -153,6 +270,27 @@ class ResourceClaim:
     def is_reserved_for(self, pod_uid: str) -> bool:
         """resourceclaim.IsReservedForPod."""
         return any(ref.uid == pod_uid for ref in self.reserved_for)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTaintRule:
+    """resource.k8s.io DeviceTaintRule: `taint` on every device its selector names (None: each)."""
+
+    name: str
+    taint: DeviceTaint
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    # No deviceSelector at all matches no device.
+    has_selector: bool = True
+
+    def applies(self, driver: str, pool: str, device: str) -> bool:
+        return (
+            self.has_selector
+            and (self.driver is None or self.driver == driver)
+            and (self.pool is None or self.pool == pool)
+            and (self.device is None or self.device == device)
+        )
 
 
 @dataclass(frozen=True, slots=True)

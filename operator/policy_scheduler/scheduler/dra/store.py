@@ -7,9 +7,27 @@ two pods never get the same device between Reserve and PreBind.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
 
-from policy_scheduler.scheduler.dra.model import DeviceClass, DeviceId, ResourceClaim, ResourceSlice
+from policy_scheduler.scheduler.dra.model import (
+    DeviceClass,
+    DeviceId,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """GatherAllocatedState with DRAConsumableCapacity: devices allocated to one claim, devices
+    with shares allocated, and what those shares consume per device."""
+
+    devices: frozenset[DeviceId]
+    shared: frozenset[DeviceId]
+    aggregated: Mapping[DeviceId, Mapping[str, Decimal]]
 
 
 class DraStore:
@@ -20,7 +38,10 @@ class DraStore:
         self._assumed: dict[str, ResourceClaim] = {}  # what we wrote, until the informer catches up
         self._in_flight: dict[str, ResourceClaim] = {}  # claim uid -> claim with its allocation
         self._slice_list: tuple[ResourceSlice, ...] | None = None
+        self._taint_rules: dict[str, DeviceTaintRule] = {}
+        self._patched_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
+        self._allocated_state: AllocatedState | None = None
         # Bumped on every slice change so callers can cache per-slice indexes.
         self.slices_generation = 0
 
@@ -48,23 +69,39 @@ class DraStore:
                 return
             del self._assumed[c.key]
         self._claims[c.key] = c
-        self._allocated = None
+        self._allocated = self._allocated_state = None
 
     def delete_claim(self, namespace: str, name: str) -> None:
         self._assumed.pop(f"{namespace}/{name}", None)
         if self._claims.pop(f"{namespace}/{name}", None) is not None:
-            self._allocated = None
+            self._allocated = self._allocated_state = None
+
+    def upsert_taint_rule(self, rule: DeviceTaintRule) -> None:
+        self._taint_rules[rule.name] = rule
+        self._slices_changed()
+
+    def delete_taint_rule(self, name: str) -> None:
+        if self._taint_rules.pop(name, None) is not None:
+            self._slices_changed()
 
     def _slices_changed(self) -> None:
         self._slice_list = None
+        self._patched_list = None
         self.slices_generation += 1
 
     # ---- listers ---------------------------------------------------------------------------------
 
-    def slices(self) -> Sequence[ResourceSlice]:
+    def slices(self, taint_rules: bool = False) -> Sequence[ResourceSlice]:
+        """The slices by name; with `taint_rules` (DRADeviceTaintRules), each DeviceTaintRule's
+        taint added to the devices it selects (upstream's ListWithDeviceTaintRules)."""
         if self._slice_list is None:
             self._slice_list = tuple(self._slices[name] for name in sorted(self._slices))
-        return self._slice_list
+        if not taint_rules or not self._taint_rules:
+            return self._slice_list
+        if self._patched_list is None:
+            rules = [self._taint_rules[name] for name in sorted(self._taint_rules)]
+            self._patched_list = tuple(_patched(s, rules) for s in self._slice_list)
+        return self._patched_list
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self._classes.get(name)
@@ -88,24 +125,60 @@ class DraStore:
             self._allocated = frozenset(ids)
         return self._allocated
 
+    def allocated_state(self) -> AllocatedState:
+        """foreachAllocatedDevice with DRAConsumableCapacity on: a result with a shareID is a share."""
+        if self._allocated_state is None:
+            devices: set[DeviceId] = set()
+            shared: set[DeviceId] = set()
+            aggregated: dict[DeviceId, dict[str, Decimal]] = {}
+            for claim in (*self._claims.values(), *self._in_flight.values()):
+                if claim.allocation is None:
+                    continue
+                for r in claim.allocation.results:
+                    if r.admin_access:
+                        continue
+                    did = DeviceId(r.driver, r.pool, r.device)
+                    if r.share_id is None:
+                        devices.add(did)
+                        continue
+                    shared.add(did)
+                    if r.consumed_capacity is not None:
+                        total = aggregated.setdefault(did, {})
+                        for name, value in r.consumed_capacity.items():
+                            total[name] = total.get(name, Decimal(0)) + value
+            self._allocated_state = AllocatedState(frozenset(devices), frozenset(shared), aggregated)
+        return self._allocated_state
+
     # ---- in-flight allocations (Reserve .. PreBind) -----------------------------------------------
 
     def signal_pending_allocation(self, claim: ResourceClaim) -> None:
         self._in_flight[claim.uid] = claim
-        self._allocated = None
+        self._allocated = self._allocated_state = None
 
     def has_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
 
     def remove_pending_allocation(self, uid: str) -> None:
         if self._in_flight.pop(uid, None) is not None:
-            self._allocated = None
+            self._allocated = self._allocated_state = None
 
     def assume_claim(self, claim: ResourceClaim) -> None:
         """AssumeClaimAfterAPICall: what we wrote counts until the informer reports it (or newer)."""
         self._assumed[claim.key] = claim
         self._claims[claim.key] = claim
-        self._allocated = None
+        self._allocated = self._allocated_state = None
+
+
+def _patched(s: ResourceSlice, rules: Sequence[DeviceTaintRule]) -> ResourceSlice:
+    """applyPatches (resourceslice/tracker): the slice itself when no rule selects its devices."""
+    devices = list(s.devices)
+    changed = False
+    for rule in rules:
+        for k, device in enumerate(devices):
+            if rule.applies(s.driver, s.pool.name, device.name):
+                devices[k] = replace(device, taints=(*device.taints, rule.taint))
+                changed = True
+    return replace(s, devices=tuple(devices)) if changed else s
 
 
 def _version(c: ResourceClaim) -> int:

@@ -52,6 +52,9 @@ class Behaviour:
     fit_args_check_ratio_by_type: bool
     # The GangScheduling plugin is a default when GenericWorkload is on (before: GangScheduling).
     gang_scheduling_follows_generic_workload: bool
+    # The DRA allocator copies a claim's config into the allocation once (before: once per
+    # request it names), and one covering every request gets empty `requests`.
+    dra_claim_config_once: bool
 
     @staticmethod
     def of(version: KubernetesVersion) -> Behaviour:
@@ -74,6 +77,7 @@ CHANGED_IN: Mapping[str, KubernetesVersion] = MappingProxyType(
         "preemption_success_explains": V1_37,
         "fit_args_check_ratio_by_type": V1_36,
         "gang_scheduling_follows_generic_workload": V1_37,
+        "dra_claim_config_once": V1_37,
     }
 )
 assert set(CHANGED_IN) == {f.name for f in dataclasses.fields(Behaviour)}, "every switch has its release"

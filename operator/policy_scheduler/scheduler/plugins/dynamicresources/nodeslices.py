@@ -1,7 +1,10 @@
 """Which slices each node sees, vectorized over rows, and rows grouped by what they see.
 
 Nodes that see the same slices (no node-local slice, same network-attached slices) get the same
-allocation, so the allocator runs once per group instead of once per node.
+allocation, so the allocator runs once per group instead of once per node. With
+DRAPartitionableDevices, slices of shared counters go to every node (GatherPools), and a slice
+with per-device node selection is seen where any of its devices is: each device's node name,
+all-nodes flag or selector counts like a slice's, so nodes of one group see the same devices.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policy_scheduler.scheduler.dra.model import ResourceSlice
+from policy_scheduler.scheduler.model import NodeSelectorTerm
 from policy_scheduler.scheduler.nodetable import NodeTable, Rows
 from policy_scheduler.scheduler.selectors.node_matching import match_node_selector_terms
 
@@ -20,22 +24,38 @@ from policy_scheduler.scheduler.selectors.node_matching import match_node_select
 class SliceIndex:
     by_node: dict[str, tuple[ResourceSlice, ...]]
     all_nodes: tuple[ResourceSlice, ...]
-    selected: tuple[ResourceSlice, ...]  # slices with a node selector
+    # (slice, node selector): slices with a selector, or one entry per selector of a device.
+    selected: tuple[tuple[ResourceSlice, tuple[NodeSelectorTerm, ...]], ...]
 
     @staticmethod
-    def build(slices: Sequence[ResourceSlice]) -> SliceIndex:
+    def build(slices: Sequence[ResourceSlice], partitionable: bool = False) -> SliceIndex:
         by_node: dict[str, list[ResourceSlice]] = {}
         all_nodes: list[ResourceSlice] = []
-        selected: list[ResourceSlice] = []
+        selected: list[tuple[ResourceSlice, tuple[NodeSelectorTerm, ...]]] = []
+        seen: set[tuple[str, tuple[NodeSelectorTerm, ...]]] = set()
         for s in slices:
-            if s.per_device_node_selection:  # DRAPartitionableDevices is off: upstream skips these
-                continue
+            if s.shared_counters or s.per_device_node_selection:
+                if not partitionable:  # upstream skips these with DRAPartitionableDevices off
+                    continue
+                if s.shared_counters:
+                    all_nodes.append(s)
+                    continue
             if s.node_name:
                 by_node.setdefault(s.node_name, []).append(s)
             elif s.all_nodes:
                 all_nodes.append(s)
             elif s.node_selector is not None:
-                selected.append(s)
+                selected.append((s, s.node_selector))
+            elif s.per_device_node_selection:
+                for d in s.devices:
+                    if d.node_name:
+                        by_node.setdefault(d.node_name, []).append(s)
+                    elif d.all_nodes:
+                        all_nodes.append(s)
+                    elif d.node_selector is not None and (s.name, d.node_selector) not in seen:
+                        # Devices of a slice often share a selector: one mask each is enough.
+                        seen.add((s.name, d.node_selector))
+                        selected.append((s, d.node_selector))
         return SliceIndex({k: tuple(v) for k, v in by_node.items()}, tuple(all_nodes), tuple(selected))
 
 
@@ -48,7 +68,7 @@ class Group:
 
 def group_rows(index: SliceIndex, table: NodeTable, rows: Rows) -> list[Group]:
     """Rows with node-local slices are groups of one; the others group by the selector slices they match."""
-    masks = [match_node_selector_terms(table, rows, s.node_selector or ()) for s in index.selected]
+    masks = [match_node_selector_terms(table, rows, terms) for _, terms in index.selected]
     bits = np.stack(masks, axis=1) if masks else np.zeros((len(rows), 0), dtype=bool)
     local_rows = np.fromiter(
         (table.index[name] for name in index.by_node if name in table.index), dtype=np.intp
@@ -57,14 +77,25 @@ def group_rows(index: SliceIndex, table: NodeTable, rows: Rows) -> list[Group]:
     groups: list[Group] = []
     for p in np.flatnonzero(local).tolist():
         name = table.nodes[int(rows[p])].name
-        picked = tuple(s for s, on in zip(index.selected, bits[p], strict=True) if on)
-        groups.append(Group([p], name, (*index.by_node[name], *index.all_nodes, *picked)))
+        picked = [s for (s, _), on in zip(index.selected, bits[p], strict=True) if on]
+        groups.append(Group([p], name, _unique(*index.by_node[name], *index.all_nodes, *picked)))
     others = np.flatnonzero(~local)
     if len(others):
         patterns, inverse = np.unique(bits[others], axis=0, return_inverse=True)
         for k, pattern in enumerate(patterns):
             members = others[inverse.reshape(-1) == k]
-            picked = tuple(s for s, on in zip(index.selected, pattern, strict=True) if on)
+            picked = [s for (s, _), on in zip(index.selected, pattern, strict=True) if on]
             name = table.nodes[int(rows[members[0]])].name
-            groups.append(Group(members.tolist(), name, (*index.all_nodes, *picked)))
+            groups.append(Group(members.tolist(), name, _unique(*index.all_nodes, *picked)))
     return groups
+
+
+def _unique(*slices: ResourceSlice) -> tuple[ResourceSlice, ...]:
+    """Each slice once (a per-device slice may be seen through several of its devices)."""
+    seen: set[str] = set()
+    out: list[ResourceSlice] = []
+    for s in slices:
+        if s.name not in seen:
+            seen.add(s.name)
+            out.append(s)
+    return tuple(out)

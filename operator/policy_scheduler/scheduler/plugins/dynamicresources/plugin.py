@@ -1,7 +1,8 @@
-"""DynamicResources (pkg/scheduler/framework/plugins/dynamicresources, v1.35.4).
+"""DynamicResources (pkg/scheduler/framework/plugins/dynamicresources, v1.35.4 .. v1.37.2).
 
 Structured parameters only (no extended resources backed by DRA, no binding conditions, no
-consumable capacity: those features are alpha/off by default in v1.35). Claims the pod references
+consumable capacity). Partitionable devices, device taints and DeviceTaintRules follow their
+feature gates (structured.Features, AllocatorFeatures upstream). Claims the pod references
 must exist (PreEnqueue); PreFilter checks they are usable and builds the allocator; Filter allocates
 per group of nodes that see the same slices; Reserve records in-flight allocations so no device
 goes to two pods; PreBind writes allocation + reservedFor through the injected ClaimWriter.
@@ -21,6 +22,7 @@ from policy_scheduler.scheduler.dra.allocator import (
     Allocator,
     FailedOnNode,
 )
+from policy_scheduler.scheduler.dra.allocator import Features as AllocatorFeatures
 from policy_scheduler.scheduler.dra.model import (
     CLAIM_FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
@@ -75,6 +77,17 @@ from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
 from policy_scheduler.scheduler.selectors.node_matching import match_node_selector_terms
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.gates import (
+    DRA_ADMIN_ACCESS,
+    DRA_CONSUMABLE_CAPACITY,
+    DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_DEVICE_TAINT_RULES,
+    DRA_DEVICE_TAINTS,
+    DRA_PARTITIONABLE_DEVICES,
+    DRA_PRIORITIZED_LIST,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+)
 
 STATE_KEY = "PreFilterDynamicResources"
 
@@ -117,6 +130,9 @@ class DynamicResources(
         # so pods' FitError messages lose "no new claims to deallocate".
         behaviour = handle.features.behaviour
         self.explains_nothing_done = not behaviour.dynamic_resources_post_filter_silent_when_nothing_done
+        self.allocator_features = allocator_features(handle.features)
+        # The slice tracker applies DeviceTaintRules only with DRADeviceTaintRules on.
+        self.taint_rules = handle.features.enabled(DRA_DEVICE_TAINT_RULES)
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -253,12 +269,20 @@ class DynamicResources(
         if s.to_allocate:
             if self._evaluated[0] != store.slices_generation:
                 self._evaluated = (store.slices_generation, {})
+            if self.allocator_features.consumable_capacity:
+                held = store.allocated_state()
+                allocated, shared, aggregated = held.devices, held.shared, held.aggregated
+            else:
+                allocated, shared, aggregated = store.allocated_devices(), frozenset(), {}
             s.allocator = Allocator(
-                store.allocated_devices(),
+                allocated,
                 store.device_class,
-                store.slices(),
+                store.slices(self.taint_rules),
                 self.dra.compile_selector,
+                self.allocator_features,
                 evaluated=self._evaluated[1],
+                shared=shared,
+                aggregated=aggregated,
             )
         return None, SUCCESS
 
@@ -272,7 +296,12 @@ class DynamicResources(
     def _slice_index(self) -> SliceIndex:
         store = self.dra.store
         if self._index is None or self._index[0] != store.slices_generation:
-            self._index = (store.slices_generation, SliceIndex.build(store.slices()))
+            self._index = (
+                store.slices_generation,
+                SliceIndex.build(
+                    store.slices(self.taint_rules), self.allocator_features.partitionable_devices
+                ),
+            )
         return self._index[1]
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
@@ -324,7 +353,8 @@ class DynamicResources(
         clock = self.handle.clock
         deadline = (clock, clock() + timeout) if timeout else None
         try:
-            result = s.allocator.allocate(node_name, slices, claims, deadline)
+            node = self.table.nodes[self.table.index[node_name]]
+            result = s.allocator.allocate(node_name, slices, claims, deadline, node)
         except (FailedOnNode, AllocationTimeout) as e:
             return unresolvable(str(e))
         except AllocationError as e:
@@ -434,6 +464,20 @@ class DynamicResources(
             store.assume_claim(updated)
             s.claims[i] = updated
         return SUCCESS
+
+
+def allocator_features(features: Features) -> AllocatorFeatures:
+    """AllocatorFeatures: the gates the allocator follows, and the release's allocator changes."""
+    return AllocatorFeatures(
+        admin_access=features.enabled(DRA_ADMIN_ACCESS),
+        prioritized_list=features.enabled(DRA_PRIORITIZED_LIST),
+        partitionable_devices=features.enabled(DRA_PARTITIONABLE_DEVICES),
+        device_taints=features.enabled(DRA_DEVICE_TAINTS),
+        consumable_capacity=features.enabled(DRA_CONSUMABLE_CAPACITY),
+        claim_config_once=features.behaviour.dra_claim_config_once,
+        binding_conditions=features.enabled(DRA_DEVICE_BINDING_CONDITIONS)
+        and features.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS),
+    )
 
 
 def compute_score(claims: Sequence[ResourceClaim], allocation: Sequence[AllocationResult]) -> int:
