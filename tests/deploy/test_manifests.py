@@ -48,7 +48,8 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
-    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
+    # Claims for extended resources backed by DRA are created (and deleted when unused).
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
     ("", "services"): {"get", "list", "watch"},
     ("", "replicationcontrollers"): {"get", "list", "watch"},

@@ -70,6 +70,10 @@ class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()  # CEL expressions
     uid: str = ""
+    # spec.extendedResourceName (DRAExtendedResource) and the creation time that settles which of
+    # two classes naming the same resource serves it.
+    extended_resource_name: str | None = None
+    created: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +145,10 @@ class ResourceClaim:
     owner_pod_uid: str = ""
     finalizers: tuple[str, ...] = ()
     resource_version: str = ""
+    # The claim the scheduler created for a pod's extended resources (its annotation), and the
+    # name of the controlling pod: such a claim is found by annotation and owner, not by the spec.
+    extended_resource: bool = False
+    owner_pod_name: str = ""
 
     @property
     def key(self) -> str:

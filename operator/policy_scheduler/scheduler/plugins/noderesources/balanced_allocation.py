@@ -30,6 +30,7 @@ from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     FloatArray,
+    dra_served_requests,
     pod_resource_requests,
     requested_and_allocatable,
 )
@@ -109,6 +110,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.scores_improvement = handle.features.behaviour.balanced_allocation_scores_improvement
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
+        if dra_served_requests(self.handle, pod):
+            return None  # "signature disabled when dra extended resources are used in the cluster"
         return ((RESOURCES_SIGNER, pod.requests),)
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:

@@ -9,7 +9,6 @@ Integer arithmetic follows Go's int64 semantics (division truncates toward zero)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.dra.extended import served_by_dra
 from policy_scheduler.scheduler.field_errors import Problem, raise_problems
-from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
+from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE, Handle
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
-from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 from policy_scheduler.scheduler.resources import pod_container_requests
+from policy_scheduler.scheduler.versioning.gates import DRA_EXTENDED_RESOURCE
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -60,48 +61,12 @@ def parse_resources(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
     return tuple(specs)
 
 
-# ---- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper) --------------------------------
-
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
-def _is_qualified_name(value: str) -> bool:
-    """apimachinery validation.IsQualifiedName."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
-def is_native_resource(name: str) -> bool:
-    return "/" not in name or is_prefixed_native_resource(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    if is_native_resource(name) or name.startswith("requests."):
-        return False
-    return _is_qualified_name("requests." + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """schedutil.IsScalarResourceName: extended, hugepages, kubernetes.io-prefixed, attachable volumes."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith("hugepages-")
-        or is_prefixed_native_resource(name)
-        or name.startswith("attachable-volumes-")
-    )
+def dra_served_requests(handle: Handle, pod: Pod) -> frozenset[str]:
+    """With DRAExtendedResource, the pod's requested scalar resources a DeviceClass serves."""
+    if not handle.features.enabled(DRA_EXTENDED_RESOURCE):
+        return frozenset()
+    scalars = {n: q for n, q in pod.requests.items() if is_scalar_resource_name(n)}
+    return served_by_dra(scalars, handle.services.dra.store.extended_resources)
 
 
 # ---- Go arithmetic ------------------------------------------------------------------------------
