@@ -29,7 +29,12 @@ from policy_scheduler.scheduler.dra.model import (
     ResourcePool,
     ResourceSlice,
 )
-from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices, StoreClaimWriter
+from policy_scheduler.scheduler.dra.services import (
+    ClaimWriteError,
+    DraServices,
+    StoreClaimWriter,
+    generated_name,
+)
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.engine import Engine
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
@@ -52,6 +57,8 @@ GPU2 = "example.com/gpu2"
 IMPLICIT = DEVICE_CLASS_PREFIX + CLASS
 POD = "my-pod"
 POD_UID = "1234"
+# The name the API server would give the claim PreBind creates (the store writer's stand-in).
+CREATED = generated_name("my-pod-extended-resources-", f"default/{POD}/{POD_UID}")
 
 
 def slice_with(n: int, node: str = NODE) -> ResourceSlice:
@@ -287,7 +294,7 @@ CASES = [
             prebind=Status(
                 Code.ERROR, ("update pod default/my-pod ExtendedResourceClaimStatus: patch error",)
             ),
-            deleted=["my-pod-extended-resources-00001"],  # by the Unreserve that follows
+            deleted=[CREATED],  # by the Unreserve that follows
         ),
         fail_patch=True,
     ),
@@ -323,7 +330,7 @@ CASES = [
         Want(
             in_flight=(request("container-0-request-0"),),
             created=(request("container-0-request-0"),),
-            deleted=["my-pod-extended-resources-00001"],
+            deleted=[CREATED],
         ),
         unreserve_after_prebind=True,
     ),

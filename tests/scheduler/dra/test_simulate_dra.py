@@ -116,3 +116,28 @@ def test_from_cluster_reads_dra_collections_and_allocates() -> None:
     assert device["claim"] == generated_claim_name("default", winner.name, "gpu")
     assert outcomes["reader-1"].node == outcomes["reader-2"].node == winner.node == "node-b"
     assert outcomes["reader-2"].devices == outcomes["reader-1"].devices != winner.devices
+
+
+EXTENDED = str(TESTS / "fixtures" / "simulate" / "dra-extended.yaml")
+
+
+def test_extended_resources_get_the_claim_kube_scheduler_would_create(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pods = _pods(capsys, EXTENDED)
+    placed = pods["two-gpus"]
+    assert placed["node"] == "node-b"  # no node lists example.com/gpu: DRA serves it on node-b
+    claim = placed["extendedResourceClaim"]
+    assert claim["name"].startswith("two-gpus-extended-resources-")
+    assert len(claim["name"]) == len("two-gpus-extended-resources-") + 5
+    assert claim["requests"] == [{"name": "container-0-request-0", "deviceClassName": "gpu", "count": 2}]
+    assert claim["requestMappings"] == [
+        {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+    ]
+    assert sorted(d["device"] for d in placed["devices"]) == ["gpu-0", "gpu-1"]
+    assert {d["claim"] for d in placed["devices"]} == {claim["name"]}
+    # Both devices are taken: the next pod waits with upstream's reason and gets no claim.
+    waiting = pods["one-more"]
+    assert waiting["node"] is None
+    assert waiting["message"].startswith("0/2 nodes are available: 2 cannot allocate all claims.")
+    assert "extendedResourceClaim" not in waiting

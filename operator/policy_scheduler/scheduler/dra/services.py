@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -71,6 +72,20 @@ def reserved(claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
     )
 
 
+# The API server's generateName: the base cut to 58 characters, then 5 of this alphabet
+# (names.SimpleNameGenerator with utilrand.String).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATED_BASE = 58
+
+
+def generated_name(base: str, seed: str) -> str:
+    """A name as the API server generates one, its random suffix derived from `seed` so that a
+    simulation is repeatable."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    suffix = "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
+    return base[:_MAX_GENERATED_BASE] + suffix
+
+
 class StoreClaimWriter:
     """Writes into the store only: simulations and tests, where the store is the cluster."""
 
@@ -78,7 +93,6 @@ class StoreClaimWriter:
         self.store = store
         # What the pods' status would show: pod key -> extendedResourceClaimStatus.
         self.extended_claim_statuses: dict[str, ExtendedResourceClaimStatus] = {}
-        self._created = 0
 
     async def bind_claim(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
@@ -96,9 +110,7 @@ class StoreClaimWriter:
         self.store.upsert_claim(replace(claim, reserved_for=kept))
 
     async def create_extended_claim(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim:
-        # The API server would add a random suffix to generateName; a counter keeps it repeatable.
-        self._created += 1
-        name = f"{pod.name}-extended-resources-{self._created:05d}"
+        name = generated_name(f"{pod.name}-extended-resources-", f"{pod.namespace}/{pod.name}/{pod.uid}")
         created = replace(claim, name=name, uid=f"{pod.uid}-{name}", allocation=None, reserved_for=())
         self.store.upsert_claim(created)
         return created
