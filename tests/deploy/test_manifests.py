@@ -51,6 +51,8 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     # Claims for extended resources backed by DRA are created (and deleted when unused).
     ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
+    # DRAResourceClaimGranularStatusAuthorization (v1.36+): allocation and reservedFor writes.
+    ("resource.k8s.io", "resourceclaims/binding"): {"update", "patch"},
     ("", "services"): {"get", "list", "watch"},
     ("", "replicationcontrollers"): {"get", "list", "watch"},
     ("apps", "replicasets"): {"get", "list", "watch"},
