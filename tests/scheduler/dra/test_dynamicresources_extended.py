@@ -511,3 +511,16 @@ def test_without_the_gate_a_pod_asking_for_an_unlisted_resource_waits_on_fit(
         assert w.extended_claims() == []
     else:
         assert w.hooks.scheduled_on == {"a": "n0"}
+
+
+@pytest.mark.parametrize("version", [V1_35, V1_36, V1_37])
+def test_claim_deletion_requeues_from_v1_37(version: KubernetesVersion) -> None:
+    from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
+
+    pl = World(version=version).plugin()
+    [claims] = [e for e in pl.events_to_register() if e.event.resource == Resource.RESOURCE_CLAIM]
+    assert bool(claims.event.action & Action.DELETE) == (version == V1_37)
+    allocated = created_claim(request("r"))
+    assert pl._claim_hint(ONE_GPU, allocated, None) == QueueingHint.QUEUE
+    unallocated = dataclasses.replace(allocated, allocation=None)
+    assert pl._claim_hint(ONE_GPU, unallocated, None) == QueueingHint.SKIP

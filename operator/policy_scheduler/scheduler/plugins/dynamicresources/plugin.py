@@ -157,6 +157,9 @@ class DynamicResources(
         behaviour = handle.features.behaviour
         self.explains_nothing_done = not behaviour.dynamic_resources_post_filter_silent_when_nothing_done
         self.extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
+        self.claim_actions = Action.ADD | Action.UPDATE
+        if behaviour.dynamic_resources_requeues_on_claim_delete:
+            self.claim_actions |= Action.DELETE
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -180,9 +183,7 @@ class DynamicResources(
         node = Action.ADD | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_ALLOCATABLE
         return [
             ClusterEventWithHint(ClusterEvent(Resource.NODE, node)),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD | Action.UPDATE), self._claim_hint
-            ),
+            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_CLAIM, self.claim_actions), self._claim_hint),
             ClusterEventWithHint(
                 ClusterEvent(Resource.POD, Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM), self._pod_hint
             ),
@@ -192,6 +193,9 @@ class DynamicResources(
 
     def _claim_hint(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """isSchedulableAfterClaimChange."""
+        if new is None and isinstance(old, ResourceClaim):
+            # Deleted: only an allocated claim frees devices (the deallocation is seen first).
+            return QueueingHint.SKIP if old.allocation is None else QueueingHint.QUEUE
         if not isinstance(new, ResourceClaim):
             return QueueingHint.QUEUE
         try:
