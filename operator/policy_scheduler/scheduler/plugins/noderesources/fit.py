@@ -38,6 +38,7 @@ from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, e
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesFitArgs, ScoringStrategy
+from policy_scheduler.scheduler.plugins.noderesources.dra_scoring import DraDeviceCounts
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -113,6 +114,7 @@ class PodRequest:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    dra: DraDeviceCounts | None = None  # DRA-backed extended resources among those scored
 
     def clone(self) -> _PreScoreState:
         return self
@@ -310,22 +312,25 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # ---- score -----------------------------------------------------------------------------------
 
+    def _dra_counts(self) -> DraDeviceCounts | None:
+        return DraDeviceCounts.for_resources(self.handle, self.resources)
+
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
+        requests = tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
         state.write(
             PRE_SCORE_KEY,
-            _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))),
+            _PreScoreState(requests, self._dra_counts()),
         )
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
         pre = state.read(PRE_SCORE_KEY)
-        pod_requests = (
-            pre.pod_requests
-            if isinstance(pre, _PreScoreState)
-            else tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
-        )
+        if not isinstance(pre, _PreScoreState):
+            requests = tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
+            pre = _PreScoreState(requests, self._dra_counts())
+        dra = pre.dra.capacity_and_allocated if pre.dra is not None else None
         requested, allocatable = requested_and_allocatable(
-            self.table, rows, self.resources, pod_requests, False
+            self.table, rows, self.resources, pre.pod_requests, False, dra
         )
         return self._scorer(requested, allocatable)
 

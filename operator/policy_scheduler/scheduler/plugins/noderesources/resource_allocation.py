@@ -114,6 +114,10 @@ def pod_resource_requests(
     return out
 
 
+# (resource, rows) -> (devices, allocated) per row, None when no class serves the resource.
+DraColumns = Callable[[str, Rows], tuple[IntArray, IntArray] | None]
+
+
 def resource_column(table: NodeTable, matrix: IntArray, name: str, rows: Rows) -> IntArray:
     """One resource's row of `table.allocatable` / `table.requested` at `rows`; 0 if unknown."""
     index = table.resource_index.get(name)
@@ -129,9 +133,12 @@ def requested_and_allocatable(
     resources: Sequence[ResourceSpec],
     pod_requests: Sequence[int],
     use_requested: bool,
+    dra_devices: DraColumns | None = None,
 ) -> tuple[IntArray, IntArray]:
     """calculateResourceAllocatableRequest for every resource and row: (requested, allocatable),
-    both [resource, row]; (0, 0) marks a resource left out of that row's score."""
+    both [resource, row]; (0, 0) marks a resource left out of that row's score. `dra_devices`
+    (DRAExtendedResource) gives a resource a DeviceClass serves its (devices, allocated) on the
+    rows: where the node does not list the resource, those count instead."""
     index = table.resource_index
     if all(spec.name in (CPU, MEMORY) and spec.name in index for spec in resources):
         # cpu and memory only (the default): all rows of both matrices in one indexing each.
@@ -162,6 +169,12 @@ def requested_and_allocatable(
         else:
             continue
         alloc = resource_column(table, table.allocatable, name, rows)
+        if dra_devices is not None and name not in (CPU, MEMORY, EPHEMERAL_STORAGE):
+            counted = dra_devices(name, rows)
+            if counted is not None:
+                via_dra = (alloc == 0) & (counted[0] > 0)
+                alloc = np.where(via_dra, counted[0], alloc)
+                used = np.where(via_dra, counted[1], used)
         present = alloc != 0
         allocatable[i] = alloc
         requested[i] = np.where(present, used + pod_request, 0)
