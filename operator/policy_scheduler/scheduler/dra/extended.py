@@ -60,6 +60,10 @@ class ExtendedResourceCache:
     def device_class(self, resource_name: str) -> DeviceClass | None:
         return self._by_resource.get(resource_name)
 
+    def __bool__(self) -> bool:
+        """Whether any class serves any name (most clusters: none, and every pod skips the rest)."""
+        return bool(self._by_resource)
+
     def upsert(self, new: DeviceClass, old: DeviceClass | None) -> None:
         """updateResourceName2class: on a clash of explicit names the newest class wins (by
         creation time, then the lower name); a class that loses keeps no mapping at all, not
@@ -181,4 +185,6 @@ def _count(request: DeviceRequest) -> int:
 def served_by_dra(requests: Mapping[str, int], cache: ExtendedResourceCache) -> frozenset[str]:
     """The requested resources a DeviceClass serves (shouldDelegateResourceToDRA before looking at
     a node): on a node that does not list one in allocatable, DRA provides it, not the node."""
+    if not cache:
+        return frozenset()
     return frozenset(name for name, quantity in requests.items() if quantity and cache.device_class(name))

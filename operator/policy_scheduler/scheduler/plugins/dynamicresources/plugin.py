@@ -314,9 +314,9 @@ class DynamicResources(
     def _pre_filter_extended(self, pod: Pod, s: _State) -> ResourceClaim | None:
         """preFilterExtendedResources: the claim left from an earlier cycle, or a new one in
         memory, when some extended resource the pod asks for is served by a DeviceClass."""
-        if not self.extended_resources:
-            return None
         store = self.dra.store
+        if not self.extended_resources or not store.extended_resources:
+            return None
         requests = pod.requests
         if not any(
             quantity and is_dra_extended_resource_name(name) and store.extended_resources.device_class(name)

@@ -63,10 +63,11 @@ def parse_resources(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
 
 def dra_served_requests(handle: Handle, pod: Pod) -> frozenset[str]:
     """With DRAExtendedResource, the pod's requested scalar resources a DeviceClass serves."""
-    if not handle.features.enabled(DRA_EXTENDED_RESOURCE):
+    cache = handle.services.dra.store.extended_resources
+    if not cache or not handle.features.enabled(DRA_EXTENDED_RESOURCE):
         return frozenset()
     scalars = {n: q for n, q in pod.requests.items() if is_scalar_resource_name(n)}
-    return served_by_dra(scalars, handle.services.dra.store.extended_resources)
+    return served_by_dra(scalars, cache)
 
 
 # ---- Go arithmetic ------------------------------------------------------------------------------
