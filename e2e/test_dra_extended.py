@@ -193,3 +193,87 @@ def test_extended_resource_pod_gets_a_claim_and_the_rest_wait(
         )
         assert ref_waiting["message"] == waiting["message"]
         assert not kubectl.get("pod", "ref-two", NS)["status"].get("extendedResourceClaimStatus")
+
+
+def test_api_writer_creates_records_and_deletes_an_extended_resource_claim(
+    kubectl: Kubectl, kubeconfig: Path
+) -> None:
+    """The ClaimWriter's extended-resource calls on the real API: create (generateName, owner,
+    annotation), allocate, the pod's status, and delete past the finalizer (Unreserve's path)."""
+    import asyncio
+
+    from policy_scheduler.kube.client import make_api_client
+    from policy_scheduler.kube.dra_writer import ApiClaimWriter
+    from policy_scheduler.scheduler.dra.extended import (
+        IN_MEMORY_CLAIM_NAME,
+        ContainerExtendedResourceRequest,
+        ExtendedResourceClaimStatus,
+    )
+    from policy_scheduler.scheduler.dra.model import (
+        AllocationResult,
+        DeviceRequest,
+        DeviceRequestAllocationResult,
+        ExactDeviceRequest,
+        ResourceClaim,
+    )
+    from policy_scheduler.scheduler.model import Pod
+
+    ns = "e2e-dra-ext-writer"
+    kubectl.apply(namespace(ns))
+    # The API server only takes mappings of resources the pod's containers request.
+    unscheduled = gpu_pod("p", 1, "nobody-schedules-this")
+    unscheduled["metadata"]["namespace"] = ns
+    kubectl.create(unscheduled)
+    uid = kubectl.get("pod", "p", ns)["metadata"]["uid"]
+    in_memory = ResourceClaim(
+        IN_MEMORY_CLAIM_NAME,
+        ns,
+        uid="temporary",
+        requests=(DeviceRequest("container-0-request-0", ExactDeviceRequest(CLASS, count=1)),),
+        owner_pod_uid=uid,
+        extended_resource=True,
+        owner_pod_name="p",
+    )
+    allocation = AllocationResult(
+        (DeviceRequestAllocationResult("container-0-request-0", DRIVER, NODE, "gpu-0"),)
+    )
+    mapping = ContainerExtendedResourceRequest("c", RESOURCE, "container-0-request-0")
+    target = Pod("p", ns, uid=uid)
+
+    async def go() -> str:
+        api = await make_api_client(str(kubeconfig))
+        async with api:
+            writer = ApiClaimWriter(api)
+            created = await writer.create_extended_claim(in_memory, target)
+            assert created.name.startswith("p-extended-resources-")
+            assert (created.extended_resource, created.owner_pod_uid, created.owner_pod_name) == (
+                True,
+                uid,
+                "p",
+            )
+            assert created.allocation is None
+            bound = await writer.bind_claim(created, allocation, target)
+            assert bound.allocation == allocation
+            assert "resource.kubernetes.io/delete-protection" in bound.finalizers
+            await writer.set_extended_claim_status(
+                target, ExtendedResourceClaimStatus(bound.name, (mapping,))
+            )
+            writer.delete_claim(bound)
+            await asyncio.gather(*list(writer._tasks))
+            return bound.name
+
+    name = asyncio.run(go())
+    status = kubectl.get("pod", "p", ns)["status"]["extendedResourceClaimStatus"]
+    assert status == {
+        "resourceClaimName": name,
+        "requestMappings": [
+            {"containerName": "c", "resourceName": RESOURCE, "requestName": "container-0-request-0"}
+        ],
+    }
+    gone = wait_until(
+        "claim deleted past its finalizer",
+        lambda: not [c for c in kubectl.items("resourceclaims", ns) if c["metadata"]["name"] == name],
+        timeout=30,
+    )
+    assert gone
+    kubectl.delete("namespace", ns)
