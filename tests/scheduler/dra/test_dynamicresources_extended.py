@@ -524,3 +524,23 @@ def test_claim_deletion_requeues_from_v1_37(version: KubernetesVersion) -> None:
     assert pl._claim_hint(ONE_GPU, allocated, None) == QueueingHint.QUEUE
     unallocated = dataclasses.replace(allocated, allocation=None)
     assert pl._claim_hint(ONE_GPU, unallocated, None) == QueueingHint.SKIP
+
+
+def test_nodes_seeing_the_same_slices_get_the_claim_shaped_for_each() -> None:
+    # n0 lists the resource (its device plugin serves it), n1 does not: both see one
+    # network-attached device, so they share a slice group but not the claim's shape.
+    w = World([gpu_node("n0", gpus=1), worker("n1")])
+    w.store.upsert_class(ext_class())
+    shared = ResourceSlice("net", DRIVER, ResourcePool("net"), (Device("instance-1"),), all_nodes=True)
+    w.store.upsert_slice(shared)
+    pl, state, pod = w.plugin(), CycleState(), ONE_GPU
+    assert pl.pre_filter(state, pod)[1].is_success
+    assert pl.filter(state, pod, np.arange(2, dtype=np.intp)).passed.tolist() == [True, True]
+    assert pl.reserve(state, pod, "n0").is_success  # nothing for DRA to do there
+    assert not [c for c in w.store._in_flight.values() if c.extended_resource]
+    assert pl.reserve(state, pod, "n1").is_success
+    (in_flight,) = [c for c in w.store._in_flight.values() if c.extended_resource]
+    assert in_flight.requests == (request("container-0-request-0"),)
+    assert in_flight.allocation is not None
+    assert [r.device for r in in_flight.allocation.results] == ["instance-1"]
+    assert in_flight.allocation.node_selector is None  # a network-attached device pins no node

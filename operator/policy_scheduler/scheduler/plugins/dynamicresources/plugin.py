@@ -373,19 +373,28 @@ class DynamicResources(
                     unavailable_claims.append((i, miss))
                     unavailable |= miss
         if s.allocator is not None:
+            claims = [s.claims[i] for i in s.to_allocate]
             for group in group_rows(self._slice_index(), self.table, rows):
+                if s.extended is None:  # the common case: one allocation per group
+                    status = self._allocate(s, group.node_name, group.slices, claims, group.rows, rows)
+                    if status is not None:
+                        index[group.rows] = len(statuses)
+                        statuses.append(status)
+                    continue
                 members = np.asarray(group.rows, dtype=np.intp)
                 members = members[open_rows[members]]
-                for shape in np.unique(shape_of[members]).tolist():
+                kinds = (
+                    shape_of[members].tolist() if len(members) == 1 else np.unique(shape_of[members]).tolist()
+                )
+                for shape in kinds:
                     positions = members[shape_of[members] == shape].tolist()
                     node_claim = shapes[shape] if shape >= 0 else None
-                    claims = [
+                    shaped = [
                         node_claim[0] if i == s.extended and node_claim is not None else s.claims[i]
                         for i in s.to_allocate
                     ]
                     node_name = self.table.nodes[int(rows[positions[0]])].name
-                    slices = group.slices
-                    status = self._allocate(s, node_name, slices, claims, positions, rows, node_claim)
+                    status = self._allocate(s, node_name, group.slices, shaped, positions, rows, node_claim)
                     if status is not None:
                         index[positions] = len(statuses)
                         statuses.append(status)
