@@ -20,7 +20,9 @@ import pytest
 
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.parity.api import ClusterApi
 from policy_scheduler.parity.kubesched import KubeScheduler
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
 SCHEDULER = "dra-ext-scheduler"
@@ -42,6 +44,18 @@ def gpu_pod(name: str, count: int, scheduler: str = SCHEDULER) -> dict[str, Any]
     resources["requests"][RESOURCE] = str(count)
     resources["limits"] = {RESOURCE: str(count)}  # extended resources need requests == limits
     return p
+
+
+def device_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": CLASS},
+        "spec": {
+            "extendedResourceName": RESOURCE,
+            "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+        },
+    }
 
 
 def resource_slice(node: str) -> dict[str, Any]:
@@ -105,20 +119,39 @@ def cleaned_up(kubectl: Kubectl) -> Iterator[None]:
     kubectl.delete("schedulingprofile", "dra-ext")
 
 
+def release(kubeconfig: Path) -> KubernetesVersion:
+    return KubernetesVersion.parse(
+        str(ClusterApi.from_kubeconfig(kubeconfig).api.get("/version")["gitVersion"])
+    )
+
+
+@pytest.fixture
+def gate_on(kubeconfig: Path) -> None:
+    """DRAExtendedResource is on from v1.36 (test_v1_35_... covers the release before)."""
+    if release(kubeconfig) < KubernetesVersion(1, 36):
+        pytest.skip("DRAExtendedResource is off before v1.36")
+
+
 @pytest.mark.usefixtures("cleaned_up")
+def test_v1_35_counts_the_resource_on_the_node_and_the_pod_waits(
+    operator_process: Any, kubectl: Kubectl, kubeconfig: Path
+) -> None:
+    """With the gate off (v1.35), a resource no node lists is simply insufficient."""
+    if release(kubeconfig) >= KubernetesVersion(1, 36):
+        pytest.skip("DRAExtendedResource is on from v1.36")
+    kubectl.apply(namespace(NS), device_class(), resource_slice(NODE), profile("dra-ext", SCHEDULER))
+    kubectl.create(gpu_pod("one", 1))
+    waiting = wait_until("pod reported", lambda: unschedulable(kubectl, "one"), timeout=60)
+    assert f"Insufficient {RESOURCE}" in waiting["message"], waiting
+    assert not kubectl.get("pod", "one", NS)["spec"].get("nodeName")
+    assert not kubectl.items("resourceclaims", NS)
+
+
+@pytest.mark.usefixtures("cleaned_up", "gate_on")
 def test_extended_resource_pod_gets_a_claim_and_the_rest_wait(
     operator_process: Any, kubectl: Kubectl, dev_cluster: DevCluster, tmp_path: Path
 ) -> None:
-    device_class = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": CLASS},
-        "spec": {
-            "extendedResourceName": RESOURCE,
-            "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
-        },
-    }
-    kubectl.apply(namespace(NS), device_class, resource_slice(NODE), profile("dra-ext", SCHEDULER))
+    kubectl.apply(namespace(NS), device_class(), resource_slice(NODE), profile("dra-ext", SCHEDULER))
     assert not [n for n in kubectl.items("nodes") if RESOURCE in (n["status"].get("allocatable") or {})]
 
     kubectl.create(gpu_pod("one", 1))
@@ -195,6 +228,7 @@ def test_extended_resource_pod_gets_a_claim_and_the_rest_wait(
         assert not kubectl.get("pod", "ref-two", NS)["status"].get("extendedResourceClaimStatus")
 
 
+@pytest.mark.usefixtures("gate_on")
 def test_api_writer_creates_records_and_deletes_an_extended_resource_claim(
     kubectl: Kubectl, kubeconfig: Path
 ) -> None:

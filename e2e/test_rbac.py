@@ -33,6 +33,8 @@ from fixtures_operator import (
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.parity.api import ClusterApi
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
 IDENTITY = "rbac-e2e"
@@ -240,10 +242,13 @@ def test_schedules_writes_status_events_and_holds_the_lease(
 
 
 def test_creates_the_claim_of_a_dra_backed_extended_resource(
-    operator: ServiceAccountOperator, admin: Kubectl
+    operator: ServiceAccountOperator, admin: Kubectl, cluster: DevCluster
 ) -> None:
     """DRAExtendedResource: the claim is created, allocated, reserved and named in the pod's
     status, all as the ServiceAccount."""
+    git_version = ClusterApi.from_kubeconfig(cluster.kubeconfig).api.get("/version")["gitVersion"]
+    if KubernetesVersion.parse(str(git_version)) < KubernetesVersion(1, 36):
+        pytest.skip("DRAExtendedResource is off before v1.36")
     driver, resource = "rbac.example.com", "example.com/rbac-gpu"
     admin.apply(
         namespace(WORK_NS),
