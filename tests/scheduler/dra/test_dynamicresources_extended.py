@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policy_scheduler.cel.device_selector import compile_selector
 from policy_scheduler.scheduler.config import ProfileConfig
@@ -544,3 +546,43 @@ def test_nodes_seeing_the_same_slices_get_the_claim_shaped_for_each() -> None:
     assert in_flight.allocation is not None
     assert [r.device for r in in_flight.allocation.results] == ["instance-1"]
     assert in_flight.allocation.node_selector is None  # a network-attached device pins no node
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    devices=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+    asks=st.lists(st.integers(1, 3), min_size=1, max_size=6),
+)
+def test_no_device_is_handed_out_twice_and_every_placement_is_backed(
+    devices: list[int], asks: list[int]
+) -> None:
+    """Whatever the devices per node and the pods' asks: a bound pod's claim holds exactly its
+    ask, on its node, no device twice; a pod left waiting has no claim."""
+    nodes = [worker(f"n{i}") for i in range(len(devices))]
+    w = World(nodes)
+    w.store.upsert_class(ext_class())
+    for i, n in enumerate(devices):
+        if n:
+            w.store.upsert_slice(slice_with(n, node=f"n{i}"))
+    for k, ask in enumerate(asks):
+        w.engine.pod_added(pod_with({GPU: ask}, name=f"p{k}", uid=f"p{k}"))
+    w.run()
+    claims = {c.owner_pod_name: c for c in w.extended_claims()}
+    assert set(claims) == set(w.hooks.scheduled_on)
+    taken: list[tuple[str, str]] = []
+    for name, node in w.hooks.scheduled_on.items():
+        claim = claims[name]
+        assert claim.allocation is not None
+        assert claim.is_reserved_for(name)
+        assert len(claim.allocation.results) == asks[int(name[1:])]
+        assert {r.pool for r in claim.allocation.results} == {node}
+        taken += [(r.pool, r.device) for r in claim.allocation.results]
+        assert w.writer.extended_claim_statuses[f"default/{name}"].resource_claim_name == claim.name
+    assert len(taken) == len(set(taken))
+    # A pod left waiting could not have fit in what the others left on any node.
+    free = {f"n{i}": n for i, n in enumerate(devices)}
+    for pool, _ in taken:
+        free[pool] -= 1
+    for k, ask in enumerate(asks):
+        if f"p{k}" not in w.hooks.scheduled_on:
+            assert ask > max(free.values())
