@@ -46,6 +46,9 @@ def operators(kubeconfig: Path, tmp_path: Path) -> Any:
             f"op-{name}",
             "--profile-selector",
             f"{ISOLATED_LABEL}=leader",
+            # op-a brings even a small quiet collection up to date by a watch bookmark, op-b by a
+            # list (the default below 2000 objects): each takes over once, so both paths run.
+            *(["--catch-up-list-below", "0"] if name == "a" else []),
         )
         for name in ("a", "b")
     ]
@@ -79,6 +82,7 @@ def test_standby_takes_over_when_leader_dies(
     assert "policy_scheduler_leader 0.0" in operators[standby].metrics()
 
     # A crash, not a clean shutdown: the lease has to expire before the standby may lead.
+    standby_log = operators[standby].log_path.stat().st_size
     os.killpg(operators[leader].proc.pid, signal.SIGKILL)
     operators[leader].proc.wait()
     kubectl.create(*(pod(f"second-{i}", NS, SCHEDULER) for i in range(10)))
@@ -107,17 +111,33 @@ def test_standby_takes_over_when_leader_dies(
     # A second binding of a bound pod would be refused with a Conflict and reported on the pod.
     failed = [e for e in events if e.get("reason") == "FailedScheduling"]
     assert not failed, [e.get("note") for e in failed]
-    # The pods written before the takeover reached the standby's caches without a pod list: the
-    # pod stream is quiet after the Lease write, so a bookmark of a short watch brought it there.
-    catch_up = _catch_up_lines(operators[standby].log_path, "/api/v1/pods")
-    print("standby's pod catch-up:", catch_up)
-    assert not [line for line in catch_up if "caught up by a list" in line], catch_up
-    assert [line for line in catch_up if "caught up by a bookmark" in line], catch_up
+    _assert_pod_catch_up(operators[standby], standby_log)
+
+    # The old leader comes back as a standby, and takes over in turn when the new one crashes:
+    # now the other catch-up path runs.
+    operators[leader].restart()
+    leader_log = operators[leader].log_path.stat().st_size
+    os.killpg(operators[standby].proc.pid, signal.SIGKILL)
+    operators[standby].proc.wait()
+    kubectl.create(*(pod(f"third-{i}", NS, SCHEDULER) for i in range(10)))
+    wait_until("the old leader holds the lease again", lambda: _holder(kubectl) == leader, timeout=60)
+    wait_until("third pods bound by the old leader", lambda: _bound(kubectl, 30), timeout=60)
+    _assert_pod_catch_up(operators[leader], leader_log)
 
 
-def _catch_up_lines(log_path: Path, resource: str) -> list[str]:
-    return [
-        line
-        for line in log_path.read_text().splitlines()
-        if "caught up by a" in line and f"resource={resource} " in line + " "
-    ]
+def _assert_pod_catch_up(process: OperatorProcess, log_offset: int) -> None:
+    """The pods written before a takeover reach the new leader's caches on a quiet pod stream by
+    a short watch's bookmark (op-a, --catch-up-list-below 0), or by a list at the Lease's
+    revision (op-b: its few pods are below the default threshold); never the other way."""
+    with process.log_path.open() as log:
+        log.seek(log_offset)
+        lines = [
+            line
+            for line in log.read().splitlines()
+            if "caught up by a" in line and "resource=/api/v1/pods " in line + " "
+        ]
+    print(f"pod catch-up of {' '.join(process.cmd[-4:])}:", lines)
+    by_bookmark = "--catch-up-list-below" in process.cmd
+    wanted, unwanted = ("bookmark", "list") if by_bookmark else ("list", "bookmark")
+    assert not [line for line in lines if f"caught up by a {unwanted}" in line], lines
+    assert [line for line in lines if f"caught up by a {wanted}" in line], lines

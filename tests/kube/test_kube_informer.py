@@ -451,7 +451,11 @@ async def test_a_catch_up_does_not_list_while_the_informer_is_reconnecting() -> 
     instead of retrying a list of the same collection in a second loop."""
     inf, _ = gated()
     inf._handle_line(line("ADDED", pod("a", "10")))
-    reconnecting = asyncio.create_task(asyncio.Event().wait())  # the informer's loop, watch down
+
+    async def reconnect_for_ever() -> None:  # the informer's own loop, its watch down
+        await asyncio.Event().wait()
+
+    reconnecting = asyncio.create_task(reconnect_for_ever())
     inf._task = reconnecting
     inf.current.clear()
     inf.listing = (structs_of(pod("a", "10")), [], "45")
@@ -535,7 +539,7 @@ async def watching_bookmark_informer() -> tuple[BookmarkWatchInformer, Recorder]
     """Listed (empty) and watching; catch-ups ask for a bookmark watch at once."""
     inf, rec = make(BookmarkWatchInformer)
     assert isinstance(inf, BookmarkWatchInformer)
-    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0)
+    inf.timings = dataclasses.replace(inf.timings, catch_up_grace=0.0, catch_up_list_below=0)
     inf.go.set()  # lists answer at once
     inf.start()
     await settle()
@@ -576,3 +580,37 @@ async def test_a_bookmark_watch_that_ends_without_a_bookmark_falls_back_to_a_lis
     assert inf.catch_up_lists == 1
     assert inf.catch_up_bookmarks == 0
     await inf.stop()
+
+
+async def test_a_small_quiet_store_catches_up_by_a_list_not_a_bookmark_watch() -> None:
+    """Below `catch_up_list_below` objects a list at the revision is cheaper than a bookmark tick."""
+    inf, _ = await watching_bookmark_informer()
+    inf.timings = dataclasses.replace(inf.timings, catch_up_list_below=2)
+    inf._handle_line(line("ADDED", pod("a", "10")))
+    inf.listing = (structs_of(pod("a", "10")), [], "45")
+    await asyncio.wait_for(inf.catch_up(40), 1)
+    assert inf.freshness_asked == []
+    assert inf.watches == [False]  # the open watch goes on; no bookmark watch
+    assert inf.asked == [0, 40]
+    assert inf.catch_up_lists == 1
+    await inf.stop()
+
+
+async def test_a_list_older_than_asked_is_retried_after_a_backoff_not_in_a_hot_loop() -> None:
+    inf, _ = gated()
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 3:
+            inf.listing = (structs_of(pod("a", "10")), [], "45")
+        await asyncio.sleep(0)
+
+    inf.sleep = sleep
+    inf.go.set()
+    inf.listing = (structs_of(pod("a", "10")), [], "30")  # below the 40 asked for
+    await asyncio.wait_for(inf.catch_up(40), 1)
+    assert slept[0] == inf.timings.catch_up_grace
+    assert len(slept) == 3
+    assert all(delay >= inf.timings.retry.initial * 0.5 for delay in slept[1:])
+    assert inf.resource_version == "45"

@@ -11,6 +11,8 @@ import yaml
 from policy_scheduler.policy.compile import compile_profile_objects, parse_profile_spec
 from policy_scheduler.policy.errors import PolicyError
 from policy_scheduler.policy.importconfig import import_config, object_name
+from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -268,3 +270,63 @@ def test_coscheduling_profile_imports_with_upstream_arg_names() -> None:
         PolicyError, match=r"profiles\[0\]\.pluginConfig\[0\]\.args\.permitWaitingTimeSeconds"
     ):
         import_config(bad)
+
+
+WORKLOAD_POINTS_CONFIG = config(
+    """\
+    profiles:
+    - schedulerName: workloads
+      plugins:
+        placementGenerate: {disabled: [{name: "*"}]}
+        placementScore: {disabled: [{name: PodGroupPodsCount}]}
+        score: {disabled: [{name: ImageLocality}]}
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "errors"),
+    [
+        (
+            V1_35,
+            [
+                ("profiles[0].plugins.placementGenerate", "since Kubernetes v1.36 (importing for v1.35)"),
+                ("profiles[0].plugins.placementScore", "since Kubernetes v1.36 (importing for v1.35)"),
+            ],
+        ),
+        (V1_36, []),
+        (V1_37, []),
+    ],
+)
+def test_workload_extension_points_are_fields_of_their_release(
+    version: KubernetesVersion, errors: list[tuple[str, str]]
+) -> None:
+    """kubescheduler.config.k8s.io/v1 gained placementGenerate and placementScore in v1.36 and
+    podGroupPostFilter in v1.37; disabling plugins there is accepted and changes nothing."""
+    if errors:
+        with pytest.raises(PolicyError) as info:
+            import_config(WORKLOAD_POINTS_CONFIG, features=Features(version))
+        pairs = info.value.pairs
+        assert len(pairs) == len(errors), pairs
+        for (path, message), (want_path, want_message) in zip(pairs, errors, strict=True):
+            assert (path, want_message in message) == (want_path, True), pairs
+        return
+    (manifest,) = import_config(WORKLOAD_POINTS_CONFIG, features=Features(version))
+    assert manifest["spec"]["plugins"] == {"score": {"disabled": [{"name": "ImageLocality"}]}}
+
+
+def test_pod_group_post_filter_is_a_v1_37_field() -> None:
+    text = config("profiles: [{plugins: {podGroupPostFilter: {disabled: [{name: '*'}]}}}]\n")
+    with pytest.raises(PolicyError) as info:
+        import_config(text, features=Features(V1_36))
+    assert [p for p, _ in info.value.pairs] == ["profiles[0].plugins.podGroupPostFilter"]
+    assert import_config(text, features=Features(V1_37))[0]["spec"].get("plugins") in (None, {})
+
+
+def test_a_plugin_enabled_at_a_workload_extension_point_is_refused_by_name() -> None:
+    text = config("profiles: [{plugins: {placementScore: {enabled: [{name: PodGroupPodsCount}]}}}]\n")
+    with pytest.raises(PolicyError) as info:
+        import_config(text, features=Features(V1_37))
+    ((path, message),) = info.value.pairs
+    assert path == "profiles[0].plugins.placementScore.enabled[0].name"
+    assert 'plugin "PodGroupPodsCount" is not supported by policy-scheduler' in message

@@ -117,6 +117,22 @@ def test_event_rate_from_the_command_line() -> None:
     assert events.queue_size == DEFAULTS.events.queue_size
 
 
+def test_catch_up_list_threshold_from_the_command_line() -> None:
+    default = OperatorConfig.from_args(build_parser().parse_args(["run"])).timings.informer
+    assert default == DEFAULTS.informer
+    args = build_parser().parse_args(["run", "--catch-up-list-below", "0"])
+    assert OperatorConfig.from_args(args).timings.informer.catch_up_list_below == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "many"])
+def test_catch_up_list_threshold_must_be_a_whole_number(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--catch-up-list-below", value])
+    assert "--catch-up-list-below" in capsys.readouterr().err
+
+
 def test_operator_is_composed_in_dependency_order() -> None:
     operator = Operator(NO_API, OperatorConfig(leader_elect=False, identity="me"))
     pod = Pod(name="p", namespace="ns", uid="u1")

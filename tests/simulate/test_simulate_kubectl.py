@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from policy_scheduler.app.cli import main
 from policy_scheduler.scheduler.model import Pod
@@ -131,3 +132,23 @@ def test_progress_by_default_only_for_large_snapshots_on_a_terminal() -> None:
     assert wants_progress(_Tty(), False, large)
     assert not wants_progress(io.StringIO(), False, large)
     assert wants_progress(io.StringIO(), True, small)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_json_and_yaml_dumps_read_the_same_objects(strict: bool) -> None:
+    """`kubectl get -o json` goes through the json module, YAML through libyaml's safe loader
+    (when built): both give the same objects, and a key given twice is an error only in strict
+    mode (kubectl's decoder), otherwise the last one wins as YAML has it."""
+    from policy_scheduler.simulate.scenario import ScenarioError, parse_documents
+
+    listing = {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}]}
+    as_json = [d.body for d in parse_documents(json.dumps(listing), "nodes.json", strict=strict)]
+    as_yaml = [d.body for d in parse_documents(yaml.safe_dump(listing), "nodes.yaml", strict=strict)]
+    assert as_json == as_yaml == listing["items"]
+    twice = '{"kind": "Node", "metadata": {"name": "a", "name": "b"}}'
+    if strict:
+        with pytest.raises(ScenarioError, match="duplicate key 'name'"):
+            list(parse_documents(twice, "twice.json", strict=True))
+    else:
+        (doc,) = parse_documents(twice, "twice.json")
+        assert doc.body["metadata"]["name"] == "b"

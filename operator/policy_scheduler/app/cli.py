@@ -112,6 +112,16 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-scheduler", description=__doc__)
     parser.add_argument(
@@ -183,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--event-burst",
         type=int,
         help="event writes at once (default: kube-scheduler's clientConnection.burst)",
+    )
+    run.add_argument(
+        "--catch-up-list-below",
+        type=_count,
+        metavar="OBJECTS",
+        help="a new leader brings a quiet collection with fewer cached objects than this up to date "
+        "by listing it, a bigger one by a watch bookmark (about 1s whatever its size; spares the API "
+        "server the list); 0: always by bookmark (default 2000)",
     )
     run.add_argument(
         "--feature-gates",

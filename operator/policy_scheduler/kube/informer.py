@@ -340,7 +340,12 @@ class Informer(Generic[S, V]):
     async def _list_until(self, version: int) -> None:
         await self.sleep(self.timings.catch_up_grace)
         await self._until_following()
-        if not self.reached(version) and self._task is not None and not self._task.done():
+        if (
+            not self.reached(version)
+            and len(self.store) >= self.timings.catch_up_list_below
+            and self._task is not None
+            and not self._task.done()
+        ):
             try:
                 await self._catch_up_by_bookmark(version)
             except asyncio.CancelledError:
@@ -355,7 +360,7 @@ class Informer(Generic[S, V]):
             if self.reached(version):
                 return
             try:
-                await self.list_at_least(version)
+                listed = await self.list_at_least(version)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -363,6 +368,16 @@ class Informer(Generic[S, V]):
                 log.warning(
                     "catch-up list failed; retrying",
                     extra={"resource": self.path, "error": repr(exc), "retry_in": round(delay, 2)},
+                )
+                await self.sleep(delay)
+                continue
+            if not self.reached(version):
+                # A list older than the revision asked for (a server not honouring NotOlderThan):
+                # try again, but never in a hot loop.
+                delay = backoff.next()
+                log.warning(
+                    "catch-up list older than asked; retrying",
+                    extra={"resource": self.path, "rv": listed, "wanted": version, "retry_in": delay},
                 )
                 await self.sleep(delay)
 

@@ -81,6 +81,10 @@ class InformerTimings:
     # Lease write's revision within this time: a busy cluster (where a list costs the API server
     # seconds) gets there by events in tens of milliseconds, a quiet one lists.
     catch_up_grace: float = 0.2
+    # A quiet collection whose store holds fewer objects than this catches up by a list at the
+    # revision (tens of milliseconds for a small one); a bigger one by a short watch's bookmark,
+    # which costs one bookmark tick (about a second) whatever the size (docs/benchmarks.md).
+    catch_up_list_below: int = 2000
     # client-go reflector: 800 ms doubling to 30 s, jittered to [d, 2d) — never a fast retry
     # loop against a server that is down.
     retry: RetryPolicy = field(

@@ -27,7 +27,8 @@ from policy_scheduler.policy.errors import FieldError, PolicyError, field_error,
 from policy_scheduler.policy.scheduling_profile import SchedulingProfileSpec
 from policy_scheduler.scheduler.config import DEFAULT_SCHEDULER_NAME
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
-from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.scheduler.versioning.features import Features, default_features
+from policy_scheduler.scheduler.versioning.version import V1_36, V1_37, KubernetesVersion
 
 CARRIED_FIELDS = ("percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds")
 IGNORED_FIELDS = (
@@ -39,6 +40,16 @@ IGNORED_FIELDS = (
     "delayCacheUntilActive",
 )
 _MAX_NAME = 63
+
+# Plugins fields for workload (pod group) scheduling, by the release whose
+# kubescheduler.config.k8s.io/v1 added them (k8s.io/kube-scheduler config/v1 types.go). No plugin
+# we implement extends them (upstream's TopologyPlacementGenerator and PodGroupPodsCount are
+# alpha), so a profile may disable plugins there but not enable one.
+WORKLOAD_POINTS: dict[str, KubernetesVersion] = {
+    "placementGenerate": V1_36,
+    "placementScore": V1_36,
+    "podGroupPostFilter": V1_37,
+}
 
 
 class _TopLevel(BaseModel):
@@ -89,6 +100,7 @@ def import_config(
         path = join_path("profiles", i)
         try:
             raw = _profile_with_defaults(profile, carried, path, single=len(profiles) == 1)
+            raw = _without_workload_points(raw, path, (features or default_features()).version)
             spec = parse_profile_spec(raw, implemented=implemented, path=path, features=features)
         except PolicyError as exc:
             errors.extend(exc.errors)
@@ -141,6 +153,46 @@ def _profile_with_defaults(
         if raw.get(key) is None:
             raw[key] = value
     return raw
+
+
+def _without_workload_points(raw: dict[str, Any], path: str, version: KubernetesVersion) -> dict[str, Any]:
+    """The profile without the Plugins fields of workload scheduling, once they are checked for
+    `version`: a field the release does not have is unknown there, and a plugin enabled in one
+    is a plugin we do not have (disabling is allowed and changes nothing)."""
+    plugins = raw.get("plugins")
+    if not isinstance(plugins, dict) or not any(point in plugins for point in WORKLOAD_POINTS):
+        return raw
+    errors: list[FieldError] = []
+    for point, since in WORKLOAD_POINTS.items():
+        if point not in plugins:
+            continue
+        point_path = join_path(path, "plugins", point)
+        if version < since:
+            errors.append(
+                FieldError(
+                    point_path,
+                    f"unknown field: kubescheduler.config.k8s.io/v1 has it since Kubernetes {since} "
+                    f"(importing for {version})",
+                )
+            )
+            continue
+        plugin_set = plugins[point] or {}
+        if not isinstance(plugin_set, dict):
+            errors.append(FieldError(point_path, "must be an object with enabled and disabled lists"))
+            continue
+        for i, entry in enumerate(plugin_set.get("enabled") or []):
+            name = entry.get("name") if isinstance(entry, dict) else None
+            errors.append(
+                FieldError(
+                    join_path(point_path, "enabled", i, "name"),
+                    f'plugin "{name}" is not supported by policy-scheduler (no plugin for {point}: '
+                    "workload placement plugins are not implemented)",
+                )
+            )
+    if errors:
+        raise PolicyError(errors)
+    kept = {point: value for point, value in plugins.items() if point not in WORKLOAD_POINTS}
+    return {**raw, "plugins": kept}
 
 
 def object_name(scheduler_name: str) -> str:

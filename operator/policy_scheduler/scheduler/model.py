@@ -196,6 +196,10 @@ class Pod:
     _non_zero: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)
     _key: str | None = field(default=None, init=False, repr=False, compare=False)
     _host_ports: tuple[ContainerPort, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    # The pod's parsed pod (anti-)affinity terms, filled by interpodaffinity/terms.py: upstream's
+    # PodInfo parses them once per pod, and PreFilter, the affinity index, the filters and the
+    # queue's hints all read them. Typed loosely: the core model does not know plugin types.
+    parsed_affinity_terms: object = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:

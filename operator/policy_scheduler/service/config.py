@@ -11,7 +11,7 @@ from policy_scheduler.kube.pressure.arguments import pressure_options
 from policy_scheduler.kube.pressure.options import PressureOptions
 from policy_scheduler.kube.serving.arguments import serving_options
 from policy_scheduler.kube.serving.options import ServingOptions
-from policy_scheduler.kube.timings import AdapterTimings, EventTimings, LeaderTimings
+from policy_scheduler.kube.timings import AdapterTimings, EventTimings, InformerTimings, LeaderTimings
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.flags import FlagError, parse_emulated_version, parse_feature_gates
 from policy_scheduler.scheduler.versioning.version import SUPPORTED_VERSIONS, KubernetesVersion
@@ -53,7 +53,11 @@ class OperatorConfig:
             identity=args.identity,
             profile_selector=args.profile_selector,
             api_discovery_interval=args.api_discovery_interval,
-            timings=AdapterTimings(events=_event_timings(args), leader=_leader_timings(args)),
+            timings=AdapterTimings(
+                events=_event_timings(args),
+                leader=_leader_timings(args),
+                informer=_informer_timings(args),
+            ),
             pressure=pressure_options(args),
         )
 
@@ -97,6 +101,13 @@ def _leader_timings(args: argparse.Namespace) -> LeaderTimings:
     if problems and args.leader_elect:
         raise ValueError("; ".join(problems))
     return timings
+
+
+def _informer_timings(args: argparse.Namespace) -> InformerTimings:
+    informer = InformerTimings()
+    if args.catch_up_list_below is not None:
+        informer = replace(informer, catch_up_list_below=args.catch_up_list_below)
+    return informer
 
 
 def _event_timings(args: argparse.Namespace) -> EventTimings:

@@ -109,7 +109,12 @@ def read_documents(path: Path, *, lenient: bool = False, strict: bool = False) -
     yield from parse_documents(text, str(path), lenient=lenient, strict=strict)
 
 
-class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+# libyaml's safe loader when PyYAML was built with it: many times faster than the pure-Python one
+# on large dumps, and it accepts the same documents.
+SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class StrictLoader(SafeLoader):  # type: ignore[misc,valid-type]
     """The safe loader (libyaml's when built) refusing a mapping key given twice: with
     `evictionHard: {memory.available: 1Gi, memory.available: 10%}` the second would silently win."""
 
@@ -150,13 +155,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result  # pragma: no cover - a shorter dict means a key was repeated
 
 
-def _strict_json(text: str, path: str) -> list[Any] | None:
+def _json(text: str, path: str, *, strict: bool) -> list[Any] | None:
     """A JSON file (`kubectl get -o json`) read with the json module, which is many times faster
-    than a YAML loader on large dumps; None when the text is not one JSON value."""
+    than a YAML loader on large dumps; None when the text is not one JSON value. `strict`: a key
+    given twice is an error (else the last wins, as with the YAML loader)."""
     if not text.lstrip().startswith(("{", "[")):
         return None
     try:
-        return [json.loads(text, object_pairs_hook=_unique_keys)]
+        return [json.loads(text, object_pairs_hook=_unique_keys if strict else None)]
     except json.JSONDecodeError:
         return None  # YAML flow style, or several documents: the YAML loader reads (or rejects) it
     except ValueError as exc:
@@ -167,12 +173,10 @@ def parse_documents(
     text: str, path: str, *, lenient: bool = False, strict: bool = False
 ) -> Iterator[Document]:
     """read_documents for text already read (stdin); `path` names it in messages."""
-    docs = _strict_json(text, path) if strict else None
+    docs = _json(text, path, strict=strict)
     if docs is None:
         try:
-            docs = (
-                list(yaml.load_all(text, Loader=StrictLoader)) if strict else list(yaml.safe_load_all(text))
-            )
+            docs = list(yaml.load_all(text, Loader=StrictLoader if strict else SafeLoader))
         except yaml.YAMLError as exc:
             raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
     index = 0

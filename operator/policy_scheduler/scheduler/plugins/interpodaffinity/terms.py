@@ -8,9 +8,9 @@ API server does at pod creation (strategy.go applyMatchLabelKeysAndMismatchLabel
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import cast
 
 from policy_scheduler.scheduler.model import (
     Affinity,
@@ -104,48 +104,15 @@ def new_term(pod: Pod, term: PodAffinityTerm) -> AffinityTerm:
     return AffinityTerm(namespaces, selector, term.topology_key, ns_selector)
 
 
-@dataclass(frozen=True, slots=True)
-class _Parsed:
-    affinity: Affinity  # held, so its id is not reused while the entry lives
-    namespace: str
-    labels: Mapping[str, str] | None  # None: no matchLabelKeys/mismatchLabelKeys, labels do not matter
-    result: tuple[PodTerms, str | None]
-
-
-# PodInfo parses a pod's terms once; our Pod carries no PodInfo, so PreFilter, the affinity index
-# and the filters share this small cache instead (parsing dominates for pods with many terms).
-_PARSED: OrderedDict[int, _Parsed] = OrderedDict()
-_PARSED_MAX = 4096
-
-
 def parse_pod_terms(pod: Pod) -> tuple[PodTerms, str | None]:
-    """PodInfo.Update: the four lists and the aggregated parse error message (or None)."""
+    """PodInfo.Update: the four lists and the aggregated parse error message (or None), parsed
+    once per pod and kept on it."""
     affinity = pod.affinity
     if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
         return NO_TERMS, None
-    entry = _PARSED.get(id(affinity))
-    if (
-        entry is not None
-        and entry.affinity is affinity
-        and entry.namespace == pod.namespace
-        and (entry.labels is None or entry.labels == pod.labels)
-    ):
-        _PARSED.move_to_end(id(affinity))
-        return entry.result
-    result = _parse(pod, affinity)
-    labels = dict(pod.labels) if _uses_labels(affinity) else None
-    _PARSED[id(affinity)] = _Parsed(affinity, pod.namespace, labels, result)
-    if len(_PARSED) > _PARSED_MAX:
-        _PARSED.popitem(last=False)
-    return result
-
-
-def _uses_labels(affinity: Affinity) -> bool:
-    terms = [
-        *(t for pa in (affinity.pod_affinity, affinity.pod_anti_affinity) if pa for t in pa.required),
-        *(w.term for pa in (affinity.pod_affinity, affinity.pod_anti_affinity) if pa for w in pa.preferred),
-    ]
-    return any(t.match_label_keys or t.mismatch_label_keys for t in terms)
+    if pod.parsed_affinity_terms is None:
+        pod.parsed_affinity_terms = _parse(pod, affinity)
+    return cast("tuple[PodTerms, str | None]", pod.parsed_affinity_terms)
 
 
 def _parse(pod: Pod, affinity: Affinity) -> tuple[PodTerms, str | None]:
