@@ -33,6 +33,8 @@ from fixtures_operator import (
 )
 from kubectl import Kubectl, condition, namespace, pod, profile
 from policy_scheduler.devcluster.cluster import DevCluster
+from policy_scheduler.parity.api import ClusterApi
+from policy_scheduler.scheduler.versioning.version import KubernetesVersion
 from polling import wait_until
 
 IDENTITY = "rbac-e2e"
@@ -114,6 +116,12 @@ ALLOWED = [
     ("list", "volumeattachments.storage.k8s.io"),
     ("watch", "resourceslices.resource.k8s.io"),
     ("watch", "devicetaintrules.resource.k8s.io"),
+    ("update", "resourceclaims.resource.k8s.io", "-n", "default"),
+    ("patch", "resourceclaims.resource.k8s.io", "--subresource=status", "-n", "default"),
+    ("update", "resourceclaims.resource.k8s.io", "--subresource=binding", "-n", "default"),
+    # The claim kube-scheduler creates for DRA-backed extended resources (and deletes if unused).
+    ("create", "resourceclaims.resource.k8s.io", "-n", "default"),
+    ("delete", "resourceclaims.resource.k8s.io", "-n", "default"),
     ("create", "priorityclasses.scheduling.k8s.io"),
     ("delete", "priorityclasses.scheduling.k8s.io"),
     ("create", "events.events.k8s.io", "-n", "default"),
@@ -147,6 +155,10 @@ DENIED = [
     ("create", "persistentvolumeclaims", "-n", "default"),
     ("patch", "storageclasses.storage.k8s.io"),
     ("update", "devicetaintrules.resource.k8s.io"),  # its status is the controller manager's
+    ("patch", "resourceclaims.resource.k8s.io", "-n", "default"),
+    ("deletecollection", "resourceclaims.resource.k8s.io", "-n", "default"),
+    ("create", "resourceslices.resource.k8s.io"),
+    ("update", "deviceclasses.resource.k8s.io"),
     ("create", "events", "-n", "default"),  # core/v1 events: only events.k8s.io is used
     ("create", "leases.coordination.k8s.io", "-n", "default"),
     ("update", "leases.coordination.k8s.io/someone-else", "-n", NS),
@@ -229,6 +241,53 @@ def test_schedules_writes_status_events_and_holds_the_lease(
     wait_until("profile Ready (status written)", ready, timeout=60)
     lease = admin.get("lease", "policy-scheduler", NS)
     assert lease["spec"]["holderIdentity"] == IDENTITY
+    assert_no_forbidden(operator)
+
+
+def test_creates_the_claim_of_a_dra_backed_extended_resource(
+    operator: ServiceAccountOperator, admin: Kubectl, cluster: DevCluster
+) -> None:
+    """DRAExtendedResource: the claim is created, allocated, reserved and named in the pod's
+    status, all as the ServiceAccount."""
+    git_version = ClusterApi.from_kubeconfig(cluster.kubeconfig).api.get("/version")["gitVersion"]
+    if KubernetesVersion.parse(str(git_version)) < KubernetesVersion(1, 36):
+        pytest.skip("DRAExtendedResource is off before v1.36")
+    driver, resource = "rbac.example.com", "example.com/rbac-gpu"
+    admin.apply(
+        namespace(WORK_NS),
+        profile("rbac", SCHEDULER),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "rbac-gpu"},
+            "spec": {
+                "extendedResourceName": resource,
+                "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "rbac-gpus"},
+            "spec": {
+                "driver": driver,
+                "nodeName": "kwok-node-0",
+                "pool": {"name": "kwok-node-0", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}],
+            },
+        },
+    )
+    gpu = pod("gpu", WORK_NS, SCHEDULER)
+    gpu["spec"]["containers"][0]["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
+    admin.create(gpu)
+    status = wait_until(
+        "extendedResourceClaimStatus written",
+        lambda: admin.get("pod", "gpu", WORK_NS)["status"].get("extendedResourceClaimStatus"),
+        timeout=60,
+    )
+    assert admin.get("pod", "gpu", WORK_NS)["spec"]["nodeName"] == "kwok-node-0"
+    claim = admin.get("resourceclaim", status["resourceClaimName"], WORK_NS)
+    assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
     assert_no_forbidden(operator)
 
 

@@ -49,8 +49,11 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
     ("resource.k8s.io", "devicetaintrules"): {"get", "list", "watch"},
-    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
+    # Claims for extended resources backed by DRA are created (and deleted when unused).
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
+    # DRAResourceClaimGranularStatusAuthorization (v1.36+): allocation and reservedFor writes.
+    ("resource.k8s.io", "resourceclaims/binding"): {"update", "patch"},
     ("", "services"): {"get", "list", "watch"},
     ("", "replicationcontrollers"): {"get", "list", "watch"},
     ("apps", "replicasets"): {"get", "list", "watch"},

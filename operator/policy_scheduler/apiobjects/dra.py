@@ -19,6 +19,10 @@ from policy_scheduler.apiobjects.structs import Requirement as ReqStruct
 from policy_scheduler.scheduler import model
 from policy_scheduler.scheduler.dra import model as dra
 from policy_scheduler.scheduler.dra.capacity import format_quantity
+from policy_scheduler.scheduler.dra.extended import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    ExtendedResourceClaimStatus,
+)
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.resources import parse_quantity
 
@@ -139,6 +143,7 @@ class DeviceClassSpec(_Base):
     selectors: list[DeviceSelector] | None = None
     # DeviceClassConfiguration: a DeviceConfiguration (`opaque`), passed on as written.
     config: list[dict[str, Any]] | None = None
+    extended_resource_name: str | None = None
 
 
 class DeviceClass(_Base):
@@ -362,7 +367,15 @@ def _configuration(raw: Mapping[str, Any]) -> dra.DeviceConfiguration:
 
 def class_from_api(c: DeviceClass) -> dra.DeviceClass:
     config = tuple(_configuration(x) for x in c.spec.config or ())
-    return dra.DeviceClass(c.metadata.name, _selectors(c.spec.selectors), c.metadata.uid, config)
+    created = c.metadata.creation_timestamp
+    return dra.DeviceClass(
+        c.metadata.name,
+        _selectors(c.spec.selectors),
+        c.metadata.uid,
+        config,
+        extended_resource_name=c.spec.extended_resource_name,
+        created=created.timestamp() if created is not None else 0.0,
+    )
 
 
 def _mode_count(mode: str, count: int) -> tuple[str, int]:
@@ -445,7 +458,7 @@ def _epoch(meta: ObjectMeta) -> float | None:
 
 def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
     meta = c.metadata
-    owner = next((o.uid for o in meta.owner_references or () if o.controller and o.kind == "Pod"), "")
+    owner = next((o for o in meta.owner_references or () if o.controller and o.kind == "Pod"), None)
     return dra.ResourceClaim(
         meta.name,
         meta.namespace or "default",
@@ -460,10 +473,12 @@ def claim_from_api(c: ResourceClaim) -> dra.ResourceClaim:
             dra.ConsumerReference(r.resource, r.name, r.uid, r.api_group) for r in c.status.reserved_for or ()
         ),
         _epoch(meta),
-        owner,
+        owner.uid if owner is not None else "",
         tuple(meta.finalizers or ()),
         meta.resource_version,
         tuple(_claim_config(x) for x in c.spec.devices.config or ()),
+        extended_resource=(meta.annotations or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true",
+        owner_pod_name=owner.name if owner is not None else "",
     )
 
 
@@ -519,6 +534,48 @@ def allocation_to_json(a: dra.AllocationResult) -> dict[str, Any]:
             terms.append(term)
         out["nodeSelector"] = {"nodeSelectorTerms": terms}
     return out
+
+
+def extended_claim_to_json(claim: dra.ResourceClaim, pod_name: str, pod_uid: str) -> dict[str, Any]:
+    """The claim createExtendedResourceClaimInAPI creates: owned by the pod, annotated, named by
+    the API server from the pod's name, its exact requests as Filter shaped them."""
+    requests = []
+    for r in claim.requests:
+        assert r.exactly is not None  # extended-resource claims hold exact requests only
+        exactly = {
+            "deviceClassName": r.exactly.device_class_name,
+            "allocationMode": r.exactly.allocation_mode,
+            "count": r.exactly.count,
+        }
+        requests.append({"name": r.name, "exactly": exactly})
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "namespace": claim.namespace,
+            "generateName": f"{pod_name}-extended-resources-",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid, "controller": True}
+            ],
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+        },
+        "spec": {"devices": {"requests": requests}},
+    }
+
+
+def extended_claim_status_to_json(status: ExtendedResourceClaimStatus) -> dict[str, Any]:
+    """pod.status.extendedResourceClaimStatus."""
+    return {
+        "requestMappings": [
+            {
+                "containerName": m.container_name,
+                "resourceName": m.resource_name,
+                "requestName": m.request_name,
+            }
+            for m in status.request_mappings
+        ],
+        "resourceClaimName": status.resource_claim_name,
+    }
 
 
 # ---- manifests (simulate, parity) ---------------------------------------------------------------

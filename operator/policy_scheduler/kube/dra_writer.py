@@ -14,10 +14,17 @@ from urllib.parse import quote
 
 import msgspec
 
-from policy_scheduler.apiobjects.dra import allocation_to_json, claim_from_json
+from policy_scheduler.apiobjects.dra import (
+    allocation_to_json,
+    claim_from_json,
+    extended_claim_status_to_json,
+    extended_claim_to_json,
+)
 from policy_scheduler.kube.client import CONNECTION_ERRORS, ApiError, request, request_ok
 from policy_scheduler.kube.fence import UNFENCED, Fence, NotLeading
 from policy_scheduler.kube.paths import DRA_API
+from policy_scheduler.kube.podstatus import patch_status
+from policy_scheduler.scheduler.dra.extended import ExtendedResourceClaimStatus
 from policy_scheduler.scheduler.dra.model import CLAIM_FINALIZER, AllocationResult, ResourceClaim
 from policy_scheduler.scheduler.dra.services import ClaimWriteError
 from policy_scheduler.scheduler.model import Pod
@@ -33,8 +40,12 @@ _FAILURES: tuple[type[BaseException], ...] = (ApiError, ClaimWriteError, *CONNEC
 _BACKGROUND_FAILURES: tuple[type[BaseException], ...] = (*_FAILURES, NotLeading)
 
 
+def claims_path(namespace: str) -> str:
+    return f"{DRA_API}/namespaces/{quote(namespace, safe='')}/resourceclaims"
+
+
 def claim_path(namespace: str, name: str) -> str:
-    return f"{DRA_API}/namespaces/{quote(namespace, safe='')}/resourceclaims/{quote(name, safe='')}"
+    return f"{claims_path(namespace)}/{quote(name, safe='')}"
 
 
 class ApiClaimWriter:
@@ -135,3 +146,53 @@ class ApiClaimWriter:
             )
         except _BACKGROUND_FAILURES as e:
             log.warning("unreserve failed", extra={"claim": claim.key, "error": str(e)})
+
+    # ---- extended resources backed by DRA ---------------------------------------------------------
+
+    async def create_extended_claim(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim:
+        body = extended_claim_to_json(claim, pod.name, pod.uid)
+        try:
+            status, data = await request(
+                self.api, "POST", claims_path(claim.namespace), body=body, fence=self.fence
+            )
+            if not 200 <= status < 300:
+                raise ApiError.from_response(status, data)
+        except _FAILURES as e:
+            # klog.KObj of the claim with its name cleared, as upstream words it.
+            raise ClaimWriteError(f"create claim for extended resources {claim.namespace}/: {e}") from e
+        created: dict[str, Any] = msgspec.json.decode(data)
+        return claim_from_json(created)
+
+    async def set_extended_claim_status(self, pod: Pod, status: ExtendedResourceClaimStatus) -> None:
+        body = {"status": {"extendedResourceClaimStatus": extended_claim_status_to_json(status)}}
+        try:
+            await patch_status(self.api, pod.namespace, pod.name, body, fence=self.fence)
+        except _FAILURES as e:
+            raise ClaimWriteError(
+                f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {e}"
+            ) from e
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        self._background(f"delete {claim.key}", self._delete(claim))
+
+    async def _delete(self, claim: ResourceClaim) -> None:
+        """deleteClaim: drop the finalizer with an update (re-read on conflict), then delete."""
+        path = claim_path(claim.namespace, claim.name)
+        try:
+            for _ in range(CONFLICT_RETRIES):
+                raw = await self._get(claim)
+                finalizers = raw.get("metadata", {}).get("finalizers") or []
+                if CLAIM_FINALIZER not in finalizers:
+                    break
+                raw["metadata"]["finalizers"] = [f for f in finalizers if f != CLAIM_FINALIZER]
+                try:
+                    await self._put(path, raw)
+                    break
+                except ApiError as e:
+                    if e.status != 409:
+                        raise
+            status, data = await request(self.api, "DELETE", path, fence=self.fence)
+            if not 200 <= status < 300 and status != 404:
+                raise ApiError.from_response(status, data)
+        except _BACKGROUND_FAILURES as e:
+            log.warning("deleting claim failed", extra={"claim": claim.key, "error": str(e)})

@@ -3,8 +3,10 @@ and ResourceClaims that some pending pods reference.
 
 Node-local slices sit on some nodes; one network-attached slice (allNodes) is visible
 everywhere. Claims cover one device, an exact count, All, matchAttribute constraints,
-firstAvailable, a claim shared by two pods and claims nothing can satisfy. Every name is
-under the scenario's prefix, so scenarios never share DRA objects.
+firstAvailable, a claim shared by two pods and claims nothing can satisfy. Some pods without
+claims ask for an extended resource a DeviceClass serves (DRAExtendedResource, its own random
+stream so the rest of a scenario stays as it was): the scheduler creates their claims. Every
+name is under the scenario's prefix, so scenarios never share DRA objects.
 
 The shapes of later releases come from a second random stream, so the scenarios above stay as
 they were: partitions of one GPU drawing on a shared counter set (DRAPartitionableDevices), a
@@ -33,6 +35,9 @@ DRA_SHARE = 0.35
 _STREAM = 0x0D5A
 _STREAM_LATER = 0x0D5B
 TAINT_KEY = f"{DRIVER}/unhealthy"
+_EXTENDED_STREAM = 0x0E47
+# The share of pending pods without claims that ask for the extended resource (1, 2 or 9 GPUs).
+EXTENDED_SHARE = 0.3
 
 _CLASSES: dict[str, str | None] = {
     "gpu": f'device.attributes["{DRIVER}"].type == "gpu"',
@@ -257,6 +262,34 @@ def _use(pod: dict[str, Any], claim: str) -> None:
     spec["priorityClassName"] = DRA_PRIORITY
 
 
+def extended_resource(prefix: str) -> str:
+    return f"{DRIVER}/{prefix}gpu"
+
+
+def extended_class(prefix: str) -> dict[str, Any]:
+    """A class serving the scenario's extended resource with its GPUs (those claims use too)."""
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "DeviceClass",
+        "metadata": {"name": f"{prefix}ext-gpu"},
+        "spec": {
+            "extendedResourceName": extended_resource(prefix),
+            "selectors": [
+                {"cel": {"expression": f'device.driver == "{DRIVER}"'}},
+                {"cel": {"expression": _CLASSES["gpu"]}},
+            ],
+        },
+    }
+
+
+def _ask_extended(rng: random.Random, prefix: str, pod: dict[str, Any]) -> None:
+    count = str(pick(rng, 1, 1, 2, 9))  # 9: more than any node has
+    resources = pod["spec"]["containers"][0].setdefault("resources", {})
+    resources.setdefault("requests", {})[extended_resource(prefix)] = count
+    resources.setdefault("limits", {})[extended_resource(prefix)] = count
+    pod["spec"]["priorityClassName"] = DRA_PRIORITY
+
+
 def add_claims(
     seed: int, prefix: str, node_names: list[str], pending: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -282,4 +315,9 @@ def add_claims(
         if partner is not None and chance(rng, 0.3):  # a shared claim
             users.remove(partner)
             _use(partner, name)
+    extended = random.Random(seed * 7919 + _EXTENDED_STREAM)
+    objects.append(extended_class(prefix))
+    for pod in pending:
+        if not pod["spec"].get("resourceClaims") and chance(extended, EXTENDED_SHARE):
+            _ask_extended(extended, prefix, pod)
     return objects

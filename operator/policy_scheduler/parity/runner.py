@@ -174,11 +174,16 @@ class Runner:
     def _teardown(self, scenario: Scenario) -> None:
         for ns in scenario.namespaces:
             self.api.delete_pods(ns["metadata"]["name"])
+        namespaces = {ns["metadata"]["name"] for ns in scenario.namespaces}
         for obj in scenario.dra:
             if obj["kind"] == "ResourceClaim":
                 self.api.release_claim(obj)
             else:
                 self.api.delete(obj)
+        # The claims kube-scheduler created for extended resources (DRAExtendedResource).
+        for obj in self.api.dra_objects() if scenario.dra else ():
+            if obj["kind"] == "ResourceClaim" and obj["metadata"].get("namespace") in namespaces:
+                self.api.release_claim(obj)
         for node in scenario.nodes:
             self.api.delete(node)
         for ns in scenario.namespaces:

@@ -39,6 +39,8 @@ def outcomes_json(outcomes: list[PodOutcome]) -> dict[str, Any]:
             entry["preempted"] = list(o.preempted)
         if o.devices:
             entry["devices"] = list(o.devices)
+        if o.extended_resource_claim is not None:
+            entry["extendedResourceClaim"] = o.extended_resource_claim
         if o.victims:
             entry["victims"] = [{"pod": key, "verdict": verdict} for key, verdict in o.victims.items()]
         if o.pressure:

@@ -6,30 +6,35 @@ status.resourceClaimStatuses yet), the controller creates a ResourceClaim from t
 owned by the pod and named by GenerateName (pkg/controller/resourceclaim, v1.35.4), and records
 the name in the pod's status. The API server's random suffix is derived from the names here,
 so a simulation is repeatable. Allocations go to the store (StoreClaimWriter): nothing is
-written anywhere.
+written anywhere. A pod asking for an extended resource a DeviceClass serves gets the claim
+kube-scheduler would create for it (DRAExtendedResource); the outcome shows that claim, its
+devices and the pod's status.extendedResourceClaimStatus.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from policy_scheduler.apiobjects.dra import store_from_manifests
+from policy_scheduler.apiobjects.dra import (
+    claim_from_json,
+    extended_claim_status_to_json,
+    store_from_manifests,
+)
 from policy_scheduler.cel.device_selector import compile_selector
+from policy_scheduler.scheduler.dra.extended import is_dra_extended_resource_name
+from policy_scheduler.scheduler.dra.model import ResourceClaim
 from policy_scheduler.scheduler.dra.podclaims import pod_resource_claims
-from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.dra.services import DraServices, StoreClaimWriter, generated_name
 from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.model import Pod
 
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", *CLAIM_KINDS)
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-# The API server's GenerateName suffix: 5 characters of this alphabet (utilrand.String).
-_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_BASE_LEN = 57
 
 
@@ -52,9 +57,7 @@ def generate_name(pod_name: str, claim_name: str) -> str:
 
 
 def generated_claim_name(namespace: str, pod_name: str, claim_name: str) -> str:
-    digest = hashlib.sha256(f"{namespace}/{pod_name}/{claim_name}".encode()).digest()
-    suffix = "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
-    return generate_name(pod_name, claim_name) + suffix
+    return generated_name(generate_name(pod_name, claim_name), f"{namespace}/{pod_name}/{claim_name}")
 
 
 def check(obj: Mapping[str, Any]) -> None:
@@ -100,12 +103,21 @@ def prepare(objects: Iterable[Mapping[str, Any]], pods: list[Pod]) -> tuple[DraS
         for o in objects
         if o.get("kind") == "ResourceClaimTemplate"
     }
-    generated: list[dict[str, Any]] = []
+    store = store_from_manifests(objects)
     out: list[Pod] = []
     for pod in pods:
         claims = pod_resource_claims(pod)
         if not claims:
-            out.append(pod)
+            # A pod whose extended resources a class serves gets a claim owned by its uid.
+            uses_dra = any(
+                q and is_dra_extended_resource_name(n) and store.extended_resources.device_class(n)
+                for n, q in pod.requests.items()
+            )
+            out.append(
+                dataclasses.replace(pod, uid=pod.uid or f"simulate-{pod.namespace}-{pod.name}")
+                if uses_dra
+                else pod
+            )
             continue
         uid = pod.uid or f"simulate-{pod.namespace}-{pod.name}"
         statuses = dict(pod.resource_claim_statuses)
@@ -114,20 +126,28 @@ def prepare(objects: Iterable[Mapping[str, Any]], pods: list[Pod]) -> tuple[DraS
             if not pc.resource_claim_template_name or pc.name in statuses or template is None:
                 continue  # no template yet: the pod waits ("ResourceClaim not created yet")
             name = generated_claim_name(pod.namespace, pod.name, pc.name)
-            generated.append(_claim_from_template(template, pod.name, uid, pc.name, name))
+            store.upsert_claim(claim_from_json(_claim_from_template(template, pod.name, uid, pc.name, name)))
             statuses[pc.name] = name
         out.append(dataclasses.replace(pod, uid=uid, resource_claim_statuses=tuple(statuses.items())))
-    store = store_from_manifests([*objects, *generated])
     return DraServices(store, compile_selector), out
 
 
+def _uid(pod: Pod) -> str:
+    return pod.uid or f"simulate-{pod.namespace}-{pod.name}"
+
+
 def allocated_devices(store: DraStore, pod: Pod) -> list[dict[str, str]]:
-    """The devices allocated to `pod`'s claims it has reserved (JSON for simulate's output)."""
+    """The devices allocated to `pod`'s claims it has reserved, the claim for its extended
+    resources last (JSON for simulate's output)."""
     statuses = dict(pod.resource_claim_statuses)
     devices: list[dict[str, str]] = []
+    claims: list[ResourceClaim | None] = []
     for pc in pod_resource_claims(pod):
         name = pc.resource_claim_name or statuses.get(pc.name)
-        claim = store.claim(pod.namespace, name) if name else None
+        claims.append(store.claim(pod.namespace, name) if name else None)
+    if pod.uid:
+        claims.append(store.extended_resource_claim(pod))
+    for claim in claims:
         if claim is None or claim.allocation is None or not claim.is_reserved_for(pod.uid):
             continue
         for r in claim.allocation.results:
@@ -141,3 +161,22 @@ def allocated_devices(store: DraStore, pod: Pod) -> list[dict[str, str]]:
                 }
             )
     return devices
+
+
+def extended_resource_claim(services: DraServices, pod: Pod) -> dict[str, Any] | None:
+    """The claim created for the pod's extended resources and the pod's
+    status.extendedResourceClaimStatus, as JSON; None when the pod got none."""
+    writer = services.claim_writer()
+    status = writer.extended_claim_statuses.get(pod.key) if isinstance(writer, StoreClaimWriter) else None
+    claim = services.store.extended_resource_claim(pod) if pod.uid else None
+    if status is None or claim is None:
+        return None
+    return {
+        "name": claim.name,
+        "requests": [
+            {"name": r.name, "deviceClassName": r.exactly.device_class_name, "count": r.exactly.count}
+            for r in claim.requests
+            if r.exactly is not None
+        ],
+        "requestMappings": extended_claim_status_to_json(status)["requestMappings"],
+    }

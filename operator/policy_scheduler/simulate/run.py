@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from policy_scheduler.apiobjects.cluster_objects import PDBInfo
 from policy_scheduler.apiobjects.default_selector import DefaultSelectorIndex
@@ -56,6 +57,9 @@ class PodOutcome:
     victims: dict[str, str] = field(default_factory=dict)
     # DRA: the devices allocated to the pod's claims (claim, request, driver, pool, device)
     devices: list[dict[str, str]] = field(default_factory=list)
+    # DRAExtendedResource: the claim created for the pod's extended resources (name, requests,
+    # the pod's requestMappings), None when it got none.
+    extended_resource_claim: dict[str, Any] | None = None
     # Node pressure: the eviction thresholds this placement leaves its node below (usage data only)
     pressure: list[str] = field(default_factory=list)
 
@@ -232,6 +236,7 @@ async def _simulate(
             outcomes[key].pressure = notes
     for pod in pods:
         outcomes[pod.key].devices = dra.allocated_devices(claims.store, pod)
+        outcomes[pod.key].extended_resource_claim = dra.extended_resource_claim(claims, pod)
         _gate_message(engine, pod, outcomes[pod.key])
     return [outcomes[p.key] for p in scenario.pods]
 

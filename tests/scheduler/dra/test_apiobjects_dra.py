@@ -14,11 +14,17 @@ from policy_scheduler.apiobjects.dra import (
     allocation_to_json,
     claim_from_api,
     class_from_api,
+    extended_claim_status_to_json,
+    extended_claim_to_json,
     slice_from_api,
     store_from_manifests,
 )
 from policy_scheduler.apiobjects.errors import ConversionError
 from policy_scheduler.scheduler.dra import model as dra
+from policy_scheduler.scheduler.dra.extended import (
+    ContainerExtendedResourceRequest,
+    ExtendedResourceClaimStatus,
+)
 from policy_scheduler.scheduler.model import NodeSelectorTerm, Requirement
 
 SLICE = {
@@ -320,3 +326,85 @@ def test_consumable_capacity_fields_decode_and_a_share_renders() -> None:
     back = claim_from_api(msgspec.convert({**claim, "status": {"allocation": rendered}}, ResourceClaim))
     assert back.allocation is not None
     assert back.allocation.results == (result,)
+
+
+def test_a_manifest_slice_with_consumes_counters_decodes_and_marks_the_device() -> None:
+    consumes = [{"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}}}]
+    store = store_from_manifests([_with_device(consumesCounters=consumes)])
+    ((device,),) = [s.devices for s in store.slices()]
+    assert device.consumes_counters
+    # The same object from the API server's JSON decodes alike.
+    decoded = msgspec.json.decode(
+        msgspec.json.encode(_with_device(consumesCounters=consumes)), type=ResourceSlice
+    )
+    assert slice_from_api(decoded).devices[0].consumes_counters
+
+
+def test_class_extended_resource_name_and_creation_time() -> None:
+    raw = {
+        "metadata": {"name": "gpu", "creationTimestamp": "2026-01-02T03:04:05Z"},
+        "spec": {"extendedResourceName": "example.com/gpu"},
+    }
+    c = class_from_api(msgspec.convert(raw, DeviceClass))
+    assert c.extended_resource_name == "example.com/gpu"
+    assert c.created == 1767323045.0
+    assert (
+        class_from_api(msgspec.convert({"metadata": {"name": "x"}}, DeviceClass)).extended_resource_name
+        is None
+    )
+
+
+def test_extended_resource_claim_is_known_by_annotation_and_controlling_pod() -> None:
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True}
+    raw = {
+        "metadata": {
+            "name": "p-extended-resources-abcde",
+            "namespace": "ns",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [owner],
+        }
+    }
+    c = claim_from_api(msgspec.convert(raw, ResourceClaim))
+    assert (c.extended_resource, c.owner_pod_name, c.owner_pod_uid) == (True, "p", "pod-uid")
+    raw["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "false"}
+    assert not claim_from_api(msgspec.convert(raw, ResourceClaim)).extended_resource
+
+
+def test_extended_claim_and_pod_status_render_as_kube_scheduler_writes_them() -> None:
+    claim = dra.ResourceClaim(
+        "<extended-resources>",
+        "ns",
+        requests=(dra.DeviceRequest("container-0-request-0", dra.ExactDeviceRequest("gpu", count=2)),),
+    )
+    assert extended_claim_to_json(claim, "p", "pod-uid") == {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "namespace": "ns",
+            "generateName": "p-extended-resources-",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True}
+            ],
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+        },
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "container-0-request-0",
+                        "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2},
+                    }
+                ]
+            }
+        },
+    }
+    status = ExtendedResourceClaimStatus(
+        "p-extended-resources-abcde",
+        (ContainerExtendedResourceRequest("c", "example.com/gpu", "container-0-request-0"),),
+    )
+    assert extended_claim_status_to_json(status) == {
+        "requestMappings": [
+            {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+        ],
+        "resourceClaimName": "p-extended-resources-abcde",
+    }

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from policy_scheduler.apiobjects.dra import store_from_manifests
-from policy_scheduler.parity.dra_scenarios import DRA_PRIORITY, wants_dra
+from policy_scheduler.parity.dra_scenarios import DRA_PRIORITY, extended_resource, wants_dra
 from policy_scheduler.parity.generator import Scenario, generate
 from policy_scheduler.parity.ours import evaluate
 from policy_scheduler.parity.profiles import kube_scheduler_config, resolved_profiles
@@ -128,3 +128,50 @@ def test_partitions_taints_and_tolerations_are_generated() -> None:
     assert any(r.get("tolerations") for r in requests)
     assert any(d.get("allowMultipleAllocations") for d in devices)
     assert any(r["deviceClassName"].endswith("shared-nic") and "capacity" in r for r in requests)
+
+
+def _extended_pods(s: Scenario) -> list[dict[str, Any]]:
+    name = extended_resource(s.prefix)
+    return [
+        p for p in s.pending if name in p["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    ]
+
+
+def test_extended_resource_pods_are_generated_on_their_own_stream() -> None:
+    scenarios = _dra_scenarios()
+    asks = [p for s in scenarios for p in _extended_pods(s)]
+    assert len(asks) > 10
+    for s in scenarios:
+        [served] = [c for c in _kinds(s)["DeviceClass"] if "extendedResourceName" in c["spec"]]
+        assert served["spec"]["extendedResourceName"] == extended_resource(s.prefix)
+        for pod in _extended_pods(s):
+            assert "resourceClaims" not in pod["spec"]  # pods with claims are left alone
+            assert pod["spec"]["priorityClassName"] == DRA_PRIORITY  # never a victim
+            resources = pod["spec"]["containers"][0]["resources"]
+            assert (
+                resources["requests"][extended_resource(s.prefix)]
+                == resources["limits"][extended_resource(s.prefix)]
+            )
+    counts = {
+        p["spec"]["containers"][0]["resources"]["requests"][extended_resource(s.prefix)]
+        for s in scenarios
+        for p in _extended_pods(s)
+    }
+    assert counts == {"1", "2", "9"}
+
+
+def test_our_side_serves_extended_resources_from_the_scenario_devices() -> None:
+    """Extended-resource pods bind where the class's GPUs are, or cannot allocate (9 GPUs)."""
+    profiles = resolved_profiles(default_features())
+    outcomes: set[str] = set()
+    for s in _dra_scenarios()[:30]:
+        labels: dict[str, dict[str, str]] = {ns["metadata"]["name"]: {} for ns in s.namespaces}
+        for pod in _extended_pods(s):
+            api_pod = copy.deepcopy(pod)
+            api_pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"]
+            decision = evaluate(profiles[s.scheduler_name], s.nodes, [], api_pod, labels, (), s.dra)
+            assert decision.outcome != "error", decision.message
+            if decision.outcome == "unschedulable" and "cannot allocate all claims" in decision.message:
+                outcomes.add("claims")
+            outcomes.add(decision.outcome)
+    assert {"bound", "claims"} <= outcomes

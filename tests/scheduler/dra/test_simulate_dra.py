@@ -297,3 +297,28 @@ def test_a_device_allowing_multiple_allocations_is_shared_by_capacity(
     placed = [p for p in json.loads(out)["pods"] if p["node"]]
     assert len(placed) == sharing
     assert {p["devices"][0]["device"] for p in placed} == {"nic-0"}
+
+
+EXTENDED = str(TESTS / "fixtures" / "simulate" / "dra-extended.yaml")
+
+
+def test_extended_resources_get_the_claim_kube_scheduler_would_create(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pods = _pods(capsys, EXTENDED)
+    placed = pods["two-gpus"]
+    assert placed["node"] == "node-b"  # no node lists example.com/gpu: DRA serves it on node-b
+    claim = placed["extendedResourceClaim"]
+    assert claim["name"].startswith("two-gpus-extended-resources-")
+    assert len(claim["name"]) == len("two-gpus-extended-resources-") + 5
+    assert claim["requests"] == [{"name": "container-0-request-0", "deviceClassName": "gpu", "count": 2}]
+    assert claim["requestMappings"] == [
+        {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+    ]
+    assert sorted(d["device"] for d in placed["devices"]) == ["gpu-0", "gpu-1"]
+    assert {d["claim"] for d in placed["devices"]} == {claim["name"]}
+    # Both devices are taken: the next pod waits with upstream's reason and gets no claim.
+    waiting = pods["one-more"]
+    assert waiting["node"] is None
+    assert waiting["message"].startswith("0/2 nodes are available: 2 cannot allocate all claims.")
+    assert "extendedResourceClaim" not in waiting

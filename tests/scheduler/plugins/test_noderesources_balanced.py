@@ -12,16 +12,32 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy_scheduler.cel.device_selector import compile_selector
+from policy_scheduler.scheduler.dra.model import (
+    AllocationResult,
+    Device,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+    ResourcePool,
+    ResourceSlice,
+)
+from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
+from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import Code
 from policy_scheduler.scheduler.model import Node, Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balanced_general,
     balanced_resource_scorer,
     improvement_score,
 )
+from policy_scheduler.scheduler.plugins.noderesources.dra_scoring import DraDeviceCounts
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
@@ -52,7 +68,7 @@ def cpu_and_memory(node: str = "") -> Pod:
 # improvement it brings: 50 + (50 + with - without) / 2), merged where they share a case:
 # (name, pod, nodes, existing, resources, want in v1.35, want from v1.36, run PreScore); None
 # where that release's table has no such case. The DRA-backed extended resource cases of
-# v1.36/v1.37 need DRAExtendedResource, which the core does not implement.
+# v1.36/v1.37 follow the table (test_include_dra_resource_on_a_node_...).
 CASES: list[
     tuple[str, Pod, list[Node], list[Pod], list[dict[str, Any]], list[int] | None, list[int] | None, bool]
 ] = [
@@ -183,6 +199,67 @@ def test_improvement_stays_between_50_and_100_and_75_means_unchanged(
     assert 50 <= score <= 100
     if int(with_pod[0]) == int(without[0]):
         assert score == 75
+
+
+# The DRA-backed extended resource cases of v1.37.2 (DRAExtendedResource): eight devices of the
+# class serving the resource on node1, none on node2 (which then leaves the resource out).
+EXT_DRA = "extended.resource.dra.io/something"
+
+
+def dra_handle(table: NodeTable, slices: list[ResourceSlice], version: KubernetesVersion = V1_37) -> Handle:
+    store = DraStore()
+    store.upsert_class(DeviceClass("device-class-name", extended_resource_name=EXT_DRA))
+    for sl in slices:
+        store.upsert_slice(sl)
+    return Handle(
+        table, services=ClusterServices(dra=DraServices(store, compile_selector)), features=Features(version)
+    )
+
+
+def eight_devices(node: str) -> ResourceSlice:
+    devices = tuple(Device(f"device-{i}") for i in range(1, 9))
+    return ResourceSlice(f"{node}-slice", "test-driver", ResourcePool(node), devices, node_name=node)
+
+
+@pytest.mark.parametrize("pre_score", [True, False], ids=["PreScore", "PreScore not called"])
+def test_include_dra_resource_on_a_node_for_balanced_resource_allocation(pre_score: bool) -> None:
+    nodes = [mk("node1", 3500, 40000), mk("node2", 3500, 40000)]
+    existing = [
+        make_pod({"cpu": 1000, "memory": 0}, {"cpu": 2000, "memory": 0}, node_name="node1"),
+        make_pod({"cpu": 1000, "memory": 2000}, {"cpu": 2000, "memory": 3000}, node_name="node2"),
+    ]
+    table = make_table(nodes, existing)
+    resources = [*DEFAULT, {"name": EXT_DRA, "weight": 1}]
+    handle = dra_handle(table, [eight_devices("node1")])
+    balanced = NodeResourcesBalancedAllocation.from_profile(handle, {"resources": resources})
+    assert score_all(balanced, make_pod({EXT_DRA: 1}), table, pre_score) == [76, 75]
+    # Devices already allocated count as used: one of eight taken moves node1's balance.
+    assert DraDeviceCounts.for_resources(handle, balanced.resources) is not None
+    handle.services.dra.store.signal_pending_allocation(
+        ResourceClaim(
+            "c",
+            uid="c",
+            allocation=AllocationResult(
+                (DeviceRequestAllocationResult("r", "test-driver", "node1", "device-1"),)
+            ),
+        )
+    )
+    counts = DraDeviceCounts.for_resources(handle, balanced.resources)
+    assert counts is not None
+    capacity, used = counts.capacity_and_allocated(EXT_DRA, all_rows(table)) or ((), ())
+    assert ([int(c) for c in capacity], [int(u) for u in used]) == ([8, 0], [1, 0])
+
+
+def test_without_the_gate_dra_devices_are_not_counted() -> None:
+    table = make_table([mk("node1", 3500, 40000)])
+    resources = [*DEFAULT, {"name": EXT_DRA, "weight": 1}]
+    handle = dra_handle(table, [eight_devices("node1")], V1_35)
+    assert (
+        DraDeviceCounts.for_resources(
+            handle, NodeResourcesBalancedAllocation.from_profile(handle, {"resources": resources}).resources
+        )
+        is None
+    )
 
 
 def test_best_effort_pod_is_skipped_in_pre_score() -> None:

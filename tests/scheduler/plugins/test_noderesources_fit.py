@@ -10,19 +10,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policy_scheduler.scheduler.dra.model import DeviceClass
+from policy_scheduler.scheduler.dra.services import DraServices
+from policy_scheduler.scheduler.dra.store import DraStore
 from policy_scheduler.scheduler.field_errors import ArgsError
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import Action, QueueingHint, Resource
 from policy_scheduler.scheduler.framework.interfaces import Handle
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.framework.status import Code, Status
 from policy_scheduler.scheduler.model import Pod
+from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.plugins.noderesources.fit import (
     NodeResourcesFit,
+    after_device_class_event,
     after_node_change,
     after_pod_event,
 )
 from policy_scheduler.scheduler.versioning.features import Features
-from policy_scheduler.scheduler.versioning.version import V1_35
+from policy_scheduler.scheduler.versioning.version import V1_35, V1_36, V1_37, KubernetesVersion
 
 from ._build_noderesources import all_rows, make_node, make_pod, make_table, plugin, q, score_all, statuses
 
@@ -690,12 +696,16 @@ def test_fit_score(
 # ---- events and queueing hints ------------------------------------------------------------------
 
 
-def test_events_to_register() -> None:
-    events = plugin(NodeResourcesFit, make_table([])).events_to_register()
-    assert [(e.event.resource, e.event.action) for e in events] == [
+@pytest.mark.parametrize("version", [V1_35, V1_36, V1_37])
+def test_events_to_register(version: KubernetesVersion) -> None:
+    events = plugin(NodeResourcesFit, make_table([]), features=Features(version)).events_to_register()
+    want = [
         (Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
         (Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE),
     ]
+    if version != V1_35:  # DRAExtendedResource: a class may start serving what the pod asks for
+        want.append((Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE))
+    assert [(e.event.resource, e.event.action) for e in events] == want
     assert all(e.hint is not None for e in events)
 
 
@@ -833,6 +843,148 @@ NODE_HINT_CASES: list[tuple[str, Pod, Any, Any, QueueingHint]] = [
 )
 def test_is_schedulable_after_node_change(pod: Pod, old: Any, new: Any, want: QueueingHint) -> None:
     assert after_node_change(pod, old, new) == want
+
+
+# ---- extended resources backed by DRA (fit_test.go, DRAExtendedResource cases) ------------------
+
+EXT_DRA = "extended.resource.dra.io/something"
+DRA_CLASS = DeviceClass("device-class-name", extended_resource_name=EXT_DRA)
+
+
+def dra_fit(
+    version: KubernetesVersion, table: NodeTable, classes: tuple[DeviceClass, ...]
+) -> NodeResourcesFit:
+    store = DraStore()
+    for c in classes:
+        store.upsert_class(c)
+    handle = Handle(table, services=ClusterServices(dra=DraServices(store)), features=Features(version))
+    fit: NodeResourcesFit = NodeResourcesFit.from_profile(handle, {})
+    return fit
+
+
+# (name, gate on (v1.37) or off (v1.35), the class known, pod requests, node allocatable, want)
+DRA_FIT_CASES: list[tuple[str, bool, bool, dict[str, int], dict[str, int], Status | None]] = [
+    ("extended resource backed by device plugin", True, True, rs(extra={EXT_A: 1}), ENOUGH, None),
+    ("extended resource backed by DRA", True, True, rs(1, 1, {EXT_DRA: 1}), ENOUGH, None),
+    ("extended resource backed by DRA, nil draManager", True, False, rs(1, 1, {EXT_A: 1}), ENOUGH, None),
+    (
+        "extended resource backed by DRA not enabled",
+        False,
+        True,
+        rs(1, 1, {EXT_DRA: 1}),
+        ENOUGH,
+        unres(insufficient(EXT_DRA)),
+    ),
+    (
+        "extended resource NOT backed by DRA",
+        True,
+        True,
+        rs(1, 1, {EXT_B: 1}),
+        ENOUGH,
+        unres(insufficient(EXT_B)),
+    ),
+    (
+        "extended resource was backed by Device Plugin (Allocatable: 0)",
+        True,
+        True,
+        rs(extra={EXT_DRA: 1}),
+        {**ENOUGH, EXT_DRA: 0},
+        None,
+    ),
+    # A node listing the resource serves it by its device plugin: Fit counts it there.
+    (
+        "DRA-backed resource the node lists in allocatable is checked",
+        True,
+        True,
+        rs(extra={EXT_DRA: 3}),
+        {**ENOUGH, EXT_DRA: 2},
+        unres(insufficient(EXT_DRA)),
+    ),
+    (
+        "DRA-backed resource the node lists in allocatable fits",
+        True,
+        True,
+        rs(extra={EXT_DRA: 2}),
+        {**ENOUGH, EXT_DRA: 2},
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("enabled", "known", "requests", "allocatable", "want"),
+    [c[1:] for c in DRA_FIT_CASES],
+    ids=[c[0] for c in DRA_FIT_CASES],
+)
+def test_dra_backed_extended_resources(
+    enabled: bool, known: bool, requests: dict[str, int], allocatable: dict[str, int], want: Status | None
+) -> None:
+    table = make_table([make_node("node", allocatable)])
+    pod = make_pod(requests)
+    fit = dra_fit(V1_37 if enabled else V1_35, table, (DRA_CLASS,) if known else ())
+    state = CycleState()
+    fit.pre_filter(state, pod)
+    got = statuses(fit.filter(state, pod, all_rows(table)))[0]
+    assert got == want
+    # The one-row paths (preemption's dry runs, nominated pods) decide alike.
+    single = fit.filter_row(state, pod, 0)
+    assert (single if not single.is_success else None) == want
+    assert fit.fits_adding_in_turn(state, 0, (), (), ()) == []
+    # Signatures: a pod whose resource a class serves cannot share another pod's verdicts.
+    served = enabled and known and any(n in (EXT_DRA,) for n in requests)
+    assert (fit.sign_pod(pod) is None) == served
+
+
+def test_dra_backed_resource_on_many_rows() -> None:
+    nodes = [
+        make_node("plain", ENOUGH),
+        make_node("lists-1", {**ENOUGH, EXT_DRA: 1}),
+        make_node("lists-4", {**ENOUGH, EXT_DRA: 4}),
+    ]
+    table = make_table(nodes)
+    pod = make_pod(rs(extra={EXT_DRA: 2}))
+    fit = dra_fit(V1_37, table, (DRA_CLASS,))
+    state = CycleState()
+    fit.pre_filter(state, pod)
+    assert statuses(fit.filter(state, pod, all_rows(table))) == [None, unres(insufficient(EXT_DRA)), None]
+
+
+DEVICE_CLASS_HINT_CASES: list[tuple[str, Pod, Any, Any, QueueingHint]] = [
+    (
+        "add-implicit-name",
+        make_pod(rs(extra={"deviceclass.resource.kubernetes.io/gpu": 1})),
+        None,
+        DeviceClass("gpu"),
+        QueueingHint.QUEUE,
+    ),
+    ("add-explicit-name", make_pod(rs(extra={EXT_DRA: 1})), None, DRA_CLASS, QueueingHint.QUEUE),
+    ("add-unrelated", make_pod(rs(extra={EXT_B: 1})), None, DRA_CLASS, QueueingHint.SKIP),
+    ("update-same-name", make_pod(rs(extra={EXT_DRA: 1})), DRA_CLASS, DRA_CLASS, QueueingHint.SKIP),
+    (
+        "update-to-requested-name",
+        make_pod(rs(extra={EXT_DRA: 1})),
+        DeviceClass("device-class-name"),
+        DRA_CLASS,
+        QueueingHint.QUEUE,
+    ),
+    ("wrong-object", make_pod(), None, "not-a-class", QueueingHint.QUEUE),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "old", "new", "want"),
+    [c[1:] for c in DEVICE_CLASS_HINT_CASES],
+    ids=[c[0] for c in DEVICE_CLASS_HINT_CASES],
+)
+def test_is_schedulable_after_device_class_event(pod: Pod, old: Any, new: Any, want: QueueingHint) -> None:
+    assert after_device_class_event(pod, old, new) == want
+
+
+def test_node_hint_counts_a_dra_backed_resource_as_fitting() -> None:
+    pod = make_pod(rs(extra={EXT_DRA: 1}))
+    node = make_node("n", ENOUGH)
+    assert after_node_change(pod, None, node) == QueueingHint.SKIP
+    assert after_node_change(pod, None, node, frozenset({EXT_DRA})) == QueueingHint.QUEUE
 
 
 # ---- property: a passing node always has room ------------------------------------------------

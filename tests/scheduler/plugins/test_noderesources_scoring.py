@@ -19,11 +19,10 @@ from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import
     broken_linear,
     go_div,
     go_round,
-    is_extended_resource_name,
-    is_scalar_resource_name,
     requested_to_capacity_ratio_scorer,
     scaled_shape,
 )
+from policy_scheduler.scheduler.resource_names import is_extended_resource_name, is_scalar_resource_name
 
 from ._build_noderesources import make_node, make_pod, make_table, plugin, q, score_all
 

@@ -164,6 +164,10 @@ class DeviceClass:
     selectors: tuple[str, ...] = ()  # CEL expressions
     uid: str = ""
     config: tuple[DeviceConfiguration, ...] = ()
+    # spec.extendedResourceName (DRAExtendedResource) and the creation time that settles which of
+    # two classes naming the same resource serves it.
+    extended_resource_name: str | None = None
+    created: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +262,10 @@ class ResourceClaim:
     finalizers: tuple[str, ...] = ()
     resource_version: str = ""
     config: tuple[DeviceClaimConfiguration, ...] = ()
+    # The claim the scheduler created for a pod's extended resources (its annotation), and the
+    # name of the controlling pod: such a claim is found by annotation and owner, not by the spec.
+    extended_resource: bool = False
+    owner_pod_name: str = ""
 
     @property
     def key(self) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from policy_scheduler.scheduler.dra.extended import ExtendedResourceClaimStatus
 from policy_scheduler.scheduler.dra.model import (
     CLAIM_FINALIZER,
     AllocationResult,
@@ -36,6 +38,21 @@ class ClaimWriter(Protocol):
         """Unreserve: drop the pod from reservedFor (sent in the background)."""
         ...
 
+    async def create_extended_claim(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim:
+        """createExtendedResourceClaimInAPI: create the claim for the pod's extended resources
+        (owned by the pod, annotated, named after it) without allocation; the created claim."""
+        ...
+
+    async def set_extended_claim_status(self, pod: Pod, status: ExtendedResourceClaimStatus) -> None:
+        """patchPodExtendedResourceClaimStatus: record the claim and its request mappings in
+        pod.status.extendedResourceClaimStatus."""
+        ...
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        """deleteClaim: drop the finalizer, then delete (a claim created for extended resources
+        that is not used after all; sent in the background)."""
+        ...
+
 
 def reserved(claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
     """The claim as bindClaim writes it; ClaimWriteError with upstream's text when it cannot."""
@@ -55,11 +72,27 @@ def reserved(claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
     )
 
 
+# The API server's generateName: the base cut to 58 characters, then 5 of this alphabet
+# (names.SimpleNameGenerator with utilrand.String).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATED_BASE = 58
+
+
+def generated_name(base: str, seed: str) -> str:
+    """A name as the API server generates one, its random suffix derived from `seed` so that a
+    simulation is repeatable."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    suffix = "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
+    return base[:_MAX_GENERATED_BASE] + suffix
+
+
 class StoreClaimWriter:
     """Writes into the store only: simulations and tests, where the store is the cluster."""
 
     def __init__(self, store: DraStore) -> None:
         self.store = store
+        # What the pods' status would show: pod key -> extendedResourceClaimStatus.
+        self.extended_claim_statuses: dict[str, ExtendedResourceClaimStatus] = {}
 
     async def bind_claim(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
@@ -76,9 +109,17 @@ class StoreClaimWriter:
         kept = tuple(r for r in claim.reserved_for if r.uid != pod_uid)
         self.store.upsert_claim(replace(claim, reserved_for=kept))
 
+    async def create_extended_claim(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim:
+        name = generated_name(f"{pod.name}-extended-resources-", f"{pod.namespace}/{pod.name}/{pod.uid}")
+        created = replace(claim, name=name, uid=f"{pod.uid}-{name}", allocation=None, reserved_for=())
+        self.store.upsert_claim(created)
+        return created
 
-def _store_writer(store: DraStore) -> ClaimWriter:
-    return StoreClaimWriter(store)
+    async def set_extended_claim_status(self, pod: Pod, status: ExtendedResourceClaimStatus) -> None:
+        self.extended_claim_statuses[pod.key] = status
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        self.store.delete_claim(claim.namespace, claim.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +127,13 @@ class DraServices:
     store: DraStore = field(default_factory=DraStore)
     # Compiles CEL device selectors; the default rejects every selector (never a silent pass).
     compile_selector: SelectorCompiler = no_cel_compiler
-    # None: write into the store (StoreClaimWriter).
+    # None: write into the store (a StoreClaimWriter, made once so what it records is kept).
     writer: ClaimWriter | None = None
 
+    def __post_init__(self) -> None:
+        if self.writer is None:
+            object.__setattr__(self, "writer", StoreClaimWriter(self.store))
+
     def claim_writer(self) -> ClaimWriter:
-        return self.writer if self.writer is not None else _store_writer(self.store)
+        assert self.writer is not None
+        return self.writer

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from policy_scheduler.scheduler.dra.extended import ExtendedResourceCache, is_extended_resource_claim_of
 from policy_scheduler.scheduler.dra.model import (
     DeviceClass,
     DeviceId,
@@ -18,6 +19,7 @@ from policy_scheduler.scheduler.dra.model import (
     ResourceClaim,
     ResourceSlice,
 )
+from policy_scheduler.scheduler.model import Pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class DraStore:
         self._patched_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
         self._allocated_state: AllocatedState | None = None
+        # Which class serves which extended resource name (DRAExtendedResource).
+        self.extended_resources = ExtendedResourceCache()
         # Bumped on every slice change so callers can cache per-slice indexes.
         self.slices_generation = 0
 
@@ -56,10 +60,13 @@ class DraStore:
             self._slices_changed()
 
     def upsert_class(self, c: DeviceClass) -> None:
+        self.extended_resources.upsert(c, self._classes.get(c.name))
         self._classes[c.name] = c
 
     def delete_class(self, name: str) -> None:
-        self._classes.pop(name, None)
+        gone = self._classes.pop(name, None)
+        if gone is not None:
+            self.extended_resources.delete(gone)
 
     def upsert_claim(self, c: ResourceClaim) -> None:
         """An informer event; older than a claim we wrote (assume cache), it is ignored."""
@@ -111,6 +118,13 @@ class DraStore:
 
     def claims(self) -> Sequence[ResourceClaim]:
         return tuple(self._claims.values())
+
+    def extended_resource_claim(self, pod: Pod) -> ResourceClaim | None:
+        """findExtendedResourceClaim: the claim created for the pod's extended resources, if any."""
+        for claim in self._claims.values():
+            if is_extended_resource_claim_of(claim, pod):
+                return claim
+        return None
 
     def allocated_devices(self) -> frozenset[DeviceId]:
         """ListAllAllocatedDevices: devices of allocated and in-flight claims (admin access excluded)."""

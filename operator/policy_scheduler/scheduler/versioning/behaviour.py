@@ -44,6 +44,9 @@ class Behaviour:
     # DynamicResources' PostFilter gives no reason when it has nothing to do (before: "no new
     # claims to deallocate", "plugin disabled", "still not schedulable").
     dynamic_resources_post_filter_silent_when_nothing_done: bool
+    # DynamicResources requeues pods when a ResourceClaim is deleted (an allocated one frees
+    # its devices), not only when one is added or updated.
+    dynamic_resources_requeues_on_claim_delete: bool
     # A successful preemption says where and how many victims ("found a potential placement for
     # pod on node X, preempting N victims"), which ends the pod's FitError message.
     preemption_success_explains: bool
@@ -74,6 +77,7 @@ CHANGED_IN: Mapping[str, KubernetesVersion] = MappingProxyType(
         "portworx_migrated_without_annotation": V1_36,
         "node_declared_features_generic_reason": V1_36,
         "dynamic_resources_post_filter_silent_when_nothing_done": V1_37,
+        "dynamic_resources_requeues_on_claim_delete": V1_37,
         "preemption_success_explains": V1_37,
         "fit_args_check_ratio_by_type": V1_36,
         "gang_scheduling_follows_generic_workload": V1_37,

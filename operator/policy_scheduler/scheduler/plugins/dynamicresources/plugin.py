@@ -1,15 +1,22 @@
 """DynamicResources (pkg/scheduler/framework/plugins/dynamicresources, v1.35.4 .. v1.37.2).
 
-Structured parameters only (no extended resources backed by DRA, no binding conditions, no
-consumable capacity). Partitionable devices, device taints and DeviceTaintRules follow their
-feature gates (structured.Features, AllocatorFeatures upstream). Claims the pod references
-must exist (PreEnqueue); PreFilter checks they are usable and builds the allocator; Filter allocates
-per group of nodes that see the same slices; Reserve records in-flight allocations so no device
-goes to two pods; PreBind writes allocation + reservedFor through the injected ClaimWriter.
+Structured parameters only (no binding conditions). Partitionable devices, device taints,
+DeviceTaintRules and consumable capacity follow their feature gates (structured.Features,
+AllocatorFeatures upstream). Claims the pod references must exist (PreEnqueue); PreFilter checks
+they are usable and builds the allocator; Filter allocates per group of nodes that see the same
+slices; Reserve records in-flight allocations so no device goes to two pods; PreBind writes
+allocation + reservedFor through the injected ClaimWriter.
+
+With DRAExtendedResource, a pod asking for an extended resource that a DeviceClass serves gets a
+claim of its own, built in memory at PreFilter and shaped per node at Filter (only the resources
+the node does not list in allocatable go to DRA: the rest is the device plugin's, checked by
+NodeResourcesFit); PreBind creates it, allocates and reserves it, and records it in the pod's
+status.extendedResourceClaimStatus (extendeddynamicresources.go).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,6 +30,13 @@ from policy_scheduler.scheduler.dra.allocator import (
     FailedOnNode,
 )
 from policy_scheduler.scheduler.dra.allocator import Features as AllocatorFeatures
+from policy_scheduler.scheduler.dra.extended import (
+    IN_MEMORY_CLAIM_NAME,
+    ContainerExtendedResourceRequest,
+    ExtendedResourceClaimStatus,
+    is_dra_extended_resource_name,
+    requests_and_mappings,
+)
 from policy_scheduler.scheduler.dra.model import (
     CLAIM_FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
@@ -76,6 +90,8 @@ from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs
 from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
+from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import resource_column
+from policy_scheduler.scheduler.resource_names import is_scalar_resource_name
 from policy_scheduler.scheduler.selectors.node_matching import match_node_selector_terms
 from policy_scheduler.scheduler.versioning.features import Features
 from policy_scheduler.scheduler.versioning.gates import (
@@ -84,6 +100,7 @@ from policy_scheduler.scheduler.versioning.gates import (
     DRA_DEVICE_BINDING_CONDITIONS,
     DRA_DEVICE_TAINT_RULES,
     DRA_DEVICE_TAINTS,
+    DRA_EXTENDED_RESOURCE,
     DRA_PARTITIONABLE_DEVICES,
     DRA_PRIORITIZED_LIST,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
@@ -92,18 +109,39 @@ from policy_scheduler.scheduler.versioning.gates import (
 STATE_KEY = "PreFilterDynamicResources"
 
 
+_Mappings = tuple[ContainerExtendedResourceRequest, ...]
+
+
 @dataclass(slots=True)
 class _State:
+    # The pod's own claims, then (with DRAExtendedResource) the claim for its extended resources.
     claims: list[ResourceClaim] = field(default_factory=list)
     to_allocate: list[int] = field(default_factory=list)  # indices into claims
     allocator: Allocator | None = None
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     reserved: dict[int, AllocationResult] = field(default_factory=dict)  # Reserve's picks
+    extended: int | None = None  # index of the extended-resource claim in claims
+    extended_uid: str = ""  # its uid at PreFilter (in flight under it until PreBind ends)
+    scalar_requests: dict[str, int] = field(default_factory=dict)
+    # Per node: the extended-resource claim shaped for it and its container request mappings.
+    node_extended: dict[str, tuple[ResourceClaim, _Mappings]] = field(default_factory=dict)
 
     def clone(self) -> _State:
         # Filter adds node results and unavailable claims; dry runs must not leak into the cycle.
-        return replace(self, node_allocations=dict(self.node_allocations), unavailable=set(self.unavailable))
+        return replace(
+            self,
+            node_allocations=dict(self.node_allocations),
+            unavailable=set(self.unavailable),
+            node_extended=dict(self.node_extended),
+        )
+
+    def user_claims(self) -> list[ResourceClaim]:
+        return self.claims if self.extended is None else self.claims[: self.extended]
+
+    @property
+    def no_user_claim(self) -> bool:
+        return self.extended == 0 or not self.claims
 
 
 def _error(message: str) -> Status:
@@ -133,6 +171,10 @@ class DynamicResources(
         self.allocator_features = allocator_features(handle.features)
         # The slice tracker applies DeviceTaintRules only with DRADeviceTaintRules on.
         self.taint_rules = handle.features.enabled(DRA_DEVICE_TAINT_RULES)
+        self.extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
+        self.claim_actions = Action.ADD | Action.UPDATE
+        if behaviour.dynamic_resources_requeues_on_claim_delete:
+            self.claim_actions |= Action.DELETE
         self._index: tuple[int, SliceIndex] | None = None
         # CEL results per (expression, device), valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
@@ -156,9 +198,7 @@ class DynamicResources(
         node = Action.ADD | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_ALLOCATABLE
         return [
             ClusterEventWithHint(ClusterEvent(Resource.NODE, node)),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD | Action.UPDATE), self._claim_hint
-            ),
+            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_CLAIM, self.claim_actions), self._claim_hint),
             ClusterEventWithHint(
                 ClusterEvent(Resource.POD, Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM), self._pod_hint
             ),
@@ -168,6 +208,9 @@ class DynamicResources(
 
     def _claim_hint(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """isSchedulableAfterClaimChange."""
+        if new is None and isinstance(old, ResourceClaim):
+            # Deleted: only an allocated claim frees devices (the deallocation is seen first).
+            return QueueingHint.SKIP if old.allocation is None else QueueingHint.QUEUE
         if not isinstance(new, ResourceClaim):
             return QueueingHint.QUEUE
         try:
@@ -232,14 +275,17 @@ class DynamicResources(
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
         s = _State()
         state.write(STATE_KEY, s)
-        if not has_claims(pod):
-            return None, SKIP
-        if missing := self.unserved.reason(DRA_API):
-            return None, unresolvable(missing)
-        try:
-            s.claims = self._claims(pod)
-        except ClaimUnavailable as e:
-            return None, unresolvable(str(e))
+        if has_claims(pod):
+            if missing := self.unserved.reason(DRA_API):
+                return None, unresolvable(missing)
+            try:
+                s.claims = self._claims(pod)
+            except ClaimUnavailable as e:
+                return None, unresolvable(str(e))
+        extended = self._pre_filter_extended(pod, s)
+        if extended is not None:
+            s.extended, s.extended_uid = len(s.claims), extended.uid
+            s.claims.append(extended)
         if not s.claims:
             return None, SKIP
         store = self.dra.store
@@ -251,6 +297,8 @@ class DynamicResources(
             s.to_allocate.append(i)
             if store.has_pending_allocation(claim.uid):
                 return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
+            if i == s.extended:
+                continue  # built by us, or left over from an earlier cycle: Filter judges it
             for request in claim.requests:
                 if request.exactly is not None:
                     status = self._validate_class(request.exactly.device_class_name, request.name)
@@ -286,6 +334,31 @@ class DynamicResources(
             )
         return None, SUCCESS
 
+    def _pre_filter_extended(self, pod: Pod, s: _State) -> ResourceClaim | None:
+        """preFilterExtendedResources: the claim left from an earlier cycle, or a new one in
+        memory, when some extended resource the pod asks for is served by a DeviceClass."""
+        store = self.dra.store
+        if not self.extended_resources or not store.extended_resources:
+            return None
+        requests = pod.requests
+        if not any(
+            quantity and is_dra_extended_resource_name(name) and store.extended_resources.device_class(name)
+            for name, quantity in requests.items()
+        ):
+            return None
+        s.scalar_requests = {n: q for n, q in requests.items() if is_scalar_resource_name(n)}
+        found = store.extended_resource_claim(pod)
+        if found is not None:
+            return found
+        return ResourceClaim(
+            IN_MEMORY_CLAIM_NAME,
+            pod.namespace,
+            uid=str(uuid.uuid4()),  # in flight under this until PreBind created the claim
+            owner_pod_uid=pod.uid,
+            extended_resource=True,
+            owner_pod_name=pod.name,
+        )
+
     def _validate_class(self, class_name: str, request_name: str) -> Status | None:
         if not class_name:
             return _error(f"request {request_name}: unsupported request type")
@@ -308,24 +381,51 @@ class DynamicResources(
         s: _State | None = state.read(STATE_KEY)
         if s is None or not s.claims:
             return FilterResult.all_pass(len(rows))
+        statuses: list[Status] = []
+        index = np.full(len(rows), -1, dtype=np.int32)
+        # Which shape of the extended-resource claim each row allocates (-1: none).
+        shape_of = np.full(len(rows), -1, dtype=np.intp)
+        shapes: list[tuple[ResourceClaim, _Mappings]] = []
+        idle = np.zeros(len(rows), dtype=bool)  # rows left with nothing to allocate
+        if s.extended is not None:
+            idle = self._filter_extended(s, pod, rows, index, statuses, shape_of, shapes)
+        open_rows = (index < 0) & ~idle
         # Claims already allocated must be usable on the node (their allocation's node selector).
         unavailable = np.zeros(len(rows), dtype=bool)
         unavailable_claims: list[tuple[int, np.ndarray]] = []
         for i, claim in enumerate(s.claims):
             if claim.allocation is not None and claim.allocation.node_selector is not None:
                 miss = ~match_node_selector_terms(self.table, rows, claim.allocation.node_selector)
+                miss &= open_rows
                 if miss.any():
                     unavailable_claims.append((i, miss))
                     unavailable |= miss
-        statuses: list[Status] = []
-        index = np.full(len(rows), -1, dtype=np.int32)
         if s.allocator is not None:
             claims = [s.claims[i] for i in s.to_allocate]
             for group in group_rows(self._slice_index(), self.table, rows):
-                status = self._allocate(s, group.node_name, group.slices, claims, group.rows, rows)
-                if status is not None:
-                    index[group.rows] = len(statuses)
-                    statuses.append(status)
+                if s.extended is None:  # the common case: one allocation per group
+                    status = self._allocate(s, group.node_name, group.slices, claims, group.rows, rows)
+                    if status is not None:
+                        index[group.rows] = len(statuses)
+                        statuses.append(status)
+                    continue
+                members = np.asarray(group.rows, dtype=np.intp)
+                members = members[open_rows[members]]
+                kinds = (
+                    shape_of[members].tolist() if len(members) == 1 else np.unique(shape_of[members]).tolist()
+                )
+                for shape in kinds:
+                    positions = members[shape_of[members] == shape].tolist()
+                    node_claim = shapes[shape] if shape >= 0 else None
+                    shaped = [
+                        node_claim[0] if i == s.extended and node_claim is not None else s.claims[i]
+                        for i in s.to_allocate
+                    ]
+                    node_name = self.table.nodes[int(rows[positions[0]])].name
+                    status = self._allocate(s, node_name, group.slices, shaped, positions, rows, node_claim)
+                    if status is not None:
+                        index[positions] = len(statuses)
+                        statuses.append(status)
         if unavailable_claims:
             allocated_ok = index < 0
             for i, miss in unavailable_claims:
@@ -339,6 +439,65 @@ class DynamicResources(
             FilterResult(index < 0, index, tuple(statuses)) if statuses else FilterResult.all_pass(len(rows))
         )
 
+    def _filter_extended(
+        self,
+        s: _State,
+        pod: Pod,
+        rows: Rows,
+        index: np.ndarray,
+        statuses: list[Status],
+        shape_of: np.ndarray,
+        shapes: list[tuple[ResourceClaim, _Mappings]],
+    ) -> np.ndarray:
+        """filterExtendedResources on every row: the resources each node must provide through DRA
+        (served by a class, not in its allocatable) shape the claim for it; rejected rows get
+        their status in `index`. Returns the rows where nothing is left to allocate."""
+        assert s.extended is not None
+        claim = s.claims[s.extended]
+        idle = np.zeros(len(rows), dtype=bool)
+        if claim.requests:  # left from an earlier cycle: PostFilter deletes it
+            index[:] = len(statuses)
+            statuses.append(unresolvable("cannot schedule extended resource claim"))
+            return idle
+        resolver = self.dra.store.extended_resources
+        table = self.table
+        via_dra: list[tuple[str, str, np.ndarray]] = []  # (resource, class, rows needing DRA)
+        unfit = np.zeros(len(rows), dtype=bool)
+        for name, quantity in sorted(s.scalar_requests.items()):
+            if not quantity or not is_dra_extended_resource_name(name):
+                continue
+            allocatable = resource_column(table, table.allocatable, name, rows)
+            device_class = resolver.device_class(name)
+            if device_class is not None:
+                via_dra.append((name, device_class.name, allocatable == 0))
+                continue
+            # Neither the device plugin's (listed in allocatable) nor served by a class.
+            for p in np.flatnonzero(allocatable == 0).tolist():
+                if name not in table.nodes[int(rows[p])].allocatable:
+                    unfit[p] = True
+        if unfit.any():
+            index[unfit] = len(statuses)
+            statuses.append(unresolvable("cannot fit resource"))
+        needs = (
+            np.stack([m for _, _, m in via_dra], axis=1) if via_dra else np.zeros((len(rows), 0), dtype=bool)
+        )
+        patterns, inverse = np.unique(needs, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        requests = s.scalar_requests
+        for k, pattern in enumerate(patterns):
+            members = inverse == k
+            picked = {name: requests[name] for (name, _, _), on in zip(via_dra, pattern, strict=True) if on}
+            if not picked and s.no_user_claim:
+                idle |= members
+                continue
+            if claim.allocation is not None:
+                continue
+            class_of = {name: cls for name, cls, _ in via_dra}
+            device_requests, mappings = requests_and_mappings(pod, picked, class_of)
+            shape_of[members] = len(shapes)
+            shapes.append((replace(claim, requests=device_requests), mappings))
+        return idle
+
     def _allocate(
         self,
         s: _State,
@@ -347,6 +506,7 @@ class DynamicResources(
         claims: list[ResourceClaim],
         positions: list[int],
         rows: Rows,
+        node_claim: tuple[ResourceClaim, _Mappings] | None = None,
     ) -> Status | None:
         assert s.allocator is not None
         timeout = self.typed_args.filter_timeout
@@ -362,7 +522,10 @@ class DynamicResources(
         if result is None or len(result) != len(claims):
             return unresolvable("cannot allocate all claims")
         for p in positions:
-            s.node_allocations[self.table.nodes[int(rows[p])].name] = result
+            name = self.table.nodes[int(rows[p])].name
+            s.node_allocations[name] = result
+            if node_claim is not None:
+                s.node_extended[name] = node_claim
         return None
 
     # ---- PostFilter ------------------------------------------------------------------------------
@@ -377,13 +540,24 @@ class DynamicResources(
             return None, Status(Code.ERROR, ("not found",))
         if not s.claims:
             return None, self._nothing_done("no new claims to deallocate")
+        # The extended-resource claim has a name only when an earlier cycle created it: stale.
+        stale = s.claims[s.extended] if s.extended is not None else None
+        if stale is not None and stale.name == IN_MEMORY_CLAIM_NAME:
+            stale = None
         for i in sorted(s.unavailable):
             claim = s.claims[i]
+            if i == s.extended:
+                if stale is not None:
+                    break
+                continue
             refs = claim.reserved_for
             if not refs or (len(refs) == 1 and refs[0].uid == pod.uid):
                 self.dra.claim_writer().deallocate(claim)
                 self.dra.store.assume_claim(replace(claim, allocation=None, reserved_for=()))
                 return None, unschedulable("deallocation of ResourceClaim completed")
+        if stale is not None:
+            self.dra.claim_writer().delete_claim(stale)
+            return None, unschedulable("deletion of ResourceClaim completed")
         return None, self._nothing_done("still not schedulable")
 
     def _nothing_done(self, reason: str) -> Status:
@@ -413,7 +587,9 @@ class DynamicResources(
         if s is None or not s.to_allocate:
             return SUCCESS
         allocation = s.node_allocations.get(node_name)
-        if allocation is None:
+        if not allocation:
+            if s.to_allocate == [s.extended]:
+                return SUCCESS  # the device plugin serves the pod's extended resources here
             return _error("claim allocation not found for node")
         if len(allocation) != len(s.to_allocate):
             n = len(s.to_allocate)
@@ -423,6 +599,8 @@ class DynamicResources(
         store = self.dra.store
         for i, result in zip(s.to_allocate, allocation, strict=True):
             claim = s.claims[i]
+            if i == s.extended:
+                claim = s.node_extended[node_name][0]
             s.reserved[i] = result
             finalizers = (
                 claim.finalizers
@@ -437,10 +615,15 @@ class DynamicResources(
         if s is None:
             return
         store = self.dra.store
-        for claim in s.claims:
+        for claim in s.user_claims():
             store.remove_pending_allocation(claim.uid)
             if claim.allocation is not None and claim.is_reserved_for(pod.uid):
                 self.dra.claim_writer().unreserve(claim, pod.uid)
+        if s.extended is not None:  # unreserveExtendedResourceClaim
+            store.remove_pending_allocation(s.extended_uid)
+            claim = s.claims[s.extended]
+            if claim.name != IN_MEMORY_CLAIM_NAME:
+                self.dra.claim_writer().delete_claim(claim)
 
     # ---- PreBind ---------------------------------------------------------------------------------
 
@@ -454,6 +637,13 @@ class DynamicResources(
             if claim.is_reserved_for(pod.uid):
                 continue
             allocation = s.reserved.get(i)
+            if i == s.extended:
+                if allocation is None and not claim.requests:
+                    continue  # the device plugin serves the pod's extended resources
+                status = await self._bind_extended_claim(s, pod, node_name, allocation)
+                if status is not None:
+                    return status
+                continue
             try:
                 updated = await writer.bind_claim(claim, allocation, pod)
             except ClaimWriteError as e:
@@ -464,6 +654,40 @@ class DynamicResources(
             store.assume_claim(updated)
             s.claims[i] = updated
         return SUCCESS
+
+    async def _bind_extended_claim(
+        self, s: _State, pod: Pod, node_name: str, allocation: AllocationResult | None
+    ) -> Status | None:
+        """bindClaim for the extended-resource claim: create it (if still in memory), allocate and
+        reserve it, then record it in the pod's status; the claim stays in s.claims so that
+        Unreserve deletes it when anything fails."""
+        assert s.extended is not None
+        writer = self.dra.claim_writer()
+        store = self.dra.store
+        claim = s.claims[s.extended]
+        node_claim = s.node_extended.get(node_name)
+        try:
+            if claim.name == IN_MEMORY_CLAIM_NAME:
+                if node_claim is None:
+                    return _error(f"extended resource claim not found for node {node_name}")
+                claim = await writer.create_extended_claim(node_claim[0], pod)
+                s.claims[s.extended] = claim
+            updated = await writer.bind_claim(claim, allocation, pod)
+            store.assume_claim(updated)
+            s.claims[s.extended] = updated
+            mappings = node_claim[1] if node_claim is not None else ()
+            if not mappings:
+                return _error(
+                    f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                    "ExtendedResourceClaimStatus"
+                )
+            await writer.set_extended_claim_status(pod, ExtendedResourceClaimStatus(updated.name, mappings))
+        except ClaimWriteError as e:
+            return _error(str(e))
+        finally:
+            if allocation is not None:
+                store.remove_pending_allocation(s.extended_uid)
+        return None
 
 
 def allocator_features(features: Features) -> AllocatorFeatures:

@@ -28,8 +28,10 @@ from policy_scheduler.scheduler.framework.status import SKIP, SUCCESS, Status
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from policy_scheduler.scheduler.plugins.noderesources.dra_scoring import DraDeviceCounts
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     FloatArray,
+    dra_served_requests,
     pod_resource_requests,
     requested_and_allocatable,
 )
@@ -41,6 +43,7 @@ PRE_SCORE_KEY = "PreScore" + NAME
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    dra: DraDeviceCounts | None = None  # DRA-backed extended resources among those scored
 
     def clone(self) -> _PreScoreState:
         return self
@@ -109,25 +112,38 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.scores_improvement = handle.features.behaviour.balanced_allocation_scores_improvement
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
+        if dra_served_requests(self.handle, pod):
+            return None  # "signature disabled when dra extended resources are used in the cluster"
         return ((RESOURCES_SIGNER, pod.requests),)
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         return tuple(pod_resource_requests(pod, self.resources, True))
+
+    def _dra_counts(self) -> DraDeviceCounts | None:
+        return DraDeviceCounts.for_resources(self.handle, self.resources)
 
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
         requests = self._pod_requests(pod)
         if not any(requests):
             # Best-effort pods would otherwise pile onto the same nodes (kubernetes#129138).
             return SKIP
-        state.write(PRE_SCORE_KEY, _PreScoreState(requests))
+        state.write(
+            PRE_SCORE_KEY,
+            _PreScoreState(requests, self._dra_counts()),
+        )
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
         pre = state.read(PRE_SCORE_KEY)
-        requests = pre.pod_requests if isinstance(pre, _PreScoreState) else self._pod_requests(pod)
+        if not isinstance(pre, _PreScoreState):
+            pre = _PreScoreState(self._pod_requests(pod), self._dra_counts())
+        requests = pre.pod_requests
         if not any(requests):
             return np.zeros(len(rows), dtype=np.int64)
-        requested, allocatable = requested_and_allocatable(self.table, rows, self.resources, requests, True)
+        dra = pre.dra.capacity_and_allocated if pre.dra is not None else None
+        requested, allocatable = requested_and_allocatable(
+            self.table, rows, self.resources, requests, True, dra
+        )
         with_pod = balanced_resource_scorer(requested, allocatable)
         if not self.scores_improvement:
             return with_pod

@@ -7,12 +7,14 @@ reason, in fitsRequest's order. Score applies the configured scoring strategy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.dra.extended import DEVICE_CLASS_PREFIX
+from policy_scheduler.scheduler.dra.model import DeviceClass
 from policy_scheduler.scheduler.framework.batch import RESOURCES_SIGNER
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.events import (
@@ -36,12 +38,12 @@ from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, e
 from policy_scheduler.scheduler.model import Node, Pod
 from policy_scheduler.scheduler.nodetable import BoolArray, IntArray, Rows
 from policy_scheduler.scheduler.plugins.noderesources.args import NodeResourcesFitArgs, ScoringStrategy
+from policy_scheduler.scheduler.plugins.noderesources.dra_scoring import DraDeviceCounts
 from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import (
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
     Scorer,
-    is_extended_resource_name,
-    is_scalar_resource_name,
+    dra_served_requests,
     least_allocated_scorer,
     most_allocated_scorer,
     pod_resource_requests,
@@ -50,7 +52,15 @@ from policy_scheduler.scheduler.plugins.noderesources.resource_allocation import
     resource_column,
     scale_shape,
 )
-from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from policy_scheduler.scheduler.resource_names import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+)
+from policy_scheduler.scheduler.versioning.gates import DRA_EXTENDED_RESOURCE
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -66,6 +76,9 @@ class PodRequest:
     memory: int = 0
     ephemeral_storage: int = 0
     scalars: tuple[tuple[str, int], ...] = ()  # sorted by name
+    # DRAExtendedResource: requested resources a DeviceClass serves; a node that does not list
+    # one in allocatable leaves it to DynamicResources.
+    dra_served: frozenset[str] = frozenset()
 
     @staticmethod
     def of(pod: Pod) -> PodRequest:
@@ -101,6 +114,7 @@ class PodRequest:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    dra: DraDeviceCounts | None = None  # DRA-backed extended resources among those scored
 
     def clone(self) -> _PreScoreState:
         return self
@@ -143,14 +157,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
         self.resources = args.scoring_strategy.resources
         self._scorer = _scorer(args.scoring_strategy)
+        self.dra_extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
 
     # ---- filter ----------------------------------------------------------------------------------
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
+        if self._dra_served(pod):
+            return None  # "signature disabled when dra extended resources are used in the cluster"
         return ((RESOURCES_SIGNER, pod.requests),)
 
+    def _dra_served(self, pod: Pod) -> frozenset[str]:
+        return dra_served_requests(self.handle, pod)
+
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
-        state.write(PRE_FILTER_KEY, PodRequest.of(pod))
+        state.write(PRE_FILTER_KEY, replace(PodRequest.of(pod), dra_served=self._dra_served(pod)))
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
@@ -196,6 +216,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                         count=len(rows),
                     )
                 short = quantity > free
+                if resource in request.dra_served:
+                    short &= allocatable > 0
                 reasons.append(_reason(resource))
                 insufficient.append(short)
                 # Even an empty node is too small: preemption cannot help.
@@ -270,6 +292,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         )
         allocatable: list[int] = []
         free: list[int] = []
+        if request.dra_served:
+            checked = [
+                (r, q)
+                for r, q in checked
+                if r not in request.dra_served or (r in index_of and allocatable_row[index_of[r]] > 0)
+            ]
         for resource, _ in checked:
             index = index_of.get(resource)
             quantity = 0 if index is None else allocatable_row[index]
@@ -284,37 +312,51 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # ---- score -----------------------------------------------------------------------------------
 
+    def _dra_counts(self) -> DraDeviceCounts | None:
+        return DraDeviceCounts.for_resources(self.handle, self.resources)
+
     def pre_score(self, state: CycleState, pod: Pod, rows: Rows) -> Status:
+        requests = tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
         state.write(
             PRE_SCORE_KEY,
-            _PreScoreState(tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))),
+            _PreScoreState(requests, self._dra_counts()),
         )
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, rows: Rows) -> IntArray:
         pre = state.read(PRE_SCORE_KEY)
-        pod_requests = (
-            pre.pod_requests
-            if isinstance(pre, _PreScoreState)
-            else tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
-        )
+        if not isinstance(pre, _PreScoreState):
+            requests = tuple(pod_resource_requests(pod, self.resources, False, pod_level=False))
+            pre = _PreScoreState(requests, self._dra_counts())
+        dra = pre.dra.capacity_and_allocated if pre.dra is not None else None
         requested, allocatable = requested_and_allocatable(
-            self.table, rows, self.resources, pod_requests, False
+            self.table, rows, self.resources, pre.pod_requests, False, dra
         )
         return self._scorer(requested, allocatable)
 
     # ---- queueing hints --------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # v1.35 defaults: queueing hints and in-place pod resize are on, DRA extended resources off.
-        return [
+        # Queueing hints and in-place pod resize are on in every release we follow.
+        events = [
             ClusterEventWithHint(
                 ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN), after_pod_event
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE), after_node_change
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE),
+                self._after_node_change,
             ),
         ]
+        if self.dra_extended_resources:
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE), after_device_class_event
+                )
+            )
+        return events
+
+    def _after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        return after_node_change(pod, old, new, self._dra_served(pod))
 
 
 _COUNTED_CHECKS = 12  # up to 4096 combinations of failed checks are counted, not sorted
@@ -396,16 +438,24 @@ def _node_allocatable(node: Node) -> dict[str, int]:
     }
 
 
-def fits_empty_node(pod: Pod, node: Node) -> bool:
+def _left_to_dra(name: str, allocatable: dict[str, int], dra_served: frozenset[str]) -> bool:
+    """shouldDelegateResourceToDRA on a node: served by a class and not listed by the node."""
+    return name in dra_served and allocatable.get(name, 0) <= 0
+
+
+def fits_empty_node(pod: Pod, node: Node, dra_served: frozenset[str] = frozenset()) -> bool:
     """isFit: would the pod pass Filter on this node with no pods on it (no ignored resources)."""
     allocatable = _node_allocatable(node)
     if allocatable.get(PODS, 0) < 1:
         return False
     request = PodRequest.of(pod)
-    return all(q <= allocatable.get(n, 0) for n, q in request.checked(frozenset(), frozenset()))
+    return all(
+        q <= allocatable.get(n, 0) or _left_to_dra(n, allocatable, dra_served)
+        for n, q in request.checked(frozenset(), frozenset())
+    )
 
 
-def _requested_resources_increased(pod: Pod, old: Node, new: Node) -> bool:
+def _requested_resources_increased(pod: Pod, old: Node, new: Node, dra_served: frozenset[str]) -> bool:
     before, after = _node_allocatable(old), _node_allocatable(new)
     if after.get(PODS, 0) > before.get(PODS, 0):
         return True
@@ -413,16 +463,31 @@ def _requested_resources_increased(pod: Pod, old: Node, new: Node) -> bool:
     if request.empty:
         return False
     checked = request.checked(frozenset(), frozenset())
-    return any(after.get(n, 0) > before.get(n, 0) for n, _ in checked)
+    return any(after.get(n, 0) > before.get(n, 0) or _left_to_dra(n, after, dra_served) for n, _ in checked)
 
 
-def after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+def after_node_change(pod: Pod, old: Any, new: Any, dra_served: frozenset[str] = frozenset()) -> QueueingHint:
     if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
         return QueueingHint.QUEUE
-    if not fits_empty_node(pod, new):
+    if not fits_empty_node(pod, new, dra_served):
         return QueueingHint.SKIP
     if old is None:
         return QueueingHint.QUEUE
-    if not _requested_resources_increased(pod, old, new):
+    if not _requested_resources_increased(pod, old, new, dra_served):
         return QueueingHint.SKIP
     return QueueingHint.QUEUE
+
+
+def after_device_class_event(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """isSchedulableAfterDeviceClassEvent: a class now serving a resource the pod asks for."""
+    if not isinstance(new, DeviceClass) or (old is not None and not isinstance(old, DeviceClass)):
+        return QueueingHint.QUEUE
+    requests = pod.requests
+    if old is not None:
+        if (old.extended_resource_name or "") == (new.extended_resource_name or ""):
+            return QueueingHint.SKIP
+    elif DEVICE_CLASS_PREFIX + new.name in requests:
+        return QueueingHint.QUEUE
+    if new.extended_resource_name is not None and new.extended_resource_name in requests:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

@@ -9,7 +9,6 @@ Integer arithmetic follows Go's int64 semantics (division truncates toward zero)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from policy_scheduler.scheduler.dra.extended import served_by_dra
 from policy_scheduler.scheduler.field_errors import Problem, raise_problems
-from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE
+from policy_scheduler.scheduler.framework.interfaces import MAX_NODE_SCORE, Handle
 from policy_scheduler.scheduler.model import Pod
 from policy_scheduler.scheduler.nodetable import IntArray, NodeTable, Rows
-from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY
+from policy_scheduler.scheduler.resource_names import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 from policy_scheduler.scheduler.resources import pod_container_requests
+from policy_scheduler.scheduler.versioning.gates import DRA_EXTENDED_RESOURCE
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -60,48 +61,13 @@ def parse_resources(raw: Any, field: str) -> tuple[ResourceSpec, ...]:
     return tuple(specs)
 
 
-# ---- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper) --------------------------------
-
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
-def _is_qualified_name(value: str) -> bool:
-    """apimachinery validation.IsQualifiedName."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
-def is_native_resource(name: str) -> bool:
-    return "/" not in name or is_prefixed_native_resource(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    if is_native_resource(name) or name.startswith("requests."):
-        return False
-    return _is_qualified_name("requests." + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """schedutil.IsScalarResourceName: extended, hugepages, kubernetes.io-prefixed, attachable volumes."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith("hugepages-")
-        or is_prefixed_native_resource(name)
-        or name.startswith("attachable-volumes-")
-    )
+def dra_served_requests(handle: Handle, pod: Pod) -> frozenset[str]:
+    """With DRAExtendedResource, the pod's requested scalar resources a DeviceClass serves."""
+    cache = handle.services.dra.store.extended_resources
+    if not cache or not handle.features.enabled(DRA_EXTENDED_RESOURCE):
+        return frozenset()
+    scalars = {n: q for n, q in pod.requests.items() if is_scalar_resource_name(n)}
+    return served_by_dra(scalars, cache)
 
 
 # ---- Go arithmetic ------------------------------------------------------------------------------
@@ -149,6 +115,10 @@ def pod_resource_requests(
     return out
 
 
+# (resource, rows) -> (devices, allocated) per row, None when no class serves the resource.
+DraColumns = Callable[[str, Rows], tuple[IntArray, IntArray] | None]
+
+
 def resource_column(table: NodeTable, matrix: IntArray, name: str, rows: Rows) -> IntArray:
     """One resource's row of `table.allocatable` / `table.requested` at `rows`; 0 if unknown."""
     index = table.resource_index.get(name)
@@ -164,9 +134,12 @@ def requested_and_allocatable(
     resources: Sequence[ResourceSpec],
     pod_requests: Sequence[int],
     use_requested: bool,
+    dra_devices: DraColumns | None = None,
 ) -> tuple[IntArray, IntArray]:
     """calculateResourceAllocatableRequest for every resource and row: (requested, allocatable),
-    both [resource, row]; (0, 0) marks a resource left out of that row's score."""
+    both [resource, row]; (0, 0) marks a resource left out of that row's score. `dra_devices`
+    (DRAExtendedResource) gives a resource a DeviceClass serves its (devices, allocated) on the
+    rows: where the node does not list the resource, those count instead."""
     index = table.resource_index
     if all(spec.name in (CPU, MEMORY) and spec.name in index for spec in resources):
         # cpu and memory only (the default): all rows of both matrices in one indexing each.
@@ -197,6 +170,12 @@ def requested_and_allocatable(
         else:
             continue
         alloc = resource_column(table, table.allocatable, name, rows)
+        if dra_devices is not None and name not in (CPU, MEMORY, EPHEMERAL_STORAGE):
+            counted = dra_devices(name, rows)
+            if counted is not None:
+                via_dra = (alloc == 0) & (counted[0] > 0)
+                alloc = np.where(via_dra, counted[0], alloc)
+                used = np.where(via_dra, counted[1], used)
         present = alloc != 0
         allocatable[i] = alloc
         requested[i] = np.where(present, used + pod_request, 0)
