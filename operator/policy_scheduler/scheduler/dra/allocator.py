@@ -590,7 +590,7 @@ class _Run:
             if take_counters:
                 self._release_counters(pool, device)
 
-        if self.a.features.device_taints and _taint_prevents_allocation(device, req):
+        if device.taints and self.a.features.device_taints and _taint_prevents_allocation(device, req):
             release()
             return None
         base, sub = (data.parent, req.name) if data.parent is not None else (req.name, "")
@@ -689,6 +689,16 @@ class _Run:
         req = data.request
         before: Capacity = {} if static else self.a.aggregated.get(did, {})
         allocating = None if static else self.allocating_capacity.get(did)
+        # Nothing asked, no policy, no share yet: each capacity is consumed whole and alone,
+        # which fits unless a value is negative (request_fits names that error).
+        if (
+            not req.capacity_requests
+            and not device.capacity_policies
+            and not before
+            and not allocating
+            and all(value >= 0 for value in device.capacity.values())
+        ):
+            return True
         try:
             return request_fits(
                 before, req.capacity_requests, device.capacity, device.capacity_policies, allocating
@@ -762,7 +772,7 @@ class _Run:
         for ri in range(len(claim.requests)):
             data = self._selected(ci, ri)
             cls = data.device_class
-            if cls is None:
+            if cls is None or not cls.config:  # a class without config adds nothing
                 continue
             span = class_ranges.get(cls.name)
             if span is not None:
@@ -772,6 +782,8 @@ class _Run:
             start = len(config)
             config.extend((CONFIG_SOURCE_CLASS, c, [data.request_name()]) for c in cls.config)
             class_ranges[cls.name] = (start, len(config))
+        if not config and not claim.config:
+            return ()
         names = self._request_names(ci, claim)
         once = self.a.features.claim_config_once
         for entry in claim.config:
