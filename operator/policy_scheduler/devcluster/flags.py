@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from policy_scheduler.devcluster.hostnet import LOOPBACK, free_ports
 
@@ -90,7 +91,9 @@ def apiserver_args(
 
 
 # The scheduling.k8s.io version that serves the Workload API, by Kubernetes minor release.
-WORKLOAD_API_VERSIONS = {"1.35": "v1alpha1", "1.36": "v1alpha2", "1.37": "v1beta1"}
+WORKLOAD_API_VERSIONS: Mapping[str, str] = MappingProxyType(
+    {"1.35": "v1alpha1", "1.36": "v1alpha2", "1.37": "v1beta1"}
+)
 
 
 def workload_api_flags(kubernetes: str) -> list[str]:

@@ -9,8 +9,9 @@ conditions (DisruptionTarget, other controllers') alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from policy_scheduler.kube.client import ApiClient
 
 # The condition's type by the served version.
-CONDITION_TYPES = {"v1beta1": "PodGroupInitiallyScheduled", "v1alpha2": "PodGroupScheduled"}
+CONDITION_TYPES: Mapping[str, str] = MappingProxyType(
+    {"v1beta1": "PodGroupInitiallyScheduled", "v1alpha2": "PodGroupScheduled"}
+)
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 

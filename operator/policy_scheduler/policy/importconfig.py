@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -45,11 +47,9 @@ _MAX_NAME = 63
 # kubescheduler.config.k8s.io/v1 added them (k8s.io/kube-scheduler config/v1 types.go). No plugin
 # we implement extends them (upstream's TopologyPlacementGenerator and PodGroupPodsCount are
 # alpha), so a profile may disable plugins there but not enable one.
-WORKLOAD_POINTS: dict[str, KubernetesVersion] = {
-    "placementGenerate": V1_36,
-    "placementScore": V1_36,
-    "podGroupPostFilter": V1_37,
-}
+WORKLOAD_POINTS: Mapping[str, KubernetesVersion] = MappingProxyType(
+    {"placementGenerate": V1_36, "placementScore": V1_36, "podGroupPostFilter": V1_37}
+)
 
 
 class _TopLevel(BaseModel):
