@@ -170,7 +170,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return dra_served_requests(self.handle, pod)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Status]:
-        state.write(PRE_FILTER_KEY, replace(PodRequest.of(pod), dra_served=self._dra_served(pod)))
+        request = PodRequest.of(pod)
+        dra_served = self._dra_served(pod)
+        # dataclasses.replace costs a few µs: a cycle pays it only for a pod DRA serves.
+        state.write(PRE_FILTER_KEY, replace(request, dra_served=dra_served) if dra_served else request)
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, rows: Rows) -> FilterResult:
