@@ -68,8 +68,9 @@ OTHER_LISTS = (
     paths.RESOURCE_CLAIMS,
     paths.DEVICE_TAINT_RULES,
     paths.PODGROUPS,
-    *paths.WORKLOAD_API_PODGROUPS,
-    paths.WORKLOAD_API_WORKLOADS,
+    # Not the Workload API's: each release serves at most one of its versions, and only with
+    # GenericWorkload on (off by default), so asking early would mostly fetch 404s. Its informer
+    # lists for itself once discovery has found the version served.
     paths.EVICTION_POLICIES,
     paths.SCHEDULING_PROFILES,
 )
