@@ -90,10 +90,11 @@ def dry_run_preemption(
     non_violating: list[Candidate] = []
     violating: list[Candidate] = []
     result = DryRunResult([])
+    adjusted = framework.adjusting_filter(state)  # the state is only read: the same for every node
     for i in range(len(rows)):
         row = int(rows[(offset + i) % len(rows)])
         name = table.nodes[row].name
-        found = select_victims_on_node(framework, state, pod, row, pdbs, eligible, now)
+        found = select_victims_on_node(framework, state, pod, row, pdbs, eligible, now, adjusted)
         status = found.status
         if status.is_success and found.victims:
             violations = found.num_pdb_violations

@@ -210,9 +210,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         gangDisruption Whole, Workload API PodGroups with disruptionMode All (workload-aware)."""
         services = self.handle.services
         units: list[FallTogether] = []
-        if policy.gang_disruption == GANG_WHOLE:
+        # A store without groups makes every pod fall alone: leaving it out skips a lookup per
+        # potential victim on every candidate node.
+        if policy.gang_disruption == GANG_WHOLE and services.pod_groups.groups:
             units.append(FallTogether(services.pod_groups))
-        if self.workload_aware:
+        if self.workload_aware and services.workload_groups.groups:
             units.append(FallTogether(services.workload_groups, lambda group: group.disrupt_all))
         return units
 

@@ -80,6 +80,8 @@ def is_protected(
     policy: EvictionPolicyConfig, pod: Pod, namespace_labels: Mapping[str, Mapping[str, str]]
 ) -> bool:
     """Whether a term of the policy protects `pod` (any term; within a term, both selectors)."""
+    if not policy.protected:
+        return False
     ns_labels = namespace_labels.get(pod.namespace, {})
     return any(
         _matches(term.namespace_selector, ns_labels) and _matches(term.pod_selector, pod.labels)

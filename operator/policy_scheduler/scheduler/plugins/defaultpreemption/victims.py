@@ -7,11 +7,12 @@ The scheduling cycle is synchronous, so nobody else sees the intermediate states
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
-from policy_scheduler.scheduler.framework.interfaces import FrameworkHandle
+from policy_scheduler.scheduler.framework.interfaces import FilterPlugin, FrameworkHandle
 from policy_scheduler.scheduler.framework.services import PDB
 from policy_scheduler.scheduler.framework.status import SUCCESS, Code, Status, unresolvable
 from policy_scheduler.scheduler.model import Pod
@@ -19,6 +20,15 @@ from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
+
+
+class _Ask(enum.Enum):
+    ASK = "ask the framework"
+
+
+# select_victims_on_node's default: ask the framework for its adjusting filter (a dry run over
+# many nodes asks once and passes the answer, which the cycle state fixes).
+ASK = _Ask.ASK
 
 
 def pdb_selects(pdb: PDB, pod: Pod) -> bool:
@@ -161,12 +171,13 @@ def _select_by_integers(
     potential: list[Pod],
     pdbs: Sequence[PDB],
     now: float,
+    adjusted: FilterPlugin | None,
 ) -> NodeVictims | None:
     """SelectVictimsOnNode without touching the table, when the filters can answer for pods
-    taken off and put back (Framework.adjusting_filter): the same verdicts, statuses and
-    evaluation counts as removing the victims and re-filtering. None: they cannot. `state` is
-    only read (the node-only filters, which passed, are not asked again while victims go back)."""
-    adjusted = framework.adjusting_filter(state)
+    taken off and put back (`adjusted`, the state's Framework.adjusting_filter): the same
+    verdicts, statuses and evaluation counts as removing the victims and re-filtering. None:
+    they cannot. `state` is only read (the node-only filters, which passed, are not asked again
+    while victims go back)."""
     if adjusted is None:
         return None
     status = framework.filter_row_with_nominated_pods(state, pod, row, adjusted, potential)
@@ -185,6 +196,7 @@ def select_victims_on_node(
     pdbs: Sequence[PDB],
     eligible: Callable[[Pod], bool],
     now: float,
+    adjusted: FilterPlugin | _Ask | None = ASK,
 ) -> NodeVictims:
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
@@ -193,7 +205,9 @@ def select_victims_on_node(
     potential = [p for p in framework.table.pods[row].values() if eligible(p)]
     if not potential:
         return NodeVictims([], 0, unresolvable(NO_VICTIMS))
-    by_integers = _select_by_integers(framework, state, pod, row, potential, pdbs, now)
+    if adjusted is ASK:
+        adjusted = framework.adjusting_filter(state)
+    by_integers = _select_by_integers(framework, state, pod, row, potential, pdbs, now, adjusted)
     if by_integers is not None:
         return by_integers
     state = state.clone()

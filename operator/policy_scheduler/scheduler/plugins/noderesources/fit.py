@@ -158,6 +158,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.resources = args.scoring_strategy.resources
         self._scorer = _scorer(args.scoring_strategy)
         self.dra_extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
+        self._last_compared: tuple[PodRequest, list[tuple[str, int]]] | None = None
 
     # ---- filter ----------------------------------------------------------------------------------
 
@@ -270,10 +271,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return None
         room = self._room(request, row, added, removed)
         slots, free, checked = room.slots - 1, room.free, room.checked  # the pod's own slot taken
+        wanted = [quantity for _, quantity in checked]
         kept: list[bool] = []
         for candidate in candidates:
-            trial = [f - candidate.requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
-            fits = slots >= 1 and all(q <= f for f, (_, q) in zip(trial, checked, strict=True))
+            requests = candidate.requests
+            trial = [f - requests.get(r, 0) for f, (r, _) in zip(free, checked, strict=True)]
+            fits = slots >= 1
+            if fits:
+                for quantity, left in zip(wanted, trial, strict=True):
+                    if quantity > left:
+                        fits = False
+                        break
             if fits:
                 slots, free = slots - 1, trial
             kept.append(fits)
@@ -290,9 +298,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pods_index = index_of.get(PODS)
         slots = (0 if pods_index is None else allocatable_row[pods_index]) - int(table.pod_count[row])
         slots += len(removed) - len(added)
-        checked = (
-            [] if request.empty else request.checked(self.ignored_resources, self.ignored_resource_groups)
-        )
+        checked = self._compared(request)
         allocatable: list[int] = []
         free: list[int] = []
         if request.dra_served:
@@ -312,6 +318,18 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             allocatable.append(quantity)
             free.append(room)
         return _Room(slots, checked, allocatable, free)
+
+    def _compared(self, request: PodRequest) -> list[tuple[str, int]]:
+        """`request.checked` for this plugin's ignored resources, remembered for the last request
+        asked about (a dry run asks for the same pod's request on every candidate node)."""
+        last = self._last_compared
+        if last is not None and last[0] is request:
+            return last[1]
+        checked = request.checked(self.ignored_resources, self.ignored_resource_groups)
+        if request.empty:
+            checked = []
+        self._last_compared = (request, checked)
+        return checked
 
     # ---- score -----------------------------------------------------------------------------------
 
