@@ -41,8 +41,7 @@ class NominatedPodsFilter:
         nominator = self.fw.handle.nominator
         nodes = self.fw.handle.table.nodes
         added: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods to add there)
-        for i in positions:
-            row = int(rows[i])
+        for i, row in zip(positions, rows[positions].tolist(), strict=True):
             nominated = self._eligible(pod, row, nominator.nominated_pods_for_node(nodes[row].name))
             if nominated:
                 added.append((i, row, nominated))
@@ -88,9 +87,14 @@ class NominatedPodsFilter:
         reached = place_of_status[np.where(refs == PASSED, len(outcome.statuses), refs)]
         failed = ~result.passed
         override = failed & (reached >= at)
-        for j in np.flatnonzero(override).tolist():
-            outcome.statuses.append(filter_failure(result.status_of(j), adjusted.name))
-            outcome.status_ref[positions[j]] = len(outcome.statuses) - 1
+        if override.any():
+            # One status per distinct failure of `adjusted`, shared by its rows (as the batch
+            # filter pass shares them), not one per row.
+            assert result.status_index is not None
+            used, local = np.unique(result.status_index[override], return_inverse=True)
+            base = len(outcome.statuses)
+            outcome.statuses.extend(filter_failure(result.statuses[k], adjusted.name) for k in used.tolist())
+            outcome.status_ref[positions[override]] = base + local.reshape(-1)
         metrics = self.fw.plugin_metrics
         if metrics is not None:
             # The pass with nominated pods evaluates each plugin up to where it stops.
@@ -129,7 +133,7 @@ class NominatedPodsFilter:
             return []
         return self._eligible(pod, row, self.fw.handle.nominator.nominated_pods_for_node(name))
 
-    def _eligible(self, pod: Pod, row: int, candidates: list[Pod]) -> list[Pod]:
+    def _eligible(self, pod: Pod, row: int, candidates: Sequence[Pod]) -> list[Pod]:
         on_node = self.fw.handle.table.pods[row]
         return [
             p

@@ -159,6 +159,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._scorer = _scorer(args.scoring_strategy)
         self.dra_extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
         self._last_compared: tuple[PodRequest, list[tuple[str, int]]] | None = None
+        self._last_room: tuple[Sequence[Pod], int, PodRequest, _Room] | None = None
 
     # ---- filter ----------------------------------------------------------------------------------
 
@@ -209,23 +210,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         too_many = count + 1 > resource_column(table, table.allocatable, PODS, rows)
         insufficient = [too_many]
         unresolvable = np.zeros(len(rows), dtype=np.bool_)
-        if not request.empty:
-            for resource, quantity in request.checked(self.ignored_resources, self.ignored_resource_groups):
-                allocatable = resource_column(table, table.allocatable, resource, rows)
-                free = allocatable - resource_column(table, table.requested, resource, rows)
-                if added is not None:
-                    free = free - np.fromiter(
-                        (sum(p.requests.get(resource, 0) for p in pods) for pods in added),
-                        dtype=free.dtype,
-                        count=len(rows),
-                    )
-                short = quantity > free
-                if resource in request.dra_served:
-                    short &= allocatable > 0
-                reasons.append(_reason(resource))
-                insufficient.append(short)
-                # Even an empty node is too small: preemption cannot help.
-                unresolvable |= short & (quantity > allocatable)
+        checked = self._compared(request)
+        added_sums = None if added is None else _summed_requests(added, [r for r, _ in checked])
+        for k, (resource, quantity) in enumerate(checked):
+            allocatable = resource_column(table, table.allocatable, resource, rows)
+            free = allocatable - resource_column(table, table.requested, resource, rows)
+            if added_sums is not None:
+                free = free - np.asarray(added_sums[k], dtype=free.dtype)
+            short = quantity > free
+            if resource in request.dra_served:
+                short &= allocatable > 0
+            reasons.append(_reason(resource))
+            insufficient.append(short)
+            # Even an empty node is too small: preemption cannot help.
+            unresolvable |= short & (quantity > allocatable)
         return _result(reasons, insufficient, unresolvable)
 
     def filter_row(self, state: CycleState, pod: Pod, row: int) -> Status:
@@ -290,6 +288,24 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def _room(self, request: PodRequest, row: int, added: Sequence[Pod], removed: Sequence[Pod]) -> _Room:
         """Free pod slots and free quantity of each compared resource on the row, with `added`
         placed and `removed` taken off (the pods' requests as NodeTable accounts them)."""
+        base = self._room_without(request, row, removed)
+        if not added:
+            return base
+        free = list(base.free)
+        for other in added:
+            requests = other.requests
+            for k, (resource, _) in enumerate(base.checked):
+                free[k] -= requests.get(resource, 0)
+        return _Room(base.slots - len(added), base.checked, base.allocatable, free)
+
+    def _room_without(self, request: PodRequest, row: int, removed: Sequence[Pod]) -> _Room:
+        """`_room` with nothing added. A dry run asks about one node with the same `removed`
+        list up to three times (with and without the nominated pods, then the reprieve), the
+        table unchanged meanwhile: the last answer is kept for that list object. An empty
+        `removed` may be a shared constant, so it is never remembered."""
+        last = self._last_room
+        if removed and last is not None and last[0] is removed and last[1] == row and last[2] is request:
+            return last[3]
         table = self.table
         index_of = table.resource_index
         # One row of each matrix as ints: cheaper than a numpy scalar per resource.
@@ -297,7 +313,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         requested_row = table.requested[:, row].tolist()
         pods_index = index_of.get(PODS)
         slots = (0 if pods_index is None else allocatable_row[pods_index]) - int(table.pod_count[row])
-        slots += len(removed) - len(added)
+        slots += len(removed)
         checked = self._compared(request)
         allocatable: list[int] = []
         free: list[int] = []
@@ -311,13 +327,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             index = index_of.get(resource)
             quantity = 0 if index is None else allocatable_row[index]
             room = quantity - (0 if index is None else requested_row[index])
-            for other in added:
-                room -= other.requests.get(resource, 0)
             for other in removed:
                 room += other.requests.get(resource, 0)
             allocatable.append(quantity)
             free.append(room)
-        return _Room(slots, checked, allocatable, free)
+        found = _Room(slots, checked, allocatable, free)
+        if removed:
+            self._last_room = (removed, row, request, found)
+        return found
 
     def _compared(self, request: PodRequest) -> list[tuple[str, int]]:
         """`request.checked` for this plugin's ignored resources, remembered for the last request
@@ -381,6 +398,19 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
 
 _COUNTED_CHECKS = 12  # up to 4096 combinations of failed checks are counted, not sorted
+
+
+def _summed_requests(added: Sequence[Sequence[Pod]], resources: Sequence[str]) -> list[list[int]]:
+    """For each resource, each row's sum of the `added` pods' requests (one pass over the pods)."""
+    sums = [[0] * len(added) for _ in resources]
+    for j, pods in enumerate(added):
+        for other in pods:
+            requests = other.requests
+            for k, resource in enumerate(resources):
+                amount = requests.get(resource)
+                if amount:
+                    sums[k][j] += amount
+    return sums
 
 
 def _result(reasons: list[str], insufficient: list[BoolArray], unresolvable: BoolArray) -> FilterResult:
