@@ -265,3 +265,24 @@ def test_priorities_kept_incrementally_match_a_rescan(steps: list[tuple[str, int
             for name in nominator.nominated_node_names()
         }
         assert dict(nominator.nominated_priorities()) == rescan
+
+
+def test_nodes_failing_alike_share_one_status() -> None:
+    """The pass with nominated pods adds one status per distinct failure, not one per node:
+    the diagnosis and the FitError message group nodes by status."""
+    table = NodeTable()
+    for i in range(50):
+        table.set_node(Node(f"n{i}", labels={HOSTNAME_LABEL: f"n{i}"}, allocatable={"cpu": 1000, "pods": 3}))
+    nominator = PodNominator()
+    for i in range(40):
+        nominator.add_nominated_pod(_pod(f"nom-{i}", 600, 5, None, False), f"n{i}")
+    profile = resolve_profile(ProfileConfig(), implemented_plugin_names())
+    fw = Framework(profile, in_tree_registry(), Handle(table, nominator=nominator))
+    pod = _pod("p", 500, 0, None, False)
+    state = CycleState()
+    fw.run_pre_filter(state, pod)
+    outcome = fw.run_filters_with_nominated_pods(state, pod, np.arange(len(table), dtype=np.intp))
+    assert outcome.passed.tolist() == [False] * 40 + [True] * 10
+    assert len(outcome.statuses) == 1
+    assert outcome.status_at(0).reasons == ("Insufficient cpu",)
+    assert outcome.status_at(0).plugin == "NodeResourcesFit"

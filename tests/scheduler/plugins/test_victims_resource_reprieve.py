@@ -152,3 +152,26 @@ def test_shortcut_is_taken_for_a_plain_pod() -> None:
     assert fw.filter_row_with_nominated_pods(state, pod, 0, fit, victims[:1]) == SUCCESS
     state.skip_filter |= fw.node_only_filters
     assert fw.fits_adding_in_turn(state, pod, 0, fit, victims, victims) == [True, False]
+
+
+def test_the_room_of_a_dry_run_follows_table_changes() -> None:
+    """The free room kept between one dry run's questions about a node is not reused once the
+    table changes, even when asked with the same list of pods taken off."""
+    table = NodeTable()
+    table.set_node(
+        Node("n0", labels={HOSTNAME_LABEL: "n0"}, allocatable={"cpu": 2000, "memory": 1 << 30, "pods": 9})
+    )
+    for j in range(2):
+        table.add_pod(_pod(f"low-{j}", 1000, 0, 0, 1, "a"), 0)
+    fw = Framework(
+        resolve_profile(ProfileConfig(), implemented_plugin_names()), in_tree_registry(), Handle(table)
+    )
+    pod = _pod("high", 1000, 0, 0, 10, "a")
+    state = CycleState()
+    fw.run_pre_filter(state, pod)
+    fit = fw.adjusting_filter(state)
+    assert fit is not None
+    removed = list(table.pods[0].values())[:1]
+    assert fw.filter_row_with_nominated_pods(state, pod, 0, fit, removed) == SUCCESS
+    table.add_pod(_pod("other", 500, 0, 0, 20, "b"), 0)
+    assert not fw.filter_row_with_nominated_pods(state, pod, 0, fit, removed).is_success

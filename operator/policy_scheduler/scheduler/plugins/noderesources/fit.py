@@ -159,7 +159,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._scorer = _scorer(args.scoring_strategy)
         self.dra_extended_resources = handle.features.enabled(DRA_EXTENDED_RESOURCE)
         self._last_compared: tuple[PodRequest, list[tuple[str, int]]] | None = None
-        self._last_room: tuple[Sequence[Pod], int, PodRequest, _Room] | None = None
+        self._last_room: tuple[Sequence[Pod], int, PodRequest, int, _Room] | None = None
 
     # ---- filter ----------------------------------------------------------------------------------
 
@@ -300,13 +300,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def _room_without(self, request: PodRequest, row: int, removed: Sequence[Pod]) -> _Room:
         """`_room` with nothing added. A dry run asks about one node with the same `removed`
-        list up to three times (with and without the nominated pods, then the reprieve), the
-        table unchanged meanwhile: the last answer is kept for that list object. An empty
+        list up to three times (with and without the nominated pods, then the reprieve): the
+        last answer is kept for that list object, row, request and table generation. An empty
         `removed` may be a shared constant, so it is never remembered."""
-        last = self._last_room
-        if removed and last is not None and last[0] is removed and last[1] == row and last[2] is request:
-            return last[3]
         table = self.table
+        last = self._last_room
+        if (
+            removed
+            and last is not None
+            and last[0] is removed
+            and last[1] == row
+            and last[2] is request
+            and last[3] == table.generation
+        ):
+            return last[4]
         index_of = table.resource_index
         # One row of each matrix as ints: cheaper than a numpy scalar per resource.
         allocatable_row = table.allocatable[:, row].tolist()
@@ -333,7 +340,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             free.append(room)
         found = _Room(slots, checked, allocatable, free)
         if removed:
-            self._last_room = (removed, row, request, found)
+            self._last_room = (removed, row, request, table.generation, found)
         return found
 
     def _compared(self, request: PodRequest) -> list[tuple[str, int]]:
