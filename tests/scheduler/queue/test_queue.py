@@ -46,7 +46,12 @@ from policy_scheduler.scheduler.queue import (
     pod_scheduling_properties_change,
 )
 from policy_scheduler.scheduler.queue.backoff import NO_BACKOFF, BackoffQueue
-from policy_scheduler.scheduler.queue.hints import Strategy, build_hint_map, is_pod_worth_requeuing
+from policy_scheduler.scheduler.queue.hints import (
+    Strategy,
+    build_hint_map,
+    entries_for_event,
+    is_pod_worth_requeuing,
+)
 from tests.aio import eventually, settle
 from tests.builders import make_pod
 from tests.fakeclock import FakeClock
@@ -943,6 +948,10 @@ def test_is_pod_worth_requeuing(
         make_pod("pod1"), timestamp=START, unschedulable_plugins=unsched, pending_plugins=pending
     )
     assert is_pod_worth_requeuing(info, event, None, new, entries) == want
+    assert len(counter) == calls
+    # The entries filtered for the event once (as one event offered to many pods is) decide alike.
+    counter.clear()
+    assert is_pod_worth_requeuing(info, event, None, new, entries_for_event(entries, event)) == want
     assert len(counter) == calls
 
 

@@ -50,9 +50,11 @@ def is_wildcard(event: ClusterEvent) -> bool:
 
 
 def _resources_match(registered: Resource, incoming: Resource) -> bool:
-    if registered in (Resource.WILDCARD, incoming):
+    if registered == incoming or registered == Resource.WILDCARD:
         return True
-    return registered == Resource.POD and incoming in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
+    return registered == Resource.POD and (
+        incoming == Resource.ASSIGNED_POD or incoming == Resource.UNSCHEDULED_POD
+    )
 
 
 def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
@@ -61,10 +63,12 @@ def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bo
     Stricter than ClusterEvent.matches: a general Node/Update does not match a registration for only
     Node/UpdateNodeLabel (incoming action must be a subset-or-lower of the registered one).
     """
+    # int's own operators: IntFlag's `&` builds a flag object in Python code, and this runs
+    # for every hint entry of every waiting pod on every cluster event.
     return is_wildcard(registered) or (
         _resources_match(registered.resource, incoming.resource)
-        and bool(registered.action & incoming.action)
-        and incoming.action <= registered.action
+        and int.__and__(registered.action, incoming.action) != 0
+        and int.__le__(incoming.action, registered.action)
     )
 
 

@@ -24,7 +24,9 @@ from policy_scheduler.scheduler.queue.active import ActiveQueue, InFlightEvent
 from policy_scheduler.scheduler.queue.backoff import BackoffQueue, has_rejector_plugins
 from policy_scheduler.scheduler.queue.changes import event_label
 from policy_scheduler.scheduler.queue.hints import (
+    HintEntry,
     Strategy,
+    entries_for_event,
     gating_events,
     is_pod_worth_requeuing,
 )
@@ -352,13 +354,24 @@ class PriorityQueue:
 
     def _move_pods(self, infos: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         activated = False
+        # Per profile (and gating plugin): what does not depend on the pod, worked out once for
+        # this event rather than once per waiting pod.
+        matching: dict[str, list[HintEntry] | None] = {}
+        ungates: dict[tuple[str, str], bool] = {}
         for info in infos:
-            hints = self.hints.for_profile(info.pod.scheduler_name)
-            if info.gated and not any(
-                changes.match_cluster_events(registered, event)
-                for registered in gating_events(hints, info.gating_plugin)
-            ):
-                continue  # only events the gating plugin registered can ungate a pod
+            profile = info.pod.scheduler_name
+            if profile not in matching:
+                matching[profile] = entries_for_event(self.hints.for_profile(profile), event)
+            hints = matching[profile]
+            if info.gated:
+                gate = (profile, info.gating_plugin)
+                if gate not in ungates:
+                    ungates[gate] = any(
+                        changes.match_cluster_events(registered, event)
+                        for registered in gating_events(self.hints.for_profile(profile), info.gating_plugin)
+                    )
+                if not ungates[gate]:
+                    continue  # only events the gating plugin registered can ungate a pod
             strategy = is_pod_worth_requeuing(info, event, old, new, hints, self.hints.observe)
             if strategy == Strategy.SKIP:
                 continue

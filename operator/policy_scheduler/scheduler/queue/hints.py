@@ -123,6 +123,14 @@ def is_pod_worth_requeuing(
     return strategy
 
 
+def entries_for_event(entries: list[HintEntry] | None, event: ClusterEvent) -> list[HintEntry] | None:
+    """The entries whose registered event matches `event`, in order: is_pod_worth_requeuing
+    asks only those, so one event offered to many pods filters the profile's map once."""
+    if entries is None:
+        return None
+    return [entry for entry in entries if match_cluster_events(entry.event, event)]
+
+
 def gating_events(entries: list[HintEntry] | None, plugin: str) -> list[ClusterEvent]:
     """GatingPluginEvents: the events the plugin gating a pod registered."""
     return [e.event for e in entries or () if e.plugin == plugin]
