@@ -6,7 +6,7 @@ import struct
 import zlib
 
 from policy_scheduler.bench_e2e.png import bar_chart, encode_png
-from policy_scheduler.bench_e2e.rates import one_second_samples, percentile, throughput
+from policy_scheduler.bench_e2e.rates import one_second_samples, percentile, slice_rates, throughput
 from policy_scheduler.bench_e2e.report import markdown, rows
 from policy_scheduler.bench_e2e.runner import RunResult, summarize
 
@@ -95,3 +95,19 @@ def test_control_plane_cost_per_pod_is_what_the_run_added_over_the_background() 
     result.cluster_background_cores = 3.0
     summarize(result, [100.0, 101.0, 102.0, 103.0], started=99.0)
     assert result.cluster_cpu_ms_per_pod == 0.0
+
+
+def test_slice_rates_show_a_cost_per_pod_that_grows() -> None:
+    # 4 binds per second for the first 8 binds (the first starts the clock), then 2 per second.
+    times = [i * 0.25 for i in range(8)] + [1.75 + 0.5 * i for i in range(1, 5)]
+    assert slice_rates(times, 4) == [3 / 0.75, 4 / 1.0, 4 / 2.0]
+    assert slice_rates([5.0], 4) == []
+
+
+def test_table_lists_slice_rates_for_runs_of_several_slices() -> None:
+    one, many = _result("kube-scheduler", 100.0), _result("policy-scheduler", 100.0)
+    one.slice_rates = [100.0]
+    many.slice_rates = [410.4, 399.6, 402.0]
+    table = markdown({"results": rows([one, many])})
+    assert "| SchedulingBasic | 100 | policy-scheduler | 410, 400, 402 |" in table
+    assert "kube-scheduler | 100 |" not in table.split("pods/s per 10,000-pod slice")[1]

@@ -56,3 +56,21 @@ def throughput(times: Sequence[float]) -> Throughput:
         percentile(measured, 90),
         percentile(measured, 99),
     )
+
+
+def slice_rates(times: Sequence[float], size: int) -> list[float]:
+    """Pods/s of each consecutive slice of `size` binds (the last may be shorter), each from
+    the previous slice's last bind (the first: from the first bind) to its own last bind:
+    whether the cost per pod stays flat as the cluster fills."""
+    ordered = sorted(times)
+    rates: list[float] = []
+    start = 0
+    while start < len(ordered):
+        end = min(start + size, len(ordered))
+        begin = ordered[start - 1] if start else ordered[0]
+        binds = end - start if start else end - 1  # the first bind only starts the clock
+        span = ordered[end - 1] - begin
+        if binds > 0 and span > 0:
+            rates.append(binds / span)
+        start = end
+    return rates

@@ -10,7 +10,7 @@ from typing import Any
 
 from policy_scheduler.bench_e2e.contenders import ALL, KUBE, NOOP
 from policy_scheduler.bench_e2e.png import RGB, write_bar_chart
-from policy_scheduler.bench_e2e.runner import RunResult
+from policy_scheduler.bench_e2e.runner import SLICE_PODS, RunResult
 
 # Chart colours, in contender order: grey ceiling, blue kube-scheduler, orange policy-scheduler.
 COLORS: dict[str, RGB] = {
@@ -88,7 +88,23 @@ def markdown(doc: dict[str, Any]) -> str:
     errors = [
         f"- {r['workload']}/{r['nodes']}/{r['contender']}: {r['error']}" for r in doc["results"] if r["error"]
     ]
-    return "\n".join(lines + (["", *errors] if errors else [])) + "\n"
+    return "\n".join(lines + _slices(doc) + (["", *errors] if errors else [])) + "\n"
+
+
+def _slices(doc: dict[str, Any]) -> list[str]:
+    """Pods/s per slice of SLICE_PODS binds, for the runs that bound more than one slice."""
+    runs = [r for r in doc["results"] if len(r.get("slice_rates") or ()) > 1]
+    if not runs:
+        return []
+    lines = [
+        "",
+        f"| workload | nodes | contender | pods/s per {SLICE_PODS:,}-pod slice |",
+        "|---|---:|---|---|",
+    ]
+    for r in runs:
+        rates = ", ".join(f"{rate:.0f}" for rate in r["slice_rates"])
+        lines.append(f"| {r['workload']} | {r['nodes']} | {r['contender']} | {rates} |")
+    return lines
 
 
 def chart(doc: dict[str, Any], path: Path) -> None:

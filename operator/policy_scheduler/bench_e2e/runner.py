@@ -25,7 +25,7 @@ from policy_scheduler.bench_e2e import contenders, dra, gang
 from policy_scheduler.bench_e2e.affinity import on_cpu
 from policy_scheduler.bench_e2e.api import JSON, ApiError, Client
 from policy_scheduler.bench_e2e.procstat import MachineCpu, busy_fraction, cpu_by_name, machine_cpu, usage
-from policy_scheduler.bench_e2e.rates import throughput
+from policy_scheduler.bench_e2e.rates import slice_rates, throughput
 from policy_scheduler.bench_e2e.workloads import MEASURED, ROLE_LABEL, Workload, pod, priority_classes
 from policy_scheduler.devcluster.nodes import DEFAULT_ZONES, NodeShape, node_manifest
 from policy_scheduler.devcluster.procs import Component, log_tail, spawn, terminate
@@ -40,6 +40,9 @@ CHURN_INTERVAL = 0.1
 # read over windows of SETTLE_WINDOW seconds, is back within SETTLE_MARGIN (cores, plus 10%) of
 # its rate before the run created anything, or after SETTLE_LIMIT seconds.
 SETTLE_WINDOW = 1.0
+# Throughput per slice of this many binds (scheduler_perf's largest runs report 10,000-pod
+# slices): a cost per pod that grows with the cluster shows as falling rates.
+SLICE_PODS = 10_000
 SETTLE_MARGIN = 0.1
 SETTLE_LIMIT = 30.0
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -59,6 +62,7 @@ class RunResult:
     p90: float = 0.0
     p99: float = 0.0
     samples: list[int] = field(default_factory=list)
+    slice_rates: list[float] = field(default_factory=list)  # pods/s per SLICE_PODS binds
     cpu_seconds: float = 0.0
     cpu_ms_per_pod: float = 0.0
     peak_rss_mb: float = 0.0
@@ -373,6 +377,7 @@ def summarize(result: RunResult, times: list[float], started: float) -> None:
     result.pods_per_second = round(rates.average, 1)
     result.p50, result.p90, result.p99 = (round(p, 1) for p in (rates.p50, rates.p90, rates.p99))
     result.samples = rates.samples
+    result.slice_rates = [round(rate, 1) for rate in slice_rates(times, SLICE_PODS)]
     result.cpu_ms_per_pod = round(result.cpu_seconds * 1000 / len(times), 2)
     added = sum(result.cluster_cpu_seconds.values()) - result.cluster_background_cores * result.window_seconds
     result.cluster_cpu_ms_per_pod = round(max(added, 0.0) * 1000 / len(times), 2)
