@@ -52,6 +52,7 @@ from policy_scheduler.scheduler.dra.podclaims import (
     pod_resource_claims,
 )
 from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices
+from policy_scheduler.scheduler.dra.shapes import PoolCache
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import (
@@ -176,8 +177,13 @@ class DynamicResources(
         if behaviour.dynamic_resources_requeues_on_claim_delete:
             self.claim_actions |= Action.DELETE
         self._index: tuple[int, SliceIndex] | None = None
-        # CEL results per (expression, device), valid while the slices do not change.
+        # CEL results per (expression, device), and pools and node shapes per set of visible
+        # slices: valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
+        self._pool_cache: tuple[int, PoolCache] = (
+            -1,
+            PoolCache(self.allocator_features.partitionable_devices),
+        )
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return None if pod.resource_claims else ()  # "pods with dra resource claims are not signable"
@@ -317,6 +323,9 @@ class DynamicResources(
         if s.to_allocate:
             if self._evaluated[0] != store.slices_generation:
                 self._evaluated = (store.slices_generation, {})
+            if self._pool_cache[0] != store.slices_generation:
+                partitionable = self.allocator_features.partitionable_devices
+                self._pool_cache = (store.slices_generation, PoolCache(partitionable))
             if self.allocator_features.consumable_capacity:
                 held = store.allocated_state()
                 allocated, shared, aggregated = held.devices, held.shared, held.aggregated
@@ -331,6 +340,7 @@ class DynamicResources(
                 evaluated=self._evaluated[1],
                 shared=shared,
                 aggregated=aggregated,
+                pool_cache=self._pool_cache[1],
             )
         return None, SUCCESS
 
