@@ -55,7 +55,7 @@ from policy_scheduler.scheduler.dra.pools import (
     device_targets_node,
     node_matcher,
 )
-from policy_scheduler.scheduler.dra.shapes import NodePools, PoolCache
+from policy_scheduler.scheduler.dra.shapes import NodePools, PlacedResults, PoolCache
 from policy_scheduler.scheduler.model import Node, NodeSelectorTerm, Requirement
 
 # counter set -> counter -> quantity (upstream's counterSets for one pool).
@@ -220,16 +220,7 @@ class _Decided:
     access, tolerations) per result and the config; None when nothing could be allocated."""
 
     claims: tuple[ResourceClaim, ...]  # held so that the identity key stays valid
-    answer: (
-        tuple[
-            tuple[
-                tuple[tuple[str, int, bool | None, tuple[DeviceToleration, ...]], ...],
-                tuple[DeviceAllocationConfiguration, ...],
-            ],
-            ...,
-        ]
-        | None
-    )
+    answer: tuple[tuple[PlacedResults, tuple[DeviceAllocationConfiguration, ...]], ...] | None
 
 
 def _kobj(claim: ResourceClaim) -> str:
@@ -305,8 +296,7 @@ class Allocator:
         shared, aggregated = self.shared, self.aggregated
         if (shared or aggregated) and any(did in shared or did in aggregated for did, _, _ in devices):
             return None
-        allocated = self.allocated
-        return (tuple(map(id, claims)), seen.shape, tuple([did in allocated for did, _, _ in devices]))
+        return (tuple(map(id, claims)), seen.shape, tuple(map(self.allocated.__contains__, seen.dids)))
 
     def available_counters(self, pool: Pool) -> _Counters:
         """The pool's counters minus what its allocated devices consume, computed once per pool."""
@@ -899,16 +889,24 @@ def node_selector_for(devices: Sequence[tuple[ResourceSlice, Device]]) -> tuple[
     return None
 
 
+# Re-targeted answers kept per node while its slices stay; more distinct answers than this (claims
+# with ever new request names) start the node's memo afresh.
+_RETARGETED_PER_NODE = 64
+
+
 def _retarget(decided: _Decided, seen: NodePools) -> list[AllocationResult] | None:
     """A shape's answer for another node of that shape: the devices at the same positions."""
     if decided.answer is None:
         return None
-    devices = seen.devices
+    memo = seen.retargeted
     out: list[AllocationResult] = []
     for results, config in decided.answer:
-        picked = [devices[k] for _, k, _, _ in results]
-        out.append(
-            AllocationResult(
+        done = memo.get(results)
+        if done is None:
+            if len(memo) >= _RETARGETED_PER_NODE:
+                memo.clear()
+            picked = [seen.devices[k] for _, k, _, _ in results]
+            done = memo[results] = (
                 tuple(
                     DeviceRequestAllocationResult(
                         name, did.driver, did.pool, did.device, admin_access, tolerations
@@ -916,9 +914,8 @@ def _retarget(decided: _Decided, seen: NodePools) -> list[AllocationResult] | No
                     for (name, _, admin_access, tolerations), (did, _, _) in zip(results, picked, strict=True)
                 ),
                 node_selector_for([(s, device) for _, device, s in picked]),
-                config,
             )
-        )
+        out.append(AllocationResult(done[0], done[1], config))
     return out
 
 

@@ -19,10 +19,22 @@ the slices stay the same (the caller drops it when they change).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from policy_scheduler.scheduler.dra.model import Device, DeviceId, ResourceSlice
+from policy_scheduler.scheduler.dra.model import (
+    Device,
+    DeviceId,
+    DeviceRequestAllocationResult,
+    DeviceToleration,
+    ResourceSlice,
+)
 from policy_scheduler.scheduler.dra.pools import Pool, gather_pools
+from policy_scheduler.scheduler.model import NodeSelectorTerm
+
+# One claim's results in a shape's answer: (request, device position, admin access, tolerations).
+PlacedResults = tuple[tuple[str, int, bool | None, tuple[DeviceToleration, ...]], ...]
+# Those results on one node's devices, with the node selector they give.
+Retargeted = tuple[tuple[DeviceRequestAllocationResult, ...], tuple[NodeSelectorTerm, ...] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +48,9 @@ class NodePools:
     # The devices of its usable pools in search order (with their slices), and where each is.
     devices: tuple[tuple[DeviceId, Device, ResourceSlice], ...]
     position: Mapping[DeviceId, int]
+    dids: tuple[DeviceId, ...]
+    # Answers re-targeted to these devices, by the answer (see allocator._retarget).
+    retargeted: dict[PlacedResults, Retargeted] = field(default_factory=dict)
 
 
 class PoolCache:
@@ -81,7 +96,7 @@ class PoolCache:
         if shape is not None:
             shape_id = self._shapes.setdefault(tuple(shape), len(self._shapes))
         position = {did: k for k, (did, _, _) in enumerate(devices)}
-        return NodePools(visible, pools, shape_id, tuple(devices), position)
+        return NodePools(visible, pools, shape_id, tuple(devices), position, tuple(position))
 
     def _content(self, device: Device) -> int:
         # The dataclass repr names every field and value exactly: equal text, equal device.
