@@ -522,8 +522,9 @@ class DynamicResources(
         timeout = self.typed_args.filter_timeout
         clock = self.handle.clock
         deadline = (clock, clock() + timeout) if timeout else None
+        table = self.table
         try:
-            node = self.table.nodes[self.table.index[node_name]]
+            node = table.nodes[table.index[node_name]]
             result = s.allocator.allocate(node_name, slices, claims, deadline, node)
         except (FailedOnNode, AllocationTimeout) as e:
             return unresolvable(str(e))
@@ -532,7 +533,7 @@ class DynamicResources(
         if result is None or len(result) != len(claims):
             return unresolvable("cannot allocate all claims")
         for p in positions:
-            name = self.table.nodes[int(rows[p])].name
+            name = table.nodes[int(rows[p])].name
             s.node_allocations[name] = result
             if node_claim is not None:
                 s.node_extended[name] = node_claim
@@ -580,11 +581,14 @@ class DynamicResources(
         s: _State | None = state.read(STATE_KEY)
         if s is None or not s.node_allocations:
             return out
+        claims = [s.claims[i] for i in s.to_allocate]
+        if not any(request.first_available for claim in claims for request in claim.requests):
+            return out  # only picked subrequests score
         nodes = self.table.nodes
         for p, row in enumerate(rows.tolist()):
             allocation = s.node_allocations.get(nodes[row].name)
             if allocation is not None:
-                out[p] = compute_score([s.claims[i] for i in s.to_allocate], allocation)
+                out[p] = compute_score(claims, allocation)
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
