@@ -224,17 +224,43 @@ def test_pool_cache_gathers_once_per_set_of_visible_slices() -> None:
     assert {d.pool for d, _, _ in other.devices} == {"node-1"}
 
 
+def test_a_pool_cache_kept_across_cycles_gives_each_cycle_its_own_answer() -> None:
+    # As the plugin keeps it while the slices stay: the claims and the devices in use change.
+    slices = [_gpus(n) for n in NODES]
+    cache = PoolCache(partitionable=False)
+    used = frozenset({DeviceId(DRIVER_A, n, "dev-0") for n in NODES})
+    for claims, allocated, want in (
+        ([ONE], frozenset(), ("req-0", "dev-0")),
+        ([claim("claim-1", request("other", CLASS_A, 1))], frozenset(), ("other", "dev-0")),
+        ([ONE], used, ("req-0", "dev-1")),
+        ([MODEL_B], used, ("req-0", "dev-2")),
+    ):
+        a = Allocator(allocated, CLASSES_BY_NAME.get, slices, compile_selector, pool_cache=cache)
+        for name in NODES:
+            node = Node(name)
+            answer = a.allocate(name, _visible(slices, node, Features()), claims, node=node)
+            assert answer is not None
+            [result] = answer[0].results
+            assert (result.request, result.device, result.pool) == (*want, name)
+
+
 # ---- through the plugin: answers never outlive the slices or the allocations -------------------
 
 
-def test_nodes_of_one_shape_fill_up_one_device_at_a_time() -> None:
-    w = World(nodes=3)
-    for n in range(3):
-        w.store.upsert_slice(gpus(f"n{n}", 2))
-    for k in range(7):
+def _filled(nodes: int, devices: int, pods: int) -> World:
+    """Nodes with the same devices, and pods with a claim for one device each, scheduled."""
+    w = World(nodes=nodes)
+    for n in range(nodes):
+        w.store.upsert_slice(gpus(f"n{n}", devices))
+    for k in range(pods):
         w.store.upsert_claim(gpu_claim(f"c{k}"))
         w.engine.pod_added(claim_pod(f"p{k}", f"c{k}"))
     w.run()
+    return w
+
+
+def test_nodes_of_one_shape_fill_up_one_device_at_a_time() -> None:
+    w = _filled(nodes=3, devices=2, pods=7)
     placed = {p: n for p, n in w.hooks.scheduled_on.items()}
     assert len(placed) == 6
     held: set[tuple[str, str]] = set()
@@ -269,13 +295,7 @@ def test_a_changed_slice_is_seen_by_the_next_cycle() -> None:
 
 
 def test_a_deallocated_device_is_free_again_in_the_next_cycle() -> None:
-    w = World(nodes=2)
-    for n in range(2):
-        w.store.upsert_slice(gpus(f"n{n}", 1))
-    for k in range(3):
-        w.store.upsert_claim(gpu_claim(f"c{k}"))
-        w.engine.pod_added(claim_pod(f"p{k}", f"c{k}"))
-    w.run()
+    w = _filled(nodes=2, devices=1, pods=3)
     assert len(w.hooks.scheduled_on) == 2
     waiting = next(f"p{k}" for k in range(3) if f"p{k}" not in w.hooks.scheduled_on)
     freed = next(k for k in range(3) if f"p{k}" in w.hooks.scheduled_on)
