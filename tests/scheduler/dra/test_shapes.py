@@ -6,9 +6,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policy_scheduler.cel.device_selector import compile_selector
-from policy_scheduler.scheduler.dra.allocator import Allocator, Features
+from policy_scheduler.scheduler.dra.allocator import AllocationError, Allocator, Features
 from policy_scheduler.scheduler.dra.model import (
     AllocationResult,
     Device,
@@ -27,6 +29,7 @@ from tests.scheduler.dra._build import (
     CLASS_A,
     DRIVER_A,
     REGION1,
+    all_request,
     claim,
     consumes,
     counter_set,
@@ -154,6 +157,58 @@ def test_nodes_of_one_shape_are_searched_once_and_get_their_own_devices(
             assert {r.pool for r in result.results} == {name}
             assert result.node_selector is not None
             assert result.node_selector[0].match_fields[0].values == (name,)
+
+
+ALL_B = claim("claim-0", all_request("req-0", CLASS_A, 'device.attributes["driver-a"].model == "b"'))
+ADMIN = claim("claim-0", request("req-0", CLASS_A, 1, admin=True))
+_CLAIMS = (ONE, TWO_SAME_NUMA, MODEL_B, FIRST_AVAILABLE, ALL_B, ADMIN)
+_node_devices = st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 1), st.booleans()), max_size=3)
+
+
+def _outcome(
+    a: Allocator, name: str, slices: list[ResourceSlice], claims: list[ResourceClaim]
+) -> list[AllocationResult] | str | None:
+    node = Node(name, labels={"region": REGION1})
+    try:
+        return a.allocate(name, _visible(slices, node, Features()), claims, node=node)
+    except AllocationError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cel_ready() -> None:
+    """The first CEL compile raises the recursion limit, which hypothesis warns of in a test."""
+    compile_selector('device.driver == "x"')
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_node_devices, min_size=len(NODES), max_size=len(NODES)),
+    st.lists(st.sampled_from(_CLAIMS), min_size=1, max_size=2, unique=True),
+    st.booleans(),
+)
+def test_searching_once_per_shape_answers_as_searching_every_node(
+    nodes: list[list[tuple[str, int, bool]]], picked: list[ResourceClaim], network: bool
+) -> None:
+    """Random nodes of few device kinds (many share a shape), some devices in use: every node's
+    answer, error or none is the one a search of its own gives."""
+    slices = [
+        _local(n, *(device(f"dev-{k}", model=s(m), numa=i(numa)) for k, (m, numa, _) in enumerate(devs)))
+        for n, devs in zip(NODES, nodes, strict=True)
+    ]
+    if network:
+        slices.append(network_slice("net", "net-pool", DRIVER_A, device("net-0", model=s("b"), numa=i(0))))
+    allocated = frozenset(
+        DeviceId(DRIVER_A, n, f"dev-{k}")
+        for n, devs in zip(NODES, nodes, strict=True)
+        for k, (_, _, used) in enumerate(devs)
+        if used
+    )
+    claims = [replace(c, name=f"claim-{k}", uid=f"uid-{k}") for k, c in enumerate(picked)]
+    shared = Allocator(allocated, CLASSES_BY_NAME.get, slices, compile_selector)
+    for name in NODES:
+        alone = Allocator(allocated, CLASSES_BY_NAME.get, slices, compile_selector)
+        assert _outcome(shared, name, slices, claims) == _outcome(alone, name, slices, claims)
 
 
 def test_a_device_that_differs_in_anything_but_its_name_makes_another_shape() -> None:
