@@ -136,8 +136,16 @@ def test_claims_get_matching_devices_and_are_freed_with_their_pod(
     kubectl.create(*(gpu_pod(f"a{i:02d}", "a100") for i in range(16)))
     a_pods = wait_until("16 a100 pods bound", lambda: placed("a", 16), timeout=120)
     assert {p["spec"]["nodeName"] for p in a_pods} == {"kwok-node-0", "kwok-node-1"}
-    devices = allocated_devices(list(claims_by_pod(kubectl).values()))
+    claims = claims_by_pod(kubectl)
+    devices = allocated_devices(list(claims.values()))
     assert len(devices) == 16 + 6
+    # kwok-node-0 and kwok-node-1 have the same devices (one shape, searched once per cycle):
+    # each pod's device and node selector are still those of the node it is bound to.
+    for p in a_pods:
+        node = p["spec"]["nodeName"]
+        allocation = claims[p["metadata"]["name"]]["status"]["allocation"]
+        assert [r["pool"] for r in allocation["devices"]["results"]] == [node]
+        assert allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [node]
     assert not [d for d, n in Counter(devices).items() if n > 1], "a device was allocated twice"
 
     # One more a100 pod and an unsatisfiable one wait, with upstream's reason.

@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from policy_scheduler.bench_e2e import dra as dra_objects
 from policy_scheduler.scheduler.config import ProfileConfig
 from policy_scheduler.scheduler.engine import Engine
+from policy_scheduler.scheduler.framework.services import ClusterServices
 from policy_scheduler.scheduler.model import (
     Affinity,
     Container,
@@ -30,13 +32,16 @@ from policy_scheduler.scheduler.nodetable import HOSTNAME_LABEL, ZONE_LABEL
 from policy_scheduler.scheduler.plugins.registry import implemented_plugin_names
 from policy_scheduler.scheduler.profile_resolution import resolve_profile
 from policy_scheduler.scheduler.resource_names import CPU, MEMORY, PODS
+from policy_scheduler.scheduler.storage.volumes import PodResourceClaim
 from policy_scheduler.scheduler.versioning.features import Features
+from policy_scheduler.simulate import dra as simulate_dra
 
 MI = 1024 * 1024
 GI = 1024 * MI
 ZONES = ("moon-1", "moon-2", "moon-3")  # as scheduler_perf's labelNodePrepareStrategy
 
 PodFactory = Callable[[int], Pod]
+DRA_NAMESPACE = "dra-bench"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,9 @@ class Workload:
     upstream: str = ""
     upstream_threshold: float | None = None
     fits_nowhere: bool = False  # the measured pods are never bound: each cycle is a failed one
+    # DRA objects (DeviceClass, ResourceSlices, ResourceClaimTemplate) in this namespace, from the
+    # node names; the measured pods' template claims are created as the claim controller would.
+    dra_namespace: str = ""
 
     def scaled(self, nodes: int, existing: int, measured: int) -> Workload:
         return dataclasses.replace(self, nodes=nodes, existing=existing, measured=measured)
@@ -101,6 +109,12 @@ def oversized_pod(prefix: str) -> PodFactory:
         name="pause", image="registry.k8s.io/pause:3.10.1", requests={CPU: 9000, MEMORY: 500 * MI}
     )
     return lambda i: dataclasses.replace(_pod(f"{prefix}-{i}"), containers=(container,))
+
+
+def template_claim_pod(namespace: str) -> PodFactory:
+    """pod-with-claim-template.yaml: one claim from bench_e2e's ResourceClaimTemplate."""
+    claim = PodResourceClaim(dra_objects.CLAIM, resource_claim_template_name=dra_objects.TEMPLATE)
+    return lambda i: _pod(f"dra-{i}", namespace, resource_claims=(claim,))
 
 
 def _selector(key: str, value: str) -> LabelSelector:
@@ -219,6 +233,18 @@ def catalogue() -> dict[str, Workload]:
             upstream="SchedulingPreferredPodAffinity/5000Nodes_5000Pods",
             upstream_threshold=90,
         ),
+        Workload(
+            "dra-template-100",
+            f"SchedulingWithResourceClaimTemplate: a ResourceSlice of {dra_objects.FREE_DEVICES_PER_NODE} "
+            "devices per node, one DeviceClass; each pod gets its own claim from one template",
+            nodes=100,
+            existing=0,
+            measured=100 * dra_objects.FREE_DEVICES_PER_NODE,
+            existing_pod=default_pod("existing"),
+            measured_pod=template_claim_pod(DRA_NAMESPACE),
+            upstream="SchedulingWithResourceClaimTemplate/2000pods_100nodes",
+            dra_namespace=DRA_NAMESPACE,
+        ),
     ]
     return {w.name: w for w in workloads}
 
@@ -269,24 +295,31 @@ def prepare(workload: Workload, seed: int = 0, features: Features | None = None)
     started = time.perf_counter()
     clock = FakeClock()
     binder = _MemoryBinder()
-    engine = Engine(binder=binder, seed=seed, clock=clock)
+    nodes = [make_node(i, workload.zones) for i in range(workload.nodes)]
+    measured = [workload.measured_pod(i) for i in range(workload.measured)]
+    services = ClusterServices()
+    if workload.dra_namespace:
+        manifests = dra_objects.objects(workload.dra_namespace, [n.name for n in nodes])
+        dra, measured = simulate_dra.prepare(manifests, measured)
+        services = ClusterServices(dra=dra)
+    engine = Engine(binder=binder, seed=seed, clock=clock, services=services)
     binder.engine = engine
     config = ProfileConfig(percentage_of_nodes_to_score=workload.percentage_of_nodes_to_score)
     engine.set_profiles([resolve_profile(config, implemented_plugin_names(), features=features)])
-    for i in range(workload.nodes):
-        engine.node_added(make_node(i, workload.zones))
+    for node in nodes:
+        engine.node_added(node)
     for i in range(workload.existing):
         # Round robin over nodes: pod i and pod i + nodes share a node, so the first
         # `nodes` existing pods (the special ones, if any) land on distinct nodes.
-        node = f"node-{i % workload.nodes:05d}"
+        node_name = nodes[i % workload.nodes].name
         factory = (
             workload.special_pod if workload.special_pod and i < workload.special else workload.existing_pod
         )
         pod = factory(i)
-        engine.pod_added(dataclasses.replace(pod, node_name=node))
-    for i in range(workload.measured):
+        engine.pod_added(dataclasses.replace(pod, node_name=node_name))
+    for pod in measured:
         clock.now += 0.001  # keeps FIFO order among equal priorities
-        engine.pod_added(dataclasses.replace(workload.measured_pod(i), creation_timestamp=clock.now))
+        engine.pod_added(dataclasses.replace(pod, creation_timestamp=clock.now))
     return Prepared(engine, binder, clock, time.perf_counter() - started)
 
 

@@ -476,6 +476,26 @@ def test_rows_are_grouped_by_the_slices_they_see() -> None:
     }
 
 
+def test_what_a_node_with_local_slices_sees_follows_its_labels() -> None:
+    # The index keeps what each such node sees across cycles: by its matches, not its name alone.
+    from policy_scheduler.scheduler.nodetable import NodeTable
+    from policy_scheduler.scheduler.plugins.dynamicresources.nodeslices import SliceIndex, group_rows
+
+    table = NodeTable()
+    table.set_node(Node("n0", labels={"zone": "b"}))
+    term = NodeSelectorTerm(match_expressions=(Requirement("zone", "In", ("a",)),))
+    net = ResourceSlice("net", DRIVER, ResourcePool("net"), (Device("x"),), node_selector=(term,))
+    index = SliceIndex.build([gpus("n0", 1), net])
+    rows = np.arange(1, dtype=np.intp)
+    [first] = group_rows(index, table, rows)
+    assert [s.name for s in first.slices] == ["n0-gpus"]
+    [again] = group_rows(index, table, rows)
+    assert again.slices is first.slices  # the same tuple: the allocator's pool cache hits
+    table.set_node(Node("n0", labels={"zone": "a"}))
+    [relabeled] = group_rows(index, table, rows)
+    assert [s.name for s in relabeled.slices] == ["n0-gpus", "net"]
+
+
 def test_args_default_filter_timeout_and_reject_binding_timeout() -> None:
     from policy_scheduler.scheduler.field_errors import ArgsError
     from policy_scheduler.scheduler.plugins.dynamicresources.args import DynamicResourcesArgs

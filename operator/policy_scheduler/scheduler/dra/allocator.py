@@ -8,6 +8,8 @@ subrequests tried in order. With DRAPartitionableDevices, devices draw on their 
 counters (those of allocated devices are already spent); with DRADeviceTaints, a device tainted
 NoSchedule or NoExecute goes only to a request that tolerates the taint. Selector results are
 cached across nodes: they do not depend on the node (per-device node selection is checked apart).
+Nodes of one shape (shapes.py) are searched once per Allocator: the others get that answer
+re-targeted to their devices.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ from policy_scheduler.scheduler.dra.pools import (
     NodeMatcher,
     Pool,
     device_targets_node,
-    gather_pools,
     node_matcher,
 )
+from policy_scheduler.scheduler.dra.shapes import NodePools, PlacedResults, PoolCache
 from policy_scheduler.scheduler.model import Node, NodeSelectorTerm, Requirement
 
 # counter set -> counter -> quantity (upstream's counterSets for one pool).
@@ -212,6 +214,15 @@ def lookup_attribute(device: Device, device_id: DeviceId, name: str) -> DeviceAt
     return device.attributes.get(rest)
 
 
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """One shape's answer with positions for devices: per claim, (request, device position, admin
+    access, tolerations) per result and the config; None when nothing could be allocated."""
+
+    claims: tuple[ResourceClaim, ...]  # held so that the identity key stays valid
+    answer: tuple[tuple[PlacedResults, tuple[DeviceAllocationConfiguration, ...]], ...] | None
+
+
 def _kobj(claim: ResourceClaim) -> str:
     """klog.KObj: the name alone when there is no namespace."""
     return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
@@ -228,9 +239,11 @@ class Allocator:
         evaluated: dict[tuple[str, DeviceId], bool] | None = None,
         shared: frozenset[DeviceId] = frozenset(),
         aggregated: Mapping[DeviceId, Capacity] | None = None,
+        pool_cache: PoolCache | None = None,
     ) -> None:
         """`allocated`: devices allocated to one claim; with DRAConsumableCapacity, `shared` are
-        devices with shares allocated and `aggregated` what those shares consume."""
+        devices with shares allocated and `aggregated` what those shares consume. `pool_cache`
+        (made for `all_slices` and these features) may be kept while the slices stay."""
         self.allocated = allocated
         self.shared = shared
         self.aggregated: Mapping[DeviceId, Capacity] = aggregated or {}
@@ -245,6 +258,11 @@ class Allocator:
         self.evaluated: dict[tuple[str, DeviceId], bool] = {} if evaluated is None else evaluated
         # Pool id -> counters left after the devices already allocated (availableCounters).
         self._available: dict[str, _Counters] = {}
+        if pool_cache is None or pool_cache.partitionable != features.partitionable_devices:
+            pool_cache = PoolCache(features.partitionable_devices)
+        self.pool_cache = pool_cache
+        # (claims, shape, which devices are allocated) -> the answer, re-targeted to each node.
+        self._decided: dict[tuple[object, ...], _Decided] = {}
 
     def allocate(
         self,
@@ -259,10 +277,26 @@ class Allocator:
         `visible` are the slices GatherPools takes for the node (`pools.slice_targets_node`);
         `node` (default: a node of that name without labels) decides per-device node selection.
         `deadline` is (clock, time): past it the search stops with AllocationTimeout."""
-        pools = gather_pools(visible, self.all_slices, self.features.partitionable_devices)
-        run = _Run(self, node_name, pools, claims, node_matcher(node or Node(node_name)))
+        seen = self.pool_cache.node_pools(visible, self.all_slices)
+        key = self._shape_key(seen, claims)
+        if key is not None and (decided := self._decided.get(key)) is not None:
+            return _retarget(decided, seen)
+        run = _Run(self, node_name, seen.pools, claims, node_matcher(node or Node(node_name)))
         run.deadline = deadline
-        return run.run()
+        result = run.run()
+        if key is not None:
+            self._decided[key] = run.decided(seen, result)
+        return result
+
+    def _shape_key(self, seen: NodePools, claims: Sequence[ResourceClaim]) -> tuple[object, ...] | None:
+        """What the node's answer depends on, when that is its shape and which devices are in use."""
+        if seen.shape is None:
+            return None
+        devices = seen.devices
+        shared, aggregated = self.shared, self.aggregated
+        if (shared or aggregated) and any(did in shared or did in aggregated for did, _, _ in devices):
+            return None
+        return (tuple(map(id, claims)), seen.shape, tuple(map(self.allocated.__contains__, seen.dids)))
 
     def available_counters(self, pool: Pool) -> _Counters:
         """The pool's counters minus what its allocated devices consume, computed once per pool."""
@@ -739,6 +773,22 @@ class _Run:
 
     # ---- results ---------------------------------------------------------------------------------
 
+    def decided(self, seen: NodePools, result: list[AllocationResult] | None) -> _Decided:
+        """The answer with device positions in place of devices (no result has a share)."""
+        if result is None:
+            return _Decided(tuple(self.claims), None)
+        position = seen.position
+        return _Decided(
+            tuple(self.claims),
+            tuple(
+                (
+                    tuple((r.request_name, position[r.id], r.admin_access, r.tolerations) for r in devices),
+                    allocation.config,
+                )
+                for devices, allocation in zip(self.results, result, strict=True)
+            ),
+        )
+
     def _result(self, ci: int, claim: ResourceClaim) -> AllocationResult:
         devices = self.results[ci]
         return AllocationResult(
@@ -755,7 +805,7 @@ class _Run:
                 )
                 for r in devices
             ),
-            self._node_selector(devices),
+            node_selector_for([(r.slice, r.device) for r in devices]),
             self._config(ci, claim),
         )
 
@@ -818,29 +868,55 @@ class _Run:
             names.append((request.name, sub))
         return names
 
-    def _node_selector(self, devices: list[_Result]) -> tuple[NodeSelectorTerm, ...] | None:
-        """createNodeSelector: a node-local device pins the node; selectors of the rest are ANDed."""
-        fields: list[Requirement] = []
-        exprs: list[Requirement] = []
-        for r in devices:
-            s = r.slice
-            owner = r.device if s.per_device_node_selection else s
-            if owner.node_name:
-                return (
-                    NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (owner.node_name,)),)),
-                )
-            selector = owner.node_selector
-            if selector is not None:
-                if len(selector) > 1:
-                    raise AllocationError(
-                        f"unsupported ResourceSlice.NodeSelector with {len(selector)} terms"
-                    )
-                for term in selector:
-                    _add_new(term.match_fields, fields)
-                    _add_new(term.match_expressions, exprs)
-        if fields or exprs:
-            return (NodeSelectorTerm(match_expressions=tuple(exprs), match_fields=tuple(fields)),)
+
+def node_selector_for(devices: Sequence[tuple[ResourceSlice, Device]]) -> tuple[NodeSelectorTerm, ...] | None:
+    """createNodeSelector: a node-local device pins the node; selectors of the rest are ANDed."""
+    fields: list[Requirement] = []
+    exprs: list[Requirement] = []
+    for s, device in devices:
+        owner = device if s.per_device_node_selection else s
+        if owner.node_name:
+            return (NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (owner.node_name,)),)),)
+        selector = owner.node_selector
+        if selector is not None:
+            if len(selector) > 1:
+                raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(selector)} terms")
+            for term in selector:
+                _add_new(term.match_fields, fields)
+                _add_new(term.match_expressions, exprs)
+    if fields or exprs:
+        return (NodeSelectorTerm(match_expressions=tuple(exprs), match_fields=tuple(fields)),)
+    return None
+
+
+# Re-targeted answers kept per node while its slices stay; more distinct answers than this (claims
+# with ever new request names) start the node's memo afresh.
+_RETARGETED_PER_NODE = 64
+
+
+def _retarget(decided: _Decided, seen: NodePools) -> list[AllocationResult] | None:
+    """A shape's answer for another node of that shape: the devices at the same positions."""
+    if decided.answer is None:
         return None
+    memo = seen.retargeted
+    out: list[AllocationResult] = []
+    for results, config in decided.answer:
+        done = memo.get(results)
+        if done is None:
+            if len(memo) >= _RETARGETED_PER_NODE:
+                memo.clear()
+            picked = [seen.devices[k] for _, k, _, _ in results]
+            done = memo[results] = (
+                tuple(
+                    DeviceRequestAllocationResult(
+                        name, did.driver, did.pool, did.device, admin_access, tolerations
+                    )
+                    for (name, _, admin_access, tolerations), (did, _, _) in zip(results, picked, strict=True)
+                ),
+                node_selector_for([(s, device) for _, device, s in picked]),
+            )
+        out.append(AllocationResult(done[0], done[1], config))
+    return out
 
 
 def _taint_prevents_allocation(device: Device, request: _Request) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from policy_scheduler.scheduler.model import NodeSelectorTerm
 
@@ -301,8 +301,10 @@ class DeviceTaintRule:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceId:
+class DeviceId(NamedTuple):
+    """A device's driver, pool and name; a tuple so that sets and dicts of them hash in C (the
+    allocator looks devices up in such sets for every node it tries)."""
+
     driver: str
     pool: str
     device: str

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from typing import TypeVar
 
 from policy_scheduler.scheduler.dra.extended import ExtendedResourceCache, is_extended_resource_claim_of
 from policy_scheduler.scheduler.dra.model import (
+    AllocationResult,
     DeviceClass,
     DeviceId,
     DeviceTaintRule,
@@ -32,6 +34,9 @@ class AllocatedState:
     aggregated: Mapping[DeviceId, Mapping[str, Decimal]]
 
 
+_K = TypeVar("_K")
+
+
 class DraStore:
     def __init__(self) -> None:
         self._slices: dict[str, ResourceSlice] = {}
@@ -44,6 +49,10 @@ class DraStore:
         self._patched_list: tuple[ResourceSlice, ...] | None = None
         self._allocated: frozenset[DeviceId] | None = None
         self._allocated_state: AllocatedState | None = None
+        # What the allocations of _claims and _in_flight hold, kept as they change (upstream's
+        # allocatedDevices tracker) so a cycle does not walk every claim: per device, how many
+        # results hold it whole, how many as a share, and what its shares consume.
+        self._held = _Held()
         # Which class serves which extended resource name (DRAExtendedResource).
         self.extended_resources = ExtendedResourceCache()
         # Bumped on every slice change so callers can cache per-slice indexes.
@@ -75,13 +84,27 @@ class DraStore:
             if assumed.uid == c.uid and _version(c) < _version(assumed):
                 return
             del self._assumed[c.key]
+        self._set_claim(c)
+
+    def _set_claim(self, c: ResourceClaim) -> None:
+        old = self._claims.get(c.key)
         self._claims[c.key] = c
+        self._held_changed(old, c)
+
+    def _held_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        old_allocation = old.allocation if old is not None else None
+        new_allocation = new.allocation if new is not None else None
+        if old_allocation is new_allocation:
+            return
+        if old_allocation is not None:
+            self._held.add(old_allocation, -1)
+        if new_allocation is not None:
+            self._held.add(new_allocation, 1)
         self._allocated = self._allocated_state = None
 
     def delete_claim(self, namespace: str, name: str) -> None:
         self._assumed.pop(f"{namespace}/{name}", None)
-        if self._claims.pop(f"{namespace}/{name}", None) is not None:
-            self._allocated = self._allocated_state = None
+        self._held_changed(self._claims.pop(f"{namespace}/{name}", None), None)
 
     def upsert_taint_rule(self, rule: DeviceTaintRule) -> None:
         self._taint_rules[rule.name] = rule
@@ -129,58 +152,78 @@ class DraStore:
     def allocated_devices(self) -> frozenset[DeviceId]:
         """ListAllAllocatedDevices: devices of allocated and in-flight claims (admin access excluded)."""
         if self._allocated is None:
-            ids: set[DeviceId] = set()
-            for claim in (*self._claims.values(), *self._in_flight.values()):
-                if claim.allocation is None:
-                    continue
-                for r in claim.allocation.results:
-                    if not r.admin_access:
-                        ids.add(DeviceId(r.driver, r.pool, r.device))
-            self._allocated = frozenset(ids)
+            self._allocated = frozenset((*self._held.whole, *self._held.shares))
         return self._allocated
 
     def allocated_state(self) -> AllocatedState:
         """foreachAllocatedDevice with DRAConsumableCapacity on: a result with a shareID is a share."""
         if self._allocated_state is None:
-            devices: set[DeviceId] = set()
-            shared: set[DeviceId] = set()
-            aggregated: dict[DeviceId, dict[str, Decimal]] = {}
-            for claim in (*self._claims.values(), *self._in_flight.values()):
-                if claim.allocation is None:
-                    continue
-                for r in claim.allocation.results:
-                    if r.admin_access:
-                        continue
-                    did = DeviceId(r.driver, r.pool, r.device)
-                    if r.share_id is None:
-                        devices.add(did)
-                        continue
-                    shared.add(did)
-                    if r.consumed_capacity is not None:
-                        total = aggregated.setdefault(did, {})
-                        for name, value in r.consumed_capacity.items():
-                            total[name] = total.get(name, Decimal(0)) + value
-            self._allocated_state = AllocatedState(frozenset(devices), frozenset(shared), aggregated)
+            held = self._held
+            self._allocated_state = AllocatedState(
+                frozenset(held.whole),
+                frozenset(held.shares),
+                {did: dict(total) for did, total in held.consumed.items()},
+            )
         return self._allocated_state
 
     # ---- in-flight allocations (Reserve .. PreBind) -----------------------------------------------
 
     def signal_pending_allocation(self, claim: ResourceClaim) -> None:
+        old = self._in_flight.get(claim.uid)
         self._in_flight[claim.uid] = claim
-        self._allocated = self._allocated_state = None
+        self._held_changed(old, claim)
 
     def has_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
 
     def remove_pending_allocation(self, uid: str) -> None:
-        if self._in_flight.pop(uid, None) is not None:
-            self._allocated = self._allocated_state = None
+        self._held_changed(self._in_flight.pop(uid, None), None)
 
     def assume_claim(self, claim: ResourceClaim) -> None:
         """AssumeClaimAfterAPICall: what we wrote counts until the informer reports it (or newer)."""
         self._assumed[claim.key] = claim
-        self._claims[claim.key] = claim
-        self._allocated = self._allocated_state = None
+        self._set_claim(claim)
+
+
+class _Held:
+    """Counts of the devices that allocations hold (admin access excluded)."""
+
+    def __init__(self) -> None:
+        self.whole: dict[DeviceId, int] = {}
+        self.shares: dict[DeviceId, int] = {}
+        # Per device: what its shares with a consumed capacity consume; how many such shares
+        # there are, and how many name each capacity (an entry or name goes with the last).
+        self.consumed: dict[DeviceId, dict[str, Decimal]] = {}
+        self._consumers: dict[DeviceId, int] = {}
+        self._named: dict[tuple[DeviceId, str], int] = {}
+
+    def add(self, allocation: AllocationResult, sign: int) -> None:
+        for r in allocation.results:
+            if r.admin_access:
+                continue
+            did = DeviceId(r.driver, r.pool, r.device)
+            if r.share_id is None:
+                _count(self.whole, did, sign)
+                continue
+            _count(self.shares, did, sign)
+            if r.consumed_capacity is None:
+                continue
+            total = self.consumed.setdefault(did, {})
+            for name, value in r.consumed_capacity.items():
+                total[name] = total.get(name, Decimal(0)) + sign * value
+                if _count(self._named, (did, name), sign) == 0:
+                    del total[name]
+            if _count(self._consumers, did, sign) == 0:
+                del self.consumed[did]
+
+
+def _count(counts: dict[_K, int], key: _K, sign: int) -> int:
+    n = counts.get(key, 0) + sign
+    if n:
+        counts[key] = n
+    else:
+        del counts[key]
+    return n
 
 
 def _patched(s: ResourceSlice, rules: Sequence[DeviceTaintRule]) -> ResourceSlice:

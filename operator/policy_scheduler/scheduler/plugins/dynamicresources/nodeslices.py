@@ -10,7 +10,7 @@ all-nodes flag or selector counts like a slice's, so nodes of one group see the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,11 @@ class SliceIndex:
     all_nodes: tuple[ResourceSlice, ...]
     # (slice, node selector): slices with a selector, or one entry per selector of a device.
     selected: tuple[tuple[ResourceSlice, tuple[NodeSelectorTerm, ...]], ...]
+    # (node, which selector slices it matches) -> what it sees, for nodes with node-local slices:
+    # the same tuple every cycle while the slices stay.
+    local_seen: dict[tuple[str, bytes], tuple[ResourceSlice, ...]] = field(
+        default_factory=dict, compare=False
+    )
 
     @staticmethod
     def build(slices: Sequence[ResourceSlice], partitionable: bool = False) -> SliceIndex:
@@ -75,10 +80,15 @@ def group_rows(index: SliceIndex, table: NodeTable, rows: Rows) -> list[Group]:
     )
     local = np.isin(rows, local_rows)
     groups: list[Group] = []
+    seen = index.local_seen
     for p in np.flatnonzero(local).tolist():
         name = table.nodes[int(rows[p])].name
-        picked = [s for (s, _), on in zip(index.selected, bits[p], strict=True) if on]
-        groups.append(Group([p], name, _unique(*index.by_node[name], *index.all_nodes, *picked)))
+        key = (name, bits[p].tobytes())
+        visible = seen.get(key)
+        if visible is None:
+            picked = [s for (s, _), on in zip(index.selected, bits[p], strict=True) if on]
+            visible = seen[key] = _unique(*index.by_node[name], *index.all_nodes, *picked)
+        groups.append(Group([p], name, visible))
     others = np.flatnonzero(~local)
     if len(others):
         patterns, inverse = np.unique(bits[others], axis=0, return_inverse=True)

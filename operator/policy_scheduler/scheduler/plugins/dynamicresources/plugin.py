@@ -52,6 +52,7 @@ from policy_scheduler.scheduler.dra.podclaims import (
     pod_resource_claims,
 )
 from policy_scheduler.scheduler.dra.services import ClaimWriteError, DraServices
+from policy_scheduler.scheduler.dra.shapes import PoolCache
 from policy_scheduler.scheduler.framework.cycle_state import CycleState
 from policy_scheduler.scheduler.framework.diagnosis import Diagnosis
 from policy_scheduler.scheduler.framework.events import (
@@ -176,8 +177,13 @@ class DynamicResources(
         if behaviour.dynamic_resources_requeues_on_claim_delete:
             self.claim_actions |= Action.DELETE
         self._index: tuple[int, SliceIndex] | None = None
-        # CEL results per (expression, device), valid while the slices do not change.
+        # CEL results per (expression, device), and pools and node shapes per set of visible
+        # slices: valid while the slices do not change.
         self._evaluated: tuple[int, dict[tuple[str, DeviceId], bool]] = (-1, {})
+        self._pool_cache: tuple[int, PoolCache] = (
+            -1,
+            PoolCache(self.allocator_features.partitionable_devices),
+        )
 
     def sign_pod(self, pod: Pod) -> SignFragments | None:
         return None if pod.resource_claims else ()  # "pods with dra resource claims are not signable"
@@ -317,6 +323,9 @@ class DynamicResources(
         if s.to_allocate:
             if self._evaluated[0] != store.slices_generation:
                 self._evaluated = (store.slices_generation, {})
+            if self._pool_cache[0] != store.slices_generation:
+                partitionable = self.allocator_features.partitionable_devices
+                self._pool_cache = (store.slices_generation, PoolCache(partitionable))
             if self.allocator_features.consumable_capacity:
                 held = store.allocated_state()
                 allocated, shared, aggregated = held.devices, held.shared, held.aggregated
@@ -331,6 +340,7 @@ class DynamicResources(
                 evaluated=self._evaluated[1],
                 shared=shared,
                 aggregated=aggregated,
+                pool_cache=self._pool_cache[1],
             )
         return None, SUCCESS
 
@@ -512,8 +522,9 @@ class DynamicResources(
         timeout = self.typed_args.filter_timeout
         clock = self.handle.clock
         deadline = (clock, clock() + timeout) if timeout else None
+        table = self.table
         try:
-            node = self.table.nodes[self.table.index[node_name]]
+            node = table.nodes[table.index[node_name]]
             result = s.allocator.allocate(node_name, slices, claims, deadline, node)
         except (FailedOnNode, AllocationTimeout) as e:
             return unresolvable(str(e))
@@ -522,7 +533,7 @@ class DynamicResources(
         if result is None or len(result) != len(claims):
             return unresolvable("cannot allocate all claims")
         for p in positions:
-            name = self.table.nodes[int(rows[p])].name
+            name = table.nodes[int(rows[p])].name
             s.node_allocations[name] = result
             if node_claim is not None:
                 s.node_extended[name] = node_claim
@@ -570,11 +581,14 @@ class DynamicResources(
         s: _State | None = state.read(STATE_KEY)
         if s is None or not s.node_allocations:
             return out
+        claims = [s.claims[i] for i in s.to_allocate]
+        if not any(request.first_available for claim in claims for request in claim.requests):
+            return out  # only picked subrequests score
         nodes = self.table.nodes
         for p, row in enumerate(rows.tolist()):
             allocation = s.node_allocations.get(nodes[row].name)
             if allocation is not None:
-                out[p] = compute_score([s.claims[i] for i in s.to_allocate], allocation)
+                out[p] = compute_score(claims, allocation)
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
