@@ -60,6 +60,8 @@ POD_FIELDS: list[tuple[str, dict[str, Any], dict[str, Any], str, Any]] = [
     ("preemption default", {}, {}, "preemption_policy", "PreemptLowerPriority"),
     ("preemption never", {"preemptionPolicy": "Never"}, {}, "preemption_policy", "Never"),
     ("node name", {"nodeName": "n1"}, {}, "node_name", "n1"),
+    ("grace default", {}, {}, "termination_grace_period_seconds", None),
+    ("grace", {"terminationGracePeriodSeconds": 5}, {}, "termination_grace_period_seconds", 5),
     ("node selector", {"nodeSelector": {"disk": "ssd"}}, {}, "node_selector", {"disk": "ssd"}),
     (
         "tolerations",

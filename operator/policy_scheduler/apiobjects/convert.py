@@ -297,6 +297,7 @@ def _pod(p: structs.Pod, errs: Errors) -> model.Pod:
             (c.name, c.resource_claim_name) for c in status.resource_claim_statuses or ()
         ),
         scheduled_condition=None if spec.node_name else _scheduled_verdict(status),
+        termination_grace_period_seconds=spec.termination_grace_period_seconds,
     )
 
 

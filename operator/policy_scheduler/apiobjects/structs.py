@@ -298,6 +298,7 @@ class PodSpec(_Base):
     resource_claims: list[PodResourceClaim] | None = None
     scheduling_group: PodSchedulingGroup | None = None
     workload_ref: WorkloadReference | None = None
+    termination_grace_period_seconds: int | None = None
 
 
 class PodCondition(_Base):

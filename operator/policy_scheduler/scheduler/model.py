@@ -196,6 +196,10 @@ class Pod:
     # status writer skips a verdict the pod already shows, as upstream's updatePod does. Not
     # compared: a status write alone changes nothing the scheduler decides on.
     scheduled_condition: tuple[str, str, str] | None = field(default=None, compare=False)
+    # spec.terminationGracePeriodSeconds (None: unset, the API's default of 30 s applies): the
+    # grace an eviction gives a victim, capped by the EvictionPolicy. Not compared: it decides
+    # nothing about placement.
+    termination_grace_period_seconds: int | None = field(default=None, compare=False)
     # Caches, not init fields: dataclasses.replace(pod, containers=...) must not copy stale values.
     _requests: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _non_zero: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)

@@ -266,13 +266,11 @@ class Harness:
         )
         self.evictor.attach(Pods(self.pods, self.requeued))
 
-    def victim(self, name: str, uid: str, grace: int | None = 30, terminating: bool = False) -> Pod:
-        spec: dict[str, Any] = {} if grace is None else {"terminationGracePeriodSeconds": grace}
-        meta: dict[str, Any] = {"uid": uid}
-        if terminating:
-            meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-        self.api.pods[name] = {"metadata": meta, "spec": spec}
-        return make_pod(name, namespace="ns", uid=uid, priority=10, node_name="n1")
+    def victim(self, name: str, uid: str, grace: int | None = 30) -> Pod:
+        """A victim as the scheduler's cache has it (nothing is read from the API)."""
+        victim = make_pod(name, namespace="ns", uid=uid, priority=10, node_name="n1")
+        victim.termination_grace_period_seconds = grace
+        return victim
 
     async def run(self, *victims: Pod) -> None:
         self.evictor.submit(self.preemptor, victims, "n1", "sched")
@@ -401,15 +399,25 @@ async def test_unavailable_policy_evicts_nothing(monkeypatch: pytest.MonkeyPatch
     assert h.requeued == ["ns/high"]
 
 
-async def test_gone_and_terminating_victims_need_no_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_gone_replaced_and_terminating_victims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is read before an eviction (as kube-scheduler): a victim gone or replaced since
+    the cycle is answered 404 or 409 by the Eviction API (the uid precondition) and needs
+    nothing more; one terminating in the cycle's view is skipped without a call."""
     h = Harness(monkeypatch, EvictionPolicyConfig())
-    gone = make_pod("gone", namespace="ns", uid="ug", priority=10, node_name="n1")
-    replaced = h.victim("replaced", "new-uid")
-    replaced.uid = "old-uid"
-    terminating = h.victim("t", "ut", terminating=True)
+    gone, replaced = h.victim("gone", "ug"), h.victim("replaced", "old-uid")
+    terminating = h.victim("t", "ut")
+    terminating.deletion_timestamp = 1.0
+    h.api.answer("POST", "/pods/gone/eviction", (404, status_body('pods "gone" not found')))
+    h.api.answer(
+        "POST",
+        "/pods/replaced/eviction",
+        (409, status_body("Precondition failed: UID in precondition: old-uid, UID in object meta: new")),
+    )
     await h.run(gone, replaced, terminating)
-    assert h.api.posted() == []
+    assert [m for m, _, _ in h.api.calls] == ["POST", "POST"]  # no read, none for the terminating one
+    assert [body["deleteOptions"]["preconditions"]["uid"] for _, _, body in h.api.calls] == ["ug", "old-uid"]
     assert h.records == []
+    assert h.patched == []  # nobody marked as disrupted
     assert h.requeued == ["ns/high"]
 
 
@@ -542,11 +550,16 @@ async def test_an_eviction_refused_by_the_fence_frees_its_in_flight_slot(
     h = Harness(monkeypatch, EvictionPolicyConfig(), limits)
     a = h.victim("a", "ua")
 
-    def close_on_read(method: str, path: str) -> None:
-        if method == "GET":  # after the victim is read, before the eviction is sent
-            h.fence.open = False
+    limiter = h.evictor.limiters.get("policy", limits)
+    assert limiter is not None
+    grant = limiter.try_acquire
 
-    h.api.after = close_on_read
+    def grant_then_close(namespace: str, node: str, now: float) -> float:
+        wait = grant(namespace, node, now)
+        h.fence.open = False  # after the slot is taken, before the eviction is sent
+        return wait
+
+    limiter.try_acquire = grant_then_close  # type: ignore[method-assign]
     await h.run(a)
     assert h.api.posted() == []
     assert h.results() == []

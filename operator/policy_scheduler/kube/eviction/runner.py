@@ -70,13 +70,14 @@ class Runner:
         return End.ABANDONED
 
     async def _evict(self, job: Job, victim: Pod) -> End:
-        found = await self.api.read_victim(victim.namespace, victim.name, victim.uid)
-        if found is None or found.metadata.deletion_timestamp is not None:
-            return End.DONE  # gone or already terminating: no eviction needed
+        # The victim as the scheduler saw it, not read again (as kube-scheduler, one call less
+        # per victim): one gone or replaced since is answered 404 or 409 by the Eviction API
+        # (its preconditions carry the uid), and evicting one whose deletion started since only
+        # confirms it.
         granted = await self._acquire(job, victim)
         if granted is not End.DONE:
             return granted
-        pod_grace = found.spec.termination_grace_period_seconds
+        pod_grace = victim.termination_grace_period_seconds
         grace = grace_period(pod_grace, job.settings.config.max_grace_period_seconds)
         # Take the maxInFlight slot before the eviction: the victim's deletion may be seen while
         # the calls below are still awaited, and only a slot already taken is freed by it.
