@@ -131,8 +131,8 @@ def test_resource_reprieve_matches_refiltering(
     assert fast_evaluations == slow_evaluations
 
 
-def test_shortcut_is_taken_for_a_plain_pod() -> None:
-    """Guards the property above against comparing the slow path with itself."""
+def _full_node_and_a_preemptor() -> tuple[NodeTable, Framework, Pod, CycleState]:
+    """One 2-cpu node full with two 1-cpu low-priority pods, and a 1-cpu preemptor's cycle state."""
     table = NodeTable()
     table.set_node(
         Node("n0", labels={HOSTNAME_LABEL: "n0"}, allocatable={"cpu": 2000, "memory": 1 << 30, "pods": 9})
@@ -145,6 +145,12 @@ def test_shortcut_is_taken_for_a_plain_pod() -> None:
     pod = _pod("high", 1000, 0, 0, 10, "a")
     state = CycleState()
     fw.run_pre_filter(state, pod)
+    return table, fw, pod, state
+
+
+def test_shortcut_is_taken_for_a_plain_pod() -> None:
+    """Guards the property above against comparing the slow path with itself."""
+    table, fw, pod, state = _full_node_and_a_preemptor()
     fit = fw.adjusting_filter(state)
     assert fit is fw.plugins["NodeResourcesFit"]
     victims = list(table.pods[0].values())
@@ -157,18 +163,7 @@ def test_shortcut_is_taken_for_a_plain_pod() -> None:
 def test_the_room_of_a_dry_run_follows_table_changes() -> None:
     """The free room kept between one dry run's questions about a node is not reused once the
     table changes, even when asked with the same list of pods taken off."""
-    table = NodeTable()
-    table.set_node(
-        Node("n0", labels={HOSTNAME_LABEL: "n0"}, allocatable={"cpu": 2000, "memory": 1 << 30, "pods": 9})
-    )
-    for j in range(2):
-        table.add_pod(_pod(f"low-{j}", 1000, 0, 0, 1, "a"), 0)
-    fw = Framework(
-        resolve_profile(ProfileConfig(), implemented_plugin_names()), in_tree_registry(), Handle(table)
-    )
-    pod = _pod("high", 1000, 0, 0, 10, "a")
-    state = CycleState()
-    fw.run_pre_filter(state, pod)
+    table, fw, pod, state = _full_node_and_a_preemptor()
     fit = fw.adjusting_filter(state)
     assert fit is not None
     removed = list(table.pods[0].values())[:1]
