@@ -43,6 +43,7 @@ SETTLE_WINDOW = 1.0
 # Throughput per slice of this many binds (scheduler_perf's largest runs report 10,000-pod
 # slices): a cost per pod that grows with the cluster shows as falling rates.
 SLICE_PODS = 10_000
+HTTP_GATEWAY_TIMEOUT = 504
 SETTLE_MARGIN = 0.1
 SETTLE_LIMIT = 30.0
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -186,13 +187,13 @@ class Churn:
             await asyncio.sleep(max(CHURN_INTERVAL - (time.monotonic() - started), 0))
 
 
-async def delete_namespace(client: Client, namespace: str, limit_seconds: float = 300) -> None:
+async def delete_namespace(client: Client, namespace: str, limit_seconds: float = 900) -> None:
     """Delete every pod at once (grace 0), wait until they are gone, then the namespace, and wait
     until it is gone too: the namespace controller deletes what is left (a run's thousands of
     events), which would otherwise load the machine while the next contender runs (about 5 s)."""
     path = f"/api/v1/namespaces/{namespace}/pods"
-    await client.delete(path, gracePeriodSeconds="0")
     deadline = time.monotonic() + limit_seconds
+    await _delete_collection(client, path, deadline)
     while (await client.get(path, limit="1"))["items"]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pods of {namespace} not deleted after {limit_seconds:.0f}s")
@@ -202,6 +203,18 @@ async def delete_namespace(client: Client, namespace: str, limit_seconds: float 
         if time.monotonic() > deadline:
             raise RuntimeError(f"namespace {namespace} not deleted after {limit_seconds:.0f}s")
         await asyncio.sleep(0.5)
+
+
+async def _delete_collection(client: Client, path: str, deadline: float) -> None:
+    """DELETE a collection (grace 0). The API server gives up on a request after a minute (504)
+    while deleting tens of thousands of pods; what it deleted stays deleted, so ask again."""
+    while True:
+        try:
+            await client.delete(path, gracePeriodSeconds="0")
+            return
+        except ApiError as exc:
+            if exc.status != HTTP_GATEWAY_TIMEOUT or time.monotonic() > deadline:
+                raise
 
 
 async def _exists(client: Client, path: str) -> bool:
