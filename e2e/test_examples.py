@@ -81,12 +81,9 @@ def node_labels(kubectl: Kubectl) -> dict[str, dict[str, str]]:
 
 def test_bin_packing_fills_as_few_nodes_as_possible(examples: Kubectl) -> None:
     """workloads/binpack.yaml: "the replicas fill as few nodes as possible" (6 x 250m on 4-cpu
-    nodes: one node when nothing else runs). The other examples are scheduled at the same time by
-    other profiles, and MostAllocated follows the fullest node: one of their pods landing on
-    another node mid-way can make that node the fullest (seen once in CI: two nodes). Spreading
-    would put the six replicas on six nodes."""
+    nodes: one node)."""
     nodes = {p["spec"]["nodeName"] for p in bound(examples, "batch", 6)}
-    assert len(nodes) <= 2, nodes
+    assert len(nodes) == 1, nodes
 
 
 def test_gpu_packing_puts_the_trainers_on_one_gpu_node(examples: Kubectl) -> None:
