@@ -478,7 +478,14 @@ def test_table_is_restored_when_an_extension_fails() -> None:
     state = CycleState()
     env.framework.run_pre_filter(state, pod("p", priority=HIGH))
     found = select_victims_on_node(
-        env.framework, state.clone(), pod("p", priority=HIGH), 0, [], lambda v: True, NOW
+        env.framework,
+        state.clone(),
+        pod("p", priority=HIGH),
+        0,
+        [],
+        lambda v: True,
+        NOW,
+        env.framework.adjusting_filter(state.clone()),
     )
     assert found.status.code == Code.ERROR
     after = env.snapshot()
@@ -492,10 +499,28 @@ def test_select_victims_reports_no_victims_and_filter_failures() -> None:
     state = CycleState()
     env.framework.run_pre_filter(state, preemptor)
     eligible = lambda v: v.priority < HIGH  # noqa: E731
-    none = select_victims_on_node(env.framework, state.clone(), preemptor, 0, [], lambda v: False, NOW)
+    none = select_victims_on_node(
+        env.framework,
+        state.clone(),
+        preemptor,
+        0,
+        [],
+        lambda v: False,
+        NOW,
+        env.framework.adjusting_filter(state.clone()),
+    )
     assert none.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert none.status.message == "No preemption victims found for incoming pod"
-    too_big = select_victims_on_node(env.framework, state.clone(), preemptor, 0, [], eligible, NOW)
+    too_big = select_victims_on_node(
+        env.framework,
+        state.clone(),
+        preemptor,
+        0,
+        [],
+        eligible,
+        NOW,
+        env.framework.adjusting_filter(state.clone()),
+    )
     assert too_big.status.code == Code.UNSCHEDULABLE
     assert too_big.status.reasons == ("Insufficient cpu", "Insufficient memory")
     assert too_big.victims == []

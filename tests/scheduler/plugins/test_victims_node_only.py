@@ -67,7 +67,9 @@ def _victims(node_only: bool) -> tuple[list[str], int, int]:
     pod = _pod("high", 2500, priority=100)
     state = CycleState()
     fw.run_pre_filter(state, pod)
-    found = select_victims_on_node(fw, state.clone(), pod, 0, (), lambda p: p.priority < 100, 10.0)
+    found = select_victims_on_node(
+        fw, state.clone(), pod, 0, (), lambda p: p.priority < 100, 10.0, fw.adjusting_filter(state.clone())
+    )
     assert found.status.is_success
     return [v.name for v in found.victims], len(CountingNodeFilter.calls), len(CountingPodFilter.calls)
 
@@ -104,7 +106,9 @@ def test_dry_run_leaves_skipped_plugins_indexes_as_a_fresh_scan_builds_them() ->
     state = CycleState()
     fw.run_pre_filter(state, pod)
     assert "InterPodAffinity" in state.skip_filter  # its index is muted during the dry run
-    found = select_victims_on_node(fw, state.clone(), pod, 0, (), lambda p: p.priority < 100, 10.0)
+    found = select_victims_on_node(
+        fw, state.clone(), pod, 0, (), lambda p: p.priority < 100, 10.0, fw.adjusting_filter(state.clone())
+    )
     assert found.victims
     assert table.listeners == listeners
     kept = AffinityIndex.of(table)

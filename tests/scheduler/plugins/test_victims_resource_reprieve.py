@@ -115,7 +115,9 @@ def test_resource_reprieve_matches_refiltering(
     def victims() -> tuple[NodeVictims, int]:
         metrics.evaluations = 0
         skipped = set(state.skip_filter)
-        found = select_victims_on_node(fw, state, pod, 0, pdbs, lambda p: p.priority < pod.priority, 20.0)
+        found = select_victims_on_node(
+            fw, state, pod, 0, pdbs, lambda p: p.priority < pod.priority, 20.0, fw.adjusting_filter(state)
+        )
         assert state.skip_filter == skipped  # the caller's state is left as it was (no clone needed)
         assert dict(table.pods[0]) == before[0]
         assert (table.requested[:, 0] == before[1]).all()

@@ -7,7 +7,6 @@ The scheduling cycle is synchronous, so nobody else sees the intermediate states
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -20,15 +19,6 @@ from policy_scheduler.scheduler.nodetable import NodeTable
 from policy_scheduler.scheduler.selectors import SelectorError, label_selector_matches
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
-
-
-class _Ask(enum.Enum):
-    ASK = "ask the framework"
-
-
-# select_victims_on_node's default: ask the framework for its adjusting filter (a dry run over
-# many nodes asks once and passes the answer, which the cycle state fixes).
-ASK = _Ask.ASK
 
 
 def pdb_selects(pdb: PDB, pod: Pod) -> bool:
@@ -196,17 +186,16 @@ def select_victims_on_node(
     pdbs: Sequence[PDB],
     eligible: Callable[[Pod], bool],
     now: float,
-    adjusted: FilterPlugin | _Ask | None = ASK,
+    adjusted: FilterPlugin | None,
 ) -> NodeVictims:
     """SelectVictimsOnNode: remove every eligible lower-priority pod; if the pod then fits, add
     them back (PDB-violating first, each group most important first) while it still fits.
     `state` is left as it is: the path that places pods works on a clone (the PreFilter
-    extensions update it), the integer path needs none."""
+    extensions update it), the integer path needs none. `adjusted` is the state's
+    Framework.adjusting_filter, asked once by the caller for all the nodes it tries."""
     potential = [p for p in framework.table.pods[row].values() if eligible(p)]
     if not potential:
         return NodeVictims([], 0, unresolvable(NO_VICTIMS))
-    if adjusted is ASK:
-        adjusted = framework.adjusting_filter(state)
     by_integers = _select_by_integers(framework, state, pod, row, potential, pdbs, now, adjusted)
     if by_integers is not None:
         return by_integers
